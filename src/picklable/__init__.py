@@ -1,0 +1,54 @@
+"""picklable: ship any Python callable to another process.
+
+Identity first (the same object where it can be imported), value second (an
+exact copy where it cannot), never a wrong one. Not meant for long-term storage:
+by-value code only loads on the Python minor version that made it.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from typing import Any
+
+from ._byvalue import list_registry_by_value, register_by_value, unregister_by_value
+from ._pickler import DEFAULT_PROTOCOL, Pickler, dump, dumps
+from ._unpickler import Unpickler, load, loads
+from .exceptions import PicklingError, UnpicklingError
+
+
+
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "Pickler",
+    "PicklingError",
+    "Unpickler",
+    "UnpicklingError",
+    "dump",
+    "dumps",
+    "list_registry_by_value",
+    "load",
+    "loads",
+    "register_by_value",
+    "unregister_by_value",
+]
+
+# Heavier parts load on first use, so a worker that only loads payloads
+# imports the serializer alone.
+_LAZY: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'picklable' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | set(_LAZY))
+

@@ -1,0 +1,334 @@
+"""Find an importable path that yields this very object.
+
+stdlib pickle only tries ``obj.__module__`` + ``obj.__qualname__``. Real code breaks
+that in three ways: a decorator puts a wrapper under the function's name, a
+decorator returns an object that keeps the function in an attribute, and a
+factory makes a function (``<locals>`` in its qualname) that is then set on a
+class. The locator indexes modules (their globals, the attributes of the classes
+they define, wrapper objects, ``__wrapped__`` chains and closures) by object id
+and answers "where does this object live?".
+
+Rules:
+
+* Every answer is checked by identity when it is given: a stale index or a
+  reassigned name can never yield a reference to another object.
+* Indexes are cached per module and rebuilt when the module (or one of the
+  classes it defines) gained or lost attributes. A miss on a stale index only
+  means "ship by value": correct, if not identical.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import types
+from typing import Any
+
+from ._reconstruct import _walk
+
+Path = tuple[Any, ...]
+
+MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
+
+# How deep the index follows wrappers (wrapper -> attribute -> __wrapped__ ...).
+_MAX_DEPTH = 4
+# Package-wide search for factory-made functions stops after this many modules.
+_MAX_PACKAGE_MODULES = 2000
+
+_HEAPTYPE = 1 << 9
+
+_lock = threading.RLock()
+
+
+def _heap_callable(obj: Any) -> bool:
+    """A callable instance of a Python-defined class (a wrapper object)."""
+    t = type(obj)
+    return bool(t.__flags__ & _HEAPTYPE) and callable(obj) and not isinstance(obj, type)
+
+
+def _worth_indexing(obj: Any) -> bool:
+    return isinstance(
+        obj,
+        (
+            types.FunctionType,
+            type,
+            classmethod,
+            staticmethod,
+            property,
+        ),
+    ) or _heap_callable(obj)
+
+
+class _ModuleIndex:
+    """id(object) -> path, for one module."""
+
+    __slots__ = ("module", "paths", "classes", "fingerprint")
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.module = module
+        self.paths: dict[int, Path] = {}
+        self.classes: list[type] = []
+        self._build()
+        self.fingerprint = self._fingerprint()
+
+    def _fingerprint(self) -> tuple[int, int]:
+        try:
+            size = len(vars(self.module))
+        except TypeError:  # pragma: no cover - modules always have a __dict__
+            size = -1
+        return size, sum(len(vars(c)) for c in self.classes)
+
+    def stale(self) -> bool:
+        return self._fingerprint() != self.fingerprint
+
+    def _build(self) -> None:
+        name = self.module.__name__
+        try:
+            items = list(vars(self.module).items())
+        except TypeError:  # pragma: no cover
+            return
+        paths = self.paths
+        # Breadth first, so the shortest path to an object wins.
+        frontier: list[tuple[Any, Path]] = []
+        for key, value in items:
+            if not isinstance(key, str) or not _worth_indexing(value):
+                continue
+            if id(value) not in paths:
+                paths[id(value)] = (key,)
+                frontier.append((value, (key,)))
+        seen_classes: set[int] = set()
+        for _ in range(_MAX_DEPTH):
+            nxt: list[tuple[Any, Path]] = []
+            for value, path in frontier:
+                for child, child_path in _children(value, path, name, seen_classes, self.classes):
+                    if id(child) not in paths:
+                        paths[id(child)] = child_path
+                        nxt.append((child, child_path))
+            if not nxt:
+                break
+            frontier = nxt
+
+
+def _children(
+    value: Any, path: Path, module_name: str, seen_classes: set[int], classes: list[type]
+) -> list[tuple[Any, Path]]:
+    """Objects reachable from ``value`` by a path that resolves back to them."""
+    out: list[tuple[Any, Path]] = []
+    if isinstance(value, type):
+        if getattr(value, "__module__", None) != module_name or id(value) in seen_classes:
+            return out
+        seen_classes.add(id(value))
+        classes.append(value)
+        try:
+            namespace = list(vars(value).items())
+        except TypeError:  # pragma: no cover
+            return out
+        for key, raw in namespace:
+            if isinstance(raw, staticmethod):
+                out.append((raw.__func__, (*path, key)))
+            elif isinstance(raw, classmethod):
+                out.append((raw.__func__, (*path, key, "__func__")))
+            elif isinstance(raw, types.FunctionType) or isinstance(raw, (type, property)):
+                out.append((raw, (*path, key)))
+            elif _heap_callable(raw):
+                if hasattr(type(raw), "__get__"):
+                    # Binds on attribute access: reach the raw object through __dict__.
+                    out.append((raw, (*path, "__dict__", (key,))))
+                else:
+                    out.append((raw, (*path, key)))
+        return out
+    if isinstance(value, property):
+        for accessor in ("fget", "fset", "fdel"):
+            fn = getattr(value, accessor)
+            if fn is not None:
+                out.append((fn, (*path, accessor)))
+        return out
+    if isinstance(value, (classmethod, staticmethod)):
+        out.append((value.__func__, (*path, "__func__")))
+        return out
+    # Functions and wrapper objects: what they wrap.
+    try:
+        wrapped = value.__wrapped__
+    except Exception:
+        wrapped = None
+    if wrapped is not None and _worth_indexing(wrapped):
+        out.append((wrapped, (*path, "__wrapped__")))
+    if isinstance(value, types.FunctionType):
+        closure = value.__closure__
+        if closure:
+            for i, cell in enumerate(closure):
+                try:
+                    content = cell.cell_contents
+                except ValueError:
+                    continue
+                if isinstance(content, types.FunctionType) or _heap_callable(content):
+                    out.append((content, (*path, "__closure__", i, "cell_contents")))
+        return out
+    if _heap_callable(value):
+        try:
+            attributes = list(vars(value).items())
+        except TypeError:
+            attributes = []
+        for key, attr in attributes:
+            if key != "__wrapped__" and isinstance(key, str) and _worth_indexing(attr):
+                out.append((attr, (*path, key)))
+    return out
+
+
+_indexes: dict[str, _ModuleIndex] = {}
+# Last answers: id(obj) -> (module, path); checked by identity on every use.
+_hits: dict[int, tuple[str, Path]] = {}
+
+
+def _index_for(module_name: str, *, revalidate: bool) -> _ModuleIndex | None:
+    module = sys.modules.get(module_name)
+    if module is None or not isinstance(module, types.ModuleType):
+        return None
+    index = _indexes.get(module_name)
+    if index is None or index.module is not module or (revalidate and index.stale()):
+        index = _ModuleIndex(module)
+        _indexes[module_name] = index
+    return index
+
+
+def _resolves_to(module_name: str, path: Path, obj: Any) -> bool:
+    module = sys.modules.get(module_name)
+    if module is None:
+        return False
+    try:
+        return _walk(module, path) is obj
+    except Exception:
+        return False
+
+
+def importable_by_own_name(obj: Any) -> bool:
+    """True when ``obj.__module__`` + ``obj.__qualname__`` import to ``obj`` itself.
+
+    This is stdlib pickle's by-reference test, done without raising.
+    """
+    try:
+        module_name = obj.__module__
+        qualname = obj.__qualname__
+    except Exception:
+        return False
+    if (
+        type(module_name) is not str
+        or type(qualname) is not str
+        or module_name in MAIN_MODULES
+        or "<" in qualname
+    ):
+        return False
+    module = sys.modules.get(module_name)
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            return False
+    try:
+        if "." not in qualname:
+            return getattr(module, qualname) is obj
+        return _walk(module, tuple(qualname.split("."))) is obj
+    except Exception:
+        return False
+
+
+def _candidate_modules(obj: Any) -> list[str]:
+    names: list[str] = []
+
+    def add(candidate: Any) -> None:
+        try:
+            name = candidate.__module__
+        except Exception:
+            return
+        if type(name) is str and name not in MAIN_MODULES and name not in names:
+            names.append(name)
+
+    add(obj)
+    if isinstance(obj, (classmethod, staticmethod)):
+        add(obj.__func__)
+    # The wrapped chain: a wrapper lives where the function it wraps was defined.
+    current = obj
+    for _ in range(16):
+        try:
+            current = current.__wrapped__
+        except Exception:
+            break
+        if current is None:
+            break
+        add(current)
+    if isinstance(obj, types.FunctionType):
+        for cell in obj.__closure__ or ():
+            try:
+                content = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(content, types.FunctionType) or _heap_callable(content):
+                add(content)
+    elif not isinstance(obj, type):
+        try:
+            attributes = list(vars(obj).values())
+        except TypeError:
+            attributes = []
+        for attr in attributes:
+            if isinstance(attr, types.FunctionType):
+                add(attr)
+    if isinstance(obj, type) and getattr(obj, "__module__", None) == "builtins":
+        names.append("types")
+    return names
+
+
+def locate(obj: Any) -> tuple[str, Path] | None:
+    """Return ``(module, path)`` such that importing ``module`` and following
+    ``path`` yields ``obj`` itself, or None.
+    """
+    key = id(obj)
+    hit = _hits.get(key)
+    if hit is not None and _resolves_to(hit[0], hit[1], obj):
+        return hit
+    with _lock:
+        candidates = _candidate_modules(obj)
+        for module_name in candidates:
+            index = _index_for(module_name, revalidate=True)
+            if index is None:
+                continue
+            path = index.paths.get(key)
+            if path is not None and _resolves_to(module_name, path, obj):
+                _hits[key] = (module_name, path)
+                return module_name, path
+        qualname = getattr(obj, "__qualname__", None)
+        if type(qualname) is str and "<locals>" in qualname:
+            found = _search_packages(obj, candidates)
+            if found is not None:
+                _hits[key] = found
+                return found
+    return None
+
+
+def _search_packages(obj: Any, candidates: list[str]) -> tuple[str, Path] | None:
+    """Factory-made functions are often set on a class of a sibling module
+    (the old ``pandas.Series.sum``): search the rest of the package."""
+    key = id(obj)
+    for candidate in candidates:
+        top = candidate.partition(".")[0]
+        if top == candidate and not hasattr(sys.modules.get(top), "__path__"):
+            continue  # a plain module, not a package: nothing else to search
+        prefix = top + "."
+        names = [n for n in list(sys.modules) if n == top or n.startswith(prefix)]
+        for module_name in names[:_MAX_PACKAGE_MODULES]:
+            if module_name in candidates:
+                continue
+            index = _index_for(module_name, revalidate=False)
+            if index is None:
+                continue
+            path = index.paths.get(key)
+            if path is not None and _resolves_to(module_name, path, obj):
+                return module_name, path
+    return None
+
+
+def clear_cache() -> None:
+    """Forget every module index (for tests and long-lived processes)."""
+    with _lock:
+        _indexes.clear()
+        _hits.clear()

@@ -1,0 +1,233 @@
+"""Rebuilders named inside payloads.
+
+Every public-looking name in this module is written into pickles by reference
+(``picklable._reconstruct._resolve`` and so on). Old payloads must keep loading,
+so these names and their signatures are frozen: add new ones, never rename.
+
+Most of a by-value function is rebuilt by C code alone (``marshal.loads``,
+``types.FunctionType``, pickle's BUILD). The Python frames here run once per
+class, per located reference or per payload, never once per function.
+"""
+
+from __future__ import annotations
+
+import importlib
+import operator
+import sys
+import types
+import weakref
+from typing import Any
+
+from .exceptions import UnpicklingError
+
+# ``_FIRST((value, effect, effect, ...))`` evaluates the effects at load time
+# (they are REDUCE calls inside the tuple) and yields ``value``. It lets a
+# function's state fill its globals and closure cells without a Python frame.
+_FIRST = operator.itemgetter(0)
+
+_MAIN_NAMES = ("__main__", "__mp_main__")
+
+# Classes rebuilt by value are tracked by an id that travels with them, so a
+# class that goes out and comes back is the very same class object.
+_CLASS_BY_ID: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
+_ID_BY_CLASS: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
+# Classes created by this process's loads that still wait for their attributes.
+_SKELETONS: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _import(module: str) -> Any:
+    """Return the module named ``module``, importing it if needed."""
+    found = sys.modules.get(module)
+    if found is not None:
+        return found
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise UnpicklingError(
+            f"Cannot load: module {module!r} is not importable here ({exc}). "
+            f"Fix: install the package that provides {module!r} in the receiving "
+            "environment, or ship it by value with picklable.register_by_value().",
+            reason=f"module {module!r} not importable",
+            hint="install it where the payload is loaded",
+        ) from exc
+
+
+def _walk(root: Any, path: tuple[Any, ...]) -> Any:
+    """Follow ``path`` from ``root``: str = attribute, int = index, (key,) = item."""
+    obj = root
+    for step in path:
+        if type(step) is str:
+            obj = getattr(obj, step)
+        elif type(step) is int:
+            obj = obj[step]
+        else:
+            obj = obj[step[0]]
+    return obj
+
+
+def format_path(module: str, path: tuple[Any, ...]) -> str:
+    """Render a located path as ``module:attr.attr[0]['key']``."""
+    out = []
+    for step in path:
+        if type(step) is str:
+            out.append(("." if out else "") + step)
+        elif type(step) is int:
+            out.append(f"[{step}]")
+        else:
+            out.append(f"[{step[0]!r}]")
+    return f"{module}:{''.join(out)}"
+
+
+def _resolve(module: str, path: tuple[Any, ...]) -> Any:
+    """Load an object shipped by reference through a located path."""
+    root = _import(module)
+    try:
+        return _walk(root, path)
+    except (AttributeError, LookupError, TypeError) as exc:
+        where = format_path(module, path)
+        raise UnpicklingError(
+            f"Cannot load {where}: {exc}. The sender had an object there; this "
+            "environment does not (renamed attribute, or another version of "
+            f"{module.partition('.')[0]!r}). Fix: install the same version on both sides.",
+            reason=f"{where} not found",
+            hint="install the same version on both sides",
+        ) from exc
+
+
+def _check_interpreter(record: tuple[str, str, int, str]) -> None:
+    """Refuse by-value code made by another interpreter, before building any."""
+    here = _interpreter_record()
+    if record[:3] != here[:3]:
+        impl, version, magic, made_by = record
+        raise UnpicklingError(
+            f"Cannot load: this payload carries code compiled by {impl} {version} "
+            f"(bytecode magic {magic}, picklable {made_by}); this interpreter is "
+            f"{here[0]} {here[1]} (bytecode magic {here[2]}, picklable {here[3]}). "
+            "Fix: run the same Python minor version on both sides.",
+            reason="bytecode from another interpreter",
+            hint="run the same Python minor version on both sides",
+        )
+
+
+def _interpreter_record() -> tuple[str, str, int, str]:
+    import importlib.util
+
+    from . import __version__
+
+    return (
+        sys.implementation.name,
+        f"{sys.version_info[0]}.{sys.version_info[1]}",
+        int.from_bytes(importlib.util.MAGIC_NUMBER[:2], "little"),
+        __version__,
+    )
+
+
+def _main_original(origin: tuple[str, str, str | None] | None) -> type | None:
+    """The class a child process sends back, as the parent's own ``__main__`` class.
+
+    Under spawn a worker re-imports the parent's script as ``__mp_main__``; its
+    classes are re-executions of the parent's. Back in the parent (whose
+    ``__main__`` runs that same file) they map to the original class by name.
+    """
+    if origin is None:
+        return None
+    module, qualname, filename = origin
+    main = sys.modules.get("__main__")
+    if (
+        module not in _MAIN_NAMES
+        or filename is None
+        or main is None
+        or getattr(main, "__name__", None) != "__main__"
+        or getattr(main, "__file__", None) != filename
+    ):
+        return None
+    try:
+        found = _walk(main, tuple(qualname.split(".")))
+    except AttributeError:
+        return None
+    if isinstance(found, type) and found.__qualname__ == qualname and found.__module__ == "__main__":
+        return found
+    return None
+
+
+def _track(cls: type, tracker_id: str) -> None:
+    _CLASS_BY_ID[tracker_id] = cls
+    _ID_BY_CLASS[cls] = tracker_id
+
+
+def _make_class(
+    metaclass: type,
+    name: str,
+    bases: tuple[type, ...],
+    namespace: dict[str, Any],
+    tracker_id: str,
+    origin: tuple[str, str, str | None] | None,
+) -> type:
+    """Create (or find again) a class shipped by value; attributes come later."""
+    known = _CLASS_BY_ID.get(tracker_id)
+    if known is not None:
+        return known
+    original = _main_original(origin)
+    if original is not None:
+        _track(original, tracker_id)
+        return original
+    if metaclass is type:
+        cls = type(name, bases, dict(namespace))
+    else:
+        cls = types.new_class(name, bases, {"metaclass": metaclass}, lambda ns: ns.update(namespace))
+    _SKELETONS.add(cls)
+    _track(cls, tracker_id)
+    return cls
+
+
+def _make_enum(
+    metaclass: type,
+    name: str,
+    bases: tuple[type, ...],
+    namespace: dict[str, Any],
+    members: dict[str, Any],
+    tracker_id: str,
+    origin: tuple[str, str, str | None] | None,
+) -> type:
+    """Create (or find again) an Enum class shipped by value."""
+    known = _CLASS_BY_ID.get(tracker_id) or _main_original(origin)
+    if known is not None:
+        _track(known, tracker_id)
+        return known
+    classdict = metaclass.__prepare__(name, bases)  # type: ignore[attr-defined]
+    for key, value in namespace.items():
+        classdict[key] = value
+    for key, value in members.items():
+        classdict[key] = value
+    cls = metaclass(name, bases, classdict)
+    _SKELETONS.add(cls)
+    _track(cls, tracker_id)
+    return cls
+
+
+def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
+    """Give a freshly made class its attributes; leave a known class untouched."""
+    if cls not in _SKELETONS:
+        return cls
+    _SKELETONS.discard(cls)
+    attributes, registered = state
+    is_enum = _is_enum_class(cls)
+    for key, value in attributes.items():
+        if is_enum and key in cls.__dict__:
+            continue  # made by EnumType itself when the members were created
+        setattr(cls, key, value)
+    for subclass in registered:
+        cls.register(subclass)  # type: ignore[attr-defined]
+    return cls
+
+
+def _is_enum_class(cls: type) -> bool:
+    enum = sys.modules.get("enum")
+    return enum is not None and isinstance(cls, enum.EnumMeta)
+
+
+def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
+    """Rebuild a module that exists only in memory on the sending side."""
+    module = types.ModuleType(name)
+    module.__dict__.update(namespace)
+    return module

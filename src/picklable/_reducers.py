@@ -1,0 +1,230 @@
+"""Per-type reducers and the dispatch table that picks them.
+
+The pickler calls ``HANDLERS[type(obj)]`` for every object the C pickler does not
+handle itself. The table is filled lazily, one classification per type, so the
+cost for an ordinary instance (a dataclass in a list of 10,000) is one dict hit.
+A handler returns a reduce value, a global name, or ``NotImplemented`` (let
+pickle do what it always does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _byvalue, _exceptions, _locator, _reconstruct, _wrappers
+from ._locator import importable_by_own_name, locate
+from .exceptions import PicklingError
+
+if TYPE_CHECKING:
+    from ._pickler import Pickler
+
+Handler = Callable[["Pickler", Any], Any]
+
+_HEAPTYPE = 1 << 9
+
+
+def reference(pickler: Pickler, obj: Any, module: str, path: tuple[Any, ...]) -> Any:
+    """Reduce ``obj`` to a by-reference load of ``module`` + ``path``.
+
+    When the path is plain attributes inside ``obj.__module__``, return the dotted
+    name: pickle then writes a STACK_GLOBAL that loads in C. Otherwise load
+    through :func:`_reconstruct._resolve`.
+    """
+    if (
+        pickler.protocol >= 4
+        and all(type(step) is str for step in path)
+        and getattr(obj, "__module__", None) == module
+    ):
+        return ".".join(path)
+    return (_reconstruct._resolve, (module, path))
+
+
+def located_reference(pickler: Pickler, obj: Any) -> Any:
+    """A by-reference reduction of ``obj`` if it is importable anywhere, else None."""
+    if importable_by_own_name(obj):
+        return obj.__qualname__
+    found = locate(obj)
+    if found is None:
+        return None
+    return reference(pickler, obj, *found)
+
+
+def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
+    module = func.__module__
+    if _byvalue.ships_by_value(module):
+        return _byvalue.reduce_function(pickler, func)
+    qualname = func.__qualname__
+    # Fast path, stdlib's own test: the function is importable by its own name.
+    if "<" not in qualname and type(module) is str:
+        home = sys.modules.get(module)
+        if home is not None:
+            try:
+                if "." not in qualname:
+                    found = getattr(home, qualname)
+                else:
+                    found = _reconstruct._walk(home, tuple(qualname.split(".")))
+            except Exception:
+                found = None
+            if found is func:
+                return NotImplemented
+    located = locate(func)
+    if located is not None:
+        return reference(pickler, func, *located)
+    return _byvalue.reduce_function(pickler, func)
+
+
+def reduce_class(pickler: Pickler, cls: type) -> Any:
+    module = getattr(cls, "__module__", None)
+    if module == "builtins" and cls.__dict__.get("__qualname__") is None:
+        builtins = sys.modules["builtins"]
+        if getattr(builtins, cls.__name__, None) is cls:
+            return NotImplemented
+    if _byvalue.ships_by_value(module):
+        return _byvalue.reduce_class(pickler, cls)
+    if importable_by_own_name(cls):
+        return NotImplemented
+    located = locate(cls)
+    if located is not None:
+        return reference(pickler, cls, *located)
+    if not cls.__flags__ & _HEAPTYPE:
+        name = f"{module}.{cls.__qualname__}"
+        raise PicklingError(
+            f"Cannot pickle class {name}: it is a built-in type that no module exports.",
+            type_name=name,
+            reason="built-in type that no module exports",
+            hint="ship an instance or a function that refers to it instead",
+        )
+    return _byvalue.reduce_class(pickler, cls)
+
+
+def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
+    # stdlib reduces a method to getattr(self, __name__), which breaks for
+    # name-mangled methods and for methods stored under another name.
+    return (types.MethodType, (method.__func__, method.__self__))
+
+
+def reduce_classmethod(pickler: Pickler, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
+    state = getattr(obj, "__dict__", None) or None
+    return (type(obj), (obj.__func__,), state)
+
+
+def reduce_property(pickler: Pickler, obj: property) -> Any:
+    state = getattr(obj, "__dict__", None) or None
+    return (type(obj), (obj.fget, obj.fset, obj.fdel, obj.__doc__), state)
+
+
+def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
+    name = module.__name__
+    if name in _locator.MAIN_MODULES:
+        raise PicklingError(
+            f"Cannot pickle the {name} module itself: the receiving process has its own.",
+            type_name="module",
+            reason="the __main__ module is not shippable",
+            hint="refer to the names you need from it instead of the module",
+        )
+    if sys.modules.get(name) is module:
+        return (_reconstruct._import, (name,))
+    # A module built in memory (types.ModuleType(...)) exists nowhere else.
+    namespace = {k: v for k, v in vars(module).items() if k not in ("__builtins__", "__loader__", "__spec__")}
+    return (_reconstruct._make_module, (name, namespace))
+
+
+def reduce_callable_instance(pickler: Pickler, obj: Any) -> Any:
+    """Wrapper objects (class-based decorators, CLI option objects, ...).
+
+    A wrapper that is importable somewhere goes by reference, like a function;
+    otherwise pickle takes it apart as an ordinary instance.
+    """
+    try:
+        own = obj.__dict__.get("__qualname__") is not None
+    except AttributeError:
+        own = False
+    if own and importable_by_own_name(obj):
+        return obj.__qualname__
+    found = locate(obj)
+    if found is not None:
+        return reference(pickler, obj, *found)
+    return NotImplemented
+
+
+def reduce_mappingproxy(pickler: Pickler, obj: types.MappingProxyType) -> Any:  # type: ignore[type-arg]
+    return (types.MappingProxyType, (dict(obj),))
+
+
+def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
+    """dataclasses compares its sentinels by identity: ship them by name."""
+
+    def reduce(pickler: Pickler, obj: Any) -> Any:
+        return (_reconstruct._resolve, ("dataclasses", (name_of(obj),)))
+
+    return reduce
+
+
+_DATACLASS_SINGLETONS: dict[type, Handler] = {
+    dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
+    dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),  # type: ignore[attr-defined]
+    type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(lambda obj: "_HAS_DEFAULT_FACTORY"),  # type: ignore[attr-defined]
+}
+if hasattr(dataclasses, "_KW_ONLY_TYPE"):
+    _DATACLASS_SINGLETONS[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
+
+
+_STATIC: dict[type, Handler | None] = {
+    types.FunctionType: reduce_function,
+    types.MethodType: reduce_method,
+    types.CodeType: _byvalue.reduce_code,
+    types.CellType: _byvalue.reduce_cell,
+    types.ModuleType: reduce_module,
+    classmethod: reduce_classmethod,
+    staticmethod: reduce_classmethod,
+    property: reduce_property,
+    types.MappingProxyType: reduce_mappingproxy,
+    # Handled well by pickle itself; listed so they never reach the classifier.
+    types.BuiltinFunctionType: None,
+    types.MethodDescriptorType: None,
+    types.WrapperDescriptorType: None,
+    types.MethodWrapperType: None,
+    types.GetSetDescriptorType: None,
+    types.MemberDescriptorType: None,
+    **_DATACLASS_SINGLETONS,
+}
+
+
+def classify(t: type) -> Handler | None:
+    """Pick the handler for instances of ``t`` (called once per type)."""
+    if t in _STATIC:
+        return _STATIC[t]
+    if issubclass(t, type):
+        return reduce_class
+    handler = _wrappers.handler_for(t)
+    if handler is not None:
+        return handler
+    handler = _exceptions.handler_for(t)
+    if handler is not None:
+        return handler
+    if t.__flags__ & _HEAPTYPE and "__call__" in _mro_names(t):
+        return reduce_callable_instance
+    return None
+
+
+def _mro_names(t: type) -> set[str]:
+    names: set[str] = set()
+    for klass in t.__mro__[:-1]:  # object defines no __call__
+        names.update(vars(klass))
+    return names
+
+
+class _HandlerTable(dict):  # type: ignore[type-arg]
+    """type -> handler, classifying each new type on first sight."""
+
+    def __missing__(self, t: type) -> Handler | None:
+        handler = classify(t)
+        self[t] = handler
+        return handler
+
+
+HANDLERS: dict[type, Handler | None] = _HandlerTable()

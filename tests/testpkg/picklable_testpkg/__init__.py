@@ -1,0 +1,1 @@
+"""A package with every shipping problem kind, for tests and the audit."""
