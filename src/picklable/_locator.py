@@ -68,7 +68,7 @@ class _ModuleIndex:
     def __init__(self, module: types.ModuleType) -> None:
         self.module = module
         self.paths: dict[int, Path] = {}
-        self.classes: list[type] = []
+        self.classes: list[tuple[type, Path]] = []
         self._build()
         self.fingerprint = self._fingerprint()
 
@@ -77,10 +77,31 @@ class _ModuleIndex:
             size = len(vars(self.module))
         except TypeError:  # pragma: no cover - modules always have a __dict__
             size = -1
-        return size, sum(len(vars(c)) for c in self.classes)
+        return size, sum(len(vars(c)) for c, _ in self.classes)
 
     def stale(self) -> bool:
         return self._fingerprint() != self.fingerprint
+
+    def probe(self, obj: Any) -> Path | None:
+        """Look for ``obj`` under its own name in the module and its classes.
+
+        The fingerprint misses a name reassigned to another object of the same
+        kind (``Frame.mean = make_stat(...)`` twice); this catches that case.
+        """
+        name = getattr(obj, "__name__", None)
+        if type(name) is not str:
+            return None
+        if vars(self.module).get(name) is obj:
+            return (name,)
+        for cls, path in self.classes:
+            raw = vars(cls).get(name)
+            if raw is obj:
+                return (*path, name)
+            if isinstance(raw, staticmethod) and raw.__func__ is obj:
+                return (*path, name)
+            if isinstance(raw, classmethod) and raw.__func__ is obj:
+                return (*path, name, "__func__")
+        return None
 
     def _build(self) -> None:
         name = self.module.__name__
@@ -111,7 +132,7 @@ class _ModuleIndex:
 
 
 def _children(
-    value: Any, path: Path, module_name: str, seen_classes: set[int], classes: list[type]
+    value: Any, path: Path, module_name: str, seen_classes: set[int], classes: list[tuple[type, Path]]
 ) -> list[tuple[Any, Path]]:
     """Objects reachable from ``value`` by a path that resolves back to them."""
     out: list[tuple[Any, Path]] = []
@@ -119,7 +140,7 @@ def _children(
         if getattr(value, "__module__", None) != module_name or id(value) in seen_classes:
             return out
         seen_classes.add(id(value))
-        classes.append(value)
+        classes.append((value, path))
         try:
             namespace = list(vars(value).items())
         except TypeError:  # pragma: no cover
@@ -292,7 +313,7 @@ def locate(obj: Any) -> tuple[str, Path] | None:
             index = _index_for(module_name, revalidate=True)
             if index is None:
                 continue
-            path = index.paths.get(key)
+            path = index.paths.get(key) or index.probe(obj)
             if path is not None and _resolves_to(module_name, path, obj):
                 _hits[key] = (module_name, path)
                 return module_name, path

@@ -13,7 +13,7 @@ import picklable
 def walk(module: str, qualname: str) -> Any:
     obj = importlib.import_module(module)
     for part in qualname.split("."):
-        obj = getattr(obj, part)
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
     return obj
 
 
@@ -65,3 +65,43 @@ def load_and_apply(payload: bytes, fn_payload: bytes) -> Any:
 def echo(payload: bytes) -> bytes:
     """Load and dump again: the object's round trip back to the parent."""
     return picklable.dumps(picklable.loads(payload))
+
+
+def call_method(payload: bytes, name: str, *args: Any) -> Any:
+    """Load an object and call one of its methods."""
+    return getattr(picklable.loads(payload), name)(*args)
+
+
+def run_pool_with_payloads(payloads: list[bytes], processes: int = 2) -> list[Any]:
+    """Run picklable payloads of (fn, args) as tasks of a stdlib spawn Pool."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        return [picklable.loads(r) for r in pool.map(run_payload, payloads)]
+
+
+def run_payload(payload: bytes) -> bytes:
+    """Pool task: load (fn, args), call, ship the result back with picklable."""
+    fn, args = picklable.loads(payload)
+    return picklable.dumps(fn(*args))
+
+
+def class_facts(payload: bytes) -> dict[str, Any]:
+    """Metadata of a class and what its instances do."""
+    cls = picklable.loads(payload)
+    return {
+        "name": cls.__name__,
+        "qualname": cls.__qualname__,
+        "module": cls.__module__,
+        "doc": cls.__doc__,
+        "slots": cls.__dict__.get("__slots__"),
+        "mro": [c.__name__ for c in cls.__mro__],
+    }
+
+
+def counter_pair(payload: bytes) -> tuple[int, int]:
+    """Closures sharing state: increment twice through one, read through the other."""
+    increment, read = picklable.loads(payload)
+    increment()
+    increment()
+    return read(), increment()

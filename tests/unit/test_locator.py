@@ -1,0 +1,96 @@
+"""Tests for `picklable._locator`."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+import picklable
+from picklable import _locator
+from picklable._locator import importable_by_own_name, locate
+from picklable_testpkg import api
+
+
+class TestImportableByOwnName:
+    def test_plain_function(self):
+        """A plain module function is importable by its own name."""
+        assert importable_by_own_name(api.plain)
+
+    def test_shadowed_function(self):
+        """The function behind a no-wraps decorator is not (its name holds the wrapper)."""
+        inner = api.add.__closure__[0].cell_contents
+        assert not importable_by_own_name(inner)
+
+    def test_locals_and_main(self):
+        """<locals> qualnames and __main__ objects are never importable by name."""
+        assert not importable_by_own_name(api.make_closure(1))
+        fake = types.FunctionType(api.plain.__code__, {"__name__": "__main__"})
+        fake.__module__ = "__main__"
+        assert not importable_by_own_name(fake)
+
+
+class TestLocate:
+    @pytest.mark.parametrize(
+        ("obj", "path"),
+        [
+            (api.add, ("add",)),
+            (api.beat_interval_option.apply_function, ("beat_interval_option", "apply_function")),
+            (api.counted_square.func, ("counted_square", "func")),
+            (api.Frame.mean, ("Frame", "mean")),
+            (api.Frame.Inner.count, ("Frame", "Inner", "count")),
+            (api.Tools.scaled.__func__, ("Tools", "scaled", "__func__")),
+            (api.add.__closure__[0].cell_contents, ("add", "__closure__", 0, "cell_contents")),
+        ],
+    )
+    def test_paths(self, obj, path):
+        """Each problem kind is found at the shortest identity-checked path."""
+        assert locate(obj) == ("picklable_testpkg.api", path)
+
+    def test_unexported_closure(self):
+        """A closure nobody exports is not found."""
+        assert locate(api.make_closure(1)) is None
+
+    def test_reassigned_name_never_yields_another_object(self, monkeypatch):
+        """After a module attribute changes, the old object is no longer located there."""
+        original = api.Frame.mean
+        assert locate(original) == ("picklable_testpkg.api", ("Frame", "mean"))
+        replacement = api._make_stat("mean")  # __name__ matches the attribute it is set as
+        monkeypatch.setattr(api.Frame, "mean", replacement)
+        assert locate(original) is None  # stale hit rejected by the identity check
+        assert locate(replacement) == ("picklable_testpkg.api", ("Frame", "mean"))
+        back = picklable.loads(picklable.dumps(original))
+        assert back is not replacement and back.__qualname__ == original.__qualname__
+
+    def test_reassigned_to_unnamed_object_ships_a_copy(self, monkeypatch):
+        """An object set under another name without re-indexing still ships correctly."""
+        replacement = api._make_stat("mean", fix_name=False)  # __name__ is 'stat'
+        locate(api.Frame.mean)
+        monkeypatch.setattr(api.Frame, "mean", replacement)
+        back = picklable.loads(picklable.dumps(replacement))
+        assert back is replacement or back(api.Frame([1])) == ("mean", [1], ())
+
+    def test_attribute_added_later(self, monkeypatch):
+        """A module that gains attributes after indexing is re-indexed."""
+        fn = api.make_closure(42)
+        assert locate(fn) is None
+        monkeypatch.setattr(api, "late_addition", fn, raising=False)
+        assert locate(fn) == ("picklable_testpkg.api", ("late_addition",))
+
+    def test_class_attribute_added_later(self, monkeypatch):
+        """A class that gains a factory-made method after indexing is re-indexed."""
+        fn = api._make_stat("median")
+        assert locate(fn) is None
+        monkeypatch.setattr(api.Frame, "median", fn, raising=False)
+        assert locate(fn) == ("picklable_testpkg.api", ("Frame", "median"))
+
+    def test_sibling_module_of_package(self):
+        """A factory in one module whose product is set on a class of another module."""
+        from picklable_testpkg import siblings
+
+        assert locate(siblings.Table.summary) == ("picklable_testpkg.siblings", ("Table", "summary"))
+
+    def test_clear_cache(self):
+        """clear_cache forgets indexes; answers stay the same."""
+        _locator.clear_cache()
+        assert locate(api.add) == ("picklable_testpkg.api", ("add",))

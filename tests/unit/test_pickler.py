@@ -1,0 +1,149 @@
+"""Tests for `picklable._pickler` (Pickler, dumps, dump)."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import threading
+
+import pytest
+
+import picklable
+from picklable import Pickler
+from picklable_testpkg import api
+
+
+class TestDumps:
+    def test_plain_data_matches_stdlib_bytes(self):
+        """Plain data gives exactly stdlib pickle's bytes."""
+        data = {"a": [1, 2.5, "x", b"y", None, True], "b": (1, {2, 3})}
+        assert picklable.dumps(data) == pickle.dumps(data, protocol=5)
+
+    def test_module_function_matches_stdlib_bytes(self):
+        """A function importable by name is a plain global reference."""
+        assert picklable.dumps(api.plain) == pickle.dumps(api.plain, protocol=5)
+
+    @pytest.mark.parametrize("protocol", [2, 3, 4, 5, -1])
+    def test_protocols(self, protocol):
+        """Every protocol from 2 up round-trips located and by-value objects."""
+        for obj in (api.add, api.make_closure(3), api.Frame.mean):
+            back = picklable.loads(picklable.dumps(obj, protocol))
+            assert back(api.Frame([1])) if obj is api.Frame.mean else back(1, 2) if obj is api.add else back(1) == 4
+
+    def test_located_reference_with_old_protocol(self):
+        """Protocols without STACK_GLOBAL load located paths through _resolve."""
+        assert picklable.loads(picklable.dumps(api.beat_interval_option.apply_function, 2)) is (
+            api.beat_interval_option.apply_function
+        )
+
+    def test_reentrant_dumps(self):
+        """A reducer that calls dumps again does not share the idle pickler."""
+
+        class Envelope:
+            def __init__(self, obj):
+                self.obj = obj
+
+            def __reduce__(self):
+                return (picklable.loads, (picklable.dumps(self.obj),))
+
+        fn = api.make_closure(1)
+        back = picklable.loads(picklable.dumps([Envelope(fn), fn]))
+        assert back[0](1) == 2 and back[1](1) == 2
+
+    def test_threads(self):
+        """Concurrent dumps from threads give correct payloads."""
+        errors = []
+
+        def work(n):
+            try:
+                for i in range(200):
+                    fn = api.make_closure(n + i)
+                    assert picklable.loads(picklable.dumps(fn))(0) == n + i
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(k * 1000,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+
+    def test_failure_leaves_the_idle_pickler_clean(self):
+        """After a failed dumps the next dumps is unaffected."""
+        with pytest.raises(picklable.PicklingError):
+            picklable.dumps([1, threading.Lock()])
+        assert picklable.loads(picklable.dumps([1, 2])) == [1, 2]
+
+
+class TestPicklerClass:
+    def test_dump_to_file_and_load(self):
+        """Pickler writes to a file; Unpickler/load read it back."""
+        buffer = io.BytesIO()
+        Pickler(buffer).dump(api.make_closure(2))
+        buffer.seek(0)
+        assert picklable.load(buffer)(1) == 3
+
+    def test_dump_function(self, tmp_path):
+        """picklable.dump writes to an open binary file."""
+        path = tmp_path / "payload.pkl"
+        with path.open("wb") as f:
+            picklable.dump(api.add, f)
+        with path.open("rb") as f:
+            assert picklable.load(f) is api.add
+
+    def test_subclass_is_a_stdlib_pickler(self):
+        """Pickler is the C pickler with a reducer_override hook (what loky expects)."""
+        assert issubclass(Pickler, pickle.Pickler)
+        assert Pickler(io.BytesIO(), protocol=4).protocol == 4
+        assert Pickler(io.BytesIO()).protocol == picklable.DEFAULT_PROTOCOL == 5
+
+    def test_memo_shared_across_dump_calls(self):
+        """Like stdlib: one Pickler's memo spans dump calls."""
+        buffer = io.BytesIO()
+        p = Pickler(buffer)
+        fn = api.make_closure(9)
+        p.dump(fn)
+        p.dump(fn)
+        buffer.seek(0)
+        u = picklable.Unpickler(buffer)
+        assert u.load()(1) == 10 and u.load()(1) == 10
+
+
+class TestErrors:
+    def test_message_names_what_where_why_fix(self):
+        """The floor: type, attribute path, reason and fix in one message."""
+        lock = threading.Lock()
+
+        def job():
+            return lock
+
+        with pytest.raises(picklable.PicklingError) as info:
+            picklable.dumps(job)
+        err = info.value
+        assert str(err) == (
+            "Cannot pickle _thread.lock - at job.__closure__[0].cell_contents: locks hold OS "
+            "state. Fix: create it inside the worker (e.g. in the pool initializer)."
+        )
+        assert err.path == "job.__closure__[0].cell_contents"
+        assert err.type_name == "_thread.lock"
+        assert isinstance(err, pickle.PicklingError)
+
+    def test_path_through_containers_and_attributes(self):
+        """Paths follow dict keys, list indices and instance attributes."""
+
+        class Holder:
+            def __init__(self):
+                self.items = [1, {"conn": threading.RLock()}]
+
+        with pytest.raises(picklable.PicklingError) as info:
+            picklable.dumps({"job": Holder()})
+        assert info.value.path == "obj['job'].items[1]['conn']"
+
+    def test_deep_recursion_is_a_clear_error(self):
+        """Nesting beyond the recursion limit raises PicklingError, not RecursionError."""
+        nested: list = []
+        for _ in range(100_000):
+            nested = [nested]
+        with pytest.raises(picklable.PicklingError, match="recursion limit"):
+            picklable.dumps(nested)

@@ -1,0 +1,150 @@
+"""Objects defined in a script run as ``__main__`` ship as exact copies (issue 2, item 4).
+
+Each test runs real source as ``__main__`` of a new interpreter; that script ships
+its objects to another fresh interpreter (``support.child``) or to a spawn pool,
+and asserts there. The receiver's ``__main__`` is a different module, so only a
+faithful by-value copy can work.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from support.child import run_script
+
+PRELUDE = textwrap.dedent(
+    """
+    import dataclasses, enum, functools, multiprocessing, pickle, sys
+    import picklable
+    from support import checks
+    from support.child import Child
+    """
+)
+
+
+def test_main_objects_are_exact_copies(tmp_path):
+    """Lambdas, closures, classes, enums, dataclasses from __main__, checked in a child."""
+    source = PRELUDE + textwrap.dedent(
+        '''
+        OFFSET = 100
+
+        square = lambda x: x * x + OFFSET - OFFSET
+
+        def outer(n):
+            def inner(x):
+                return x + n + OFFSET
+            return inner
+
+        def make_fact():
+            def fact(n):
+                return 1 if n <= 1 else n * fact(n - 1)
+            return fact
+
+        def make_counter():
+            count = 0
+            def inc():
+                nonlocal count
+                count += 1
+                return count
+            def read():
+                return count
+            return inc, read
+
+        class Base:
+            """A base class."""
+            def hello(self):
+                return "hello " + type(self).__name__
+
+        class Slotted(Base):
+            __slots__ = ("a",)
+            def __init__(self, a):
+                self.a = a
+            @property
+            def double(self):
+                return 2 * self.a
+            @classmethod
+            def build(cls, a):
+                return cls(a)
+            @staticmethod
+            def helper(x):
+                return x - 1
+
+        Dynamic = type("Dynamic", (Base,), {"value": 7, "get": lambda self: self.value})
+
+        class Shade(enum.Enum):
+            DARK = "d"
+            LIGHT = "l"
+            def flip(self):
+                return Shade.LIGHT if self is Shade.DARK else Shade.DARK
+
+        @dataclasses.dataclass(order=True)
+        class Item:
+            name: str
+            qty: int = 1
+            tags: list = dataclasses.field(default_factory=list)
+
+        def annotated(a: int, b: str = "x", *, c: float = 2.5) -> str:
+            """Doc of annotated."""
+            return f"{a}{b}{c}"
+        annotated.marker = "kept"
+
+        if __name__ == "__main__":
+            child = Child()
+            run = lambda fn, *a: child.run(fn, *a)
+            d = picklable.dumps
+            assert run(checks.call, d(square), 7) == 49
+            assert run(checks.call, d(outer(2)), 1) == 103
+            assert run(checks.call, d(make_fact()), 6) == 720
+            assert run(checks.counter_pair, d(make_counter())) == (2, 3)
+            for fn in (square, outer(2), annotated):
+                assert run(checks.metadata, d(fn)) == checks.describe(fn), fn
+            assert run(checks.call, d(annotated), 1) == "1x2.5"
+            assert run(checks.call_method, d(Slotted(4)), "hello") == "hello Slotted"
+            facts = run(checks.class_facts, d(Slotted))
+            assert facts["slots"] == ("a",) and facts["module"] == "__main__", facts
+            assert facts["mro"] == ["Slotted", "Base", "object"]
+            assert run(checks.call_method, d(Slotted), "build", 5).double == 10
+            assert run(checks.call_method, d(Slotted), "helper", 5) == 4
+            assert run(checks.call_method, d(Dynamic()), "get") == 7
+            assert run(checks.call_method, d(Shade.DARK), "flip") is Shade.LIGHT
+            assert run(checks.call, d(Item), "a", 2) == Item("a", 2)
+            # Instances made in the child come back as instances of *our* classes.
+            back = picklable.loads(run(checks.echo, d(Slotted(3))))
+            assert type(back) is Slotted and back.a == 3
+            assert picklable.loads(run(checks.echo, d(Item))) is Item
+            assert picklable.loads(run(checks.echo, d(Shade))) is Shade
+            child.close()
+            print("OK")
+        '''
+    )
+    assert run_script(source, tmp_path).strip().endswith("OK")
+
+
+def test_main_functions_in_a_spawn_pool(tmp_path):
+    """A no-wraps decorator and a __main__ function as tasks of a stdlib spawn Pool."""
+    source = PRELUDE + textwrap.dedent(
+        """
+        def shout(func):  # forgot functools.wraps
+            def wrapper(*args):
+                return func(*args).upper()
+            return wrapper
+
+        @shout
+        def greet(name):
+            return "hi " + name
+
+        if __name__ == "__main__":
+            payloads = [picklable.dumps((greet, (n,))) for n in ("ann", "bob", "cy")]
+            with multiprocessing.get_context("spawn").Pool(2) as pool:
+                results = [picklable.loads(r) for r in pool.map(checks.run_payload, payloads)]
+            assert results == ["HI ANN", "HI BOB", "HI CY"], results
+            # stdlib pickle cannot ship it at all:
+            try:
+                pickle.dumps(greet)
+            except (pickle.PicklingError, AttributeError) as exc:
+                print("pickle fails:", type(exc).__name__)
+            print("OK")
+        """
+    )
+    out = run_script(source, tmp_path)
+    assert "pickle fails" in out and out.strip().endswith("OK")
