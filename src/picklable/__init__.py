@@ -24,6 +24,8 @@ __all__ = [
     "PicklingError",
     "Unpickler",
     "UnpicklingError",
+    "Wrapper",
+    "decorator",
     "dump",
     "dumps",
     "list_registry_by_value",
@@ -31,11 +33,16 @@ __all__ = [
     "loads",
     "register_by_value",
     "unregister_by_value",
+    "with_state",
 ]
 
 # Heavier parts load on first use, so a worker that only loads payloads
 # imports the serializer alone.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Wrapper": "._decorators",
+    "decorator": "._decorators",
+    "with_state": "._wrappers",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -15,7 +15,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import _byvalue, _hints
+from . import _byvalue, _hints, _wrappers
 from ._locator import importable_by_own_name
 from .exceptions import PicklingError
 
@@ -51,6 +51,10 @@ def _pickles(obj: Any) -> BaseException | None:
 def children(obj: Any) -> Iterator[tuple[str, Any]]:
     """(path suffix, piece) for each piece that shipping ``obj`` would ship."""
     t = type(obj)
+    pieces = _wrappers.wrapper_children(obj)
+    if pieces is not None:  # wrapt proxies lie about their type: before any isinstance
+        yield from pieces
+        return
     if t is types.FunctionType:
         if not _byvalue.ships_by_value(obj.__module__) and importable_by_own_name(obj):
             return

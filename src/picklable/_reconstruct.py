@@ -231,3 +231,159 @@ def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__dict__.update(namespace)
     return module
+
+
+# ------------------------------------------------------------------ wrappers
+# Rebuilders for wrapper kinds taken apart by ``_wrappers`` (frozen names too).
+
+
+def _bind_descriptor(descriptor: Any, instance: Any, owner: Any) -> Any:
+    """A bound wrapper is what binding its descriptor makes: bind it again."""
+    return descriptor.__get__(instance, owner)
+
+
+def _proxy_own_dict(proxy: Any) -> dict[str, Any] | None:
+    """The wrapt proxy's own ``__dict__`` (``vars(proxy)`` is the wrapped one's)."""
+    try:
+        own = object.__getattribute__(proxy, "__self_dict__")  # wrapt 2
+    except AttributeError:
+        own = None
+    if isinstance(own, dict):
+        return own
+    # wrapt 1 keeps it in the C object's dict slot, reachable only as a GC
+    # referent; the wrapper's other fields are never that dict.
+    import gc
+
+    fields = set()
+    for name in ("_self_instance", "_self_enabled", "_self_wrapper", "_self_parent", "_self_owner"):
+        try:
+            fields.add(id(object.__getattribute__(proxy, name)))
+        except AttributeError:
+            pass
+    for referent in gc.get_referents(proxy):
+        if type(referent) is dict and id(referent) not in fields:
+            return referent
+    return None
+
+
+def _set_proxy_state(
+    proxy: Any, state: tuple[dict[str, Any] | None, dict[str, Any] | None] | None
+) -> None:
+    """Give a rebuilt proxy its state: ``(own, forwarded)``.
+
+    ``own`` goes back on the proxy itself (its ``_self_*`` attributes), not on what
+    it wraps; ``forwarded`` is set through the proxy, landing on the wrapped object.
+    """
+    if not state:
+        return
+    own, forwarded = state
+    if own:
+        own_dict = _proxy_own_dict(proxy)
+        if own_dict is not None:
+            own_dict.update(own)
+        else:
+            for key, value in own.items():
+                object.__setattr__(proxy, key, value)
+    if forwarded:
+        for key, value in forwarded.items():
+            setattr(proxy, key, value)
+
+
+def _make_wrapt_proxy(cls: type, wrapped: Any) -> Any:
+    """An ``ObjectProxy`` subclass instance around ``wrapped``, bypassing a custom ``__init__``."""
+    proxy = cls.__new__(cls)
+    for klass in cls.__mro__:
+        if klass.__name__ in ("ObjectProxy", "BaseObjectProxy") and klass.__module__ in (
+            "builtins",
+            "_wrappers",
+            "wrapt.wrappers",
+        ):
+            klass.__init__(proxy, wrapped)
+            return proxy
+    cls.__init__(proxy, wrapped)
+    return proxy
+
+
+def _make_wrapt_function_wrapper(cls: type, wrapped: Any, fields: dict[str, Any]) -> Any:
+    """A wrapt ``FunctionWrapper`` (or subclass) with the very fields it had."""
+    proxy = cls.__new__(cls)
+    for klass in cls.__mro__:
+        if klass.__name__ == "_FunctionWrapperBase":
+            klass.__init__(proxy, wrapped=wrapped, **fields)  # type: ignore[misc]
+            return proxy
+    raise UnpicklingError(
+        f"Cannot load a wrapt function wrapper of type {cls.__qualname__}: the wrapt "
+        "installed here has no _FunctionWrapperBase. Fix: install the same wrapt on both sides.",
+        reason="incompatible wrapt",
+        hint="install the same wrapt version on both sides",
+    )
+
+
+def _make_lru_cache(wrapped: Any, maxsize: int | None, typed: bool) -> Any:
+    """A fresh (empty) lru_cache wrapper around ``wrapped``."""
+    import functools
+
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(wrapped)
+
+
+def _make_cached_property(cls: type, with_lock: bool) -> Any:
+    """An empty cached_property of ``cls``; its attributes come with BUILD."""
+    obj = cls.__new__(cls)
+    if with_lock:
+        import threading
+
+        obj.lock = threading.RLock()
+    return obj
+
+
+def _make_property(cls: type, fget: Any, fset: Any, fdel: Any, doc: Any) -> Any:
+    """A property subclass instance with its accessors (C slots pickle drops)."""
+    obj = cls.__new__(cls)
+    property.__init__(obj, fget, fset, fdel, doc)
+    return obj
+
+
+def _make_singledispatch(base: Any, registrations: list[tuple[Any, Any]]) -> Any:
+    """A singledispatch function with its registrations replayed, its cache empty."""
+    import functools
+
+    dispatcher = functools.singledispatch(base)
+    for cls, implementation in registrations:
+        dispatcher.register(cls, implementation)
+    return dispatcher
+
+
+def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
+    """``obj`` (usually this process's own, by reference) with the shipped attributes set."""
+    if state:
+        for key, value in state.items():
+            if key == "__dict__":
+                continue
+            setattr(obj, key, value)
+    return obj
+
+
+def _make_traceback(records: tuple[Any, ...]) -> types.TracebackType | None:
+    """Rebuild a traceback shipped as frame records (see ``picklable._traceback``)."""
+    from ._traceback import build
+
+    return build(records)
+
+
+def _exception_setstate(exc: BaseException, state: tuple[Any, Any, dict[str, Any]]) -> BaseException:
+    """Set an exception's state: its own first, then fields, past any ``__setattr__``.
+
+    ``state`` is ``(inner, setter, fields)``: ``inner`` is the class's own state,
+    given to ``setter(exc, inner)`` when the class's reduction named one, else to
+    ``exc.__setstate__`` as pickle's BUILD would; ``fields`` (args, C fields,
+    chain, traceback) are set with ``object.__setattr__``, so a frozen exception
+    class that refuses ``setattr`` still gets them.
+    """
+    inner, setter, fields = state
+    if setter is not None:
+        setter(exc, inner)
+    elif inner is not None:
+        exc.__setstate__(inner)  # type: ignore[attr-defined]
+    for key, value in fields.items():
+        object.__setattr__(exc, key, value)
+    return exc

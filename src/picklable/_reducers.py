@@ -56,7 +56,7 @@ def located_reference(pickler: Pickler, obj: Any) -> Any:
 def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     module = func.__module__
     if _byvalue.ships_by_value(module):
-        return _byvalue.reduce_function(pickler, func)
+        return _wrappers.reduce_function_by_value(pickler, func)
     qualname = func.__qualname__
     # Fast path, stdlib's own test: the function is importable by its own name.
     if "<" not in qualname and type(module) is str:
@@ -74,7 +74,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     located = locate(func)
     if located is not None:
         return reference(pickler, func, *located)
-    return _byvalue.reduce_function(pickler, func)
+    return _wrappers.reduce_function_by_value(pickler, func)
 
 
 def reduce_class(pickler: Pickler, cls: type) -> Any:
@@ -90,6 +90,9 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
     located = locate(cls)
     if located is not None:
         return reference(pickler, cls, *located)
+    misnamed = _wrappers.locate_misnamed_type(cls)
+    if misnamed is not None:
+        return reference(pickler, cls, *misnamed)
     if not cls.__flags__ & _HEAPTYPE:
         name = f"{module}.{cls.__qualname__}"
         raise PicklingError(

@@ -1,0 +1,274 @@
+"""A decorator toolkit whose wrappers ship by construction.
+
+Two ways to write a decorator:
+
+* :func:`decorator` turns a function ``wrapper(wrapped, instance, args, kwargs)``
+  (the wrapt convention) into a decorator;
+* :class:`Wrapper` is a base class for class-based decorators: subclass it,
+  override :meth:`Wrapper.call` and keep state on ``self``.
+
+What they make keeps ``inspect.signature``, ``__wrapped__``, ``__name__``,
+``__qualname__`` and ``__doc__``; binds like a method (instance methods,
+classmethods, staticmethods, with the instance passed to the wrapper); stacks
+with itself, with ``classmethod``/``staticmethod`` and with other decorators in
+any order; and ships by reference when importable (the module attribute holding
+it *is* it, its ``__qualname__`` is the function's) and by value otherwise, with
+no code from the user: the wrapper is an ordinary instance of an importable
+class whose ``__dict__`` holds the pieces.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from . import _reconstruct
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["BoundWrapper", "Decorator", "FunctionWrapper", "Wrapper", "decorator"]
+
+P = ParamSpec("P")
+P2 = ParamSpec("P2")
+R = TypeVar("R")
+R2 = TypeVar("R2")
+S = TypeVar("S")
+
+WrapperFunction = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+_ASSIGNED = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
+def _copy_metadata(wrapper: Any, wrapped: Any) -> None:
+    """``functools.update_wrapper``, minus copying a class's namespace."""
+    namespace = wrapper.__dict__
+    for name in _ASSIGNED:
+        try:
+            namespace[name] = getattr(wrapped, name)
+        except AttributeError:
+            pass
+    if isinstance(wrapped, type):
+        return
+    try:
+        extra = wrapped.__dict__
+    except AttributeError:
+        return
+    if type(extra) is dict:
+        for key, value in extra.items():
+            if key not in namespace:
+                namespace[key] = value
+    namespace["__wrapped__"] = wrapped
+
+
+class Wrapper(Generic[P, R]):
+    """Base class for class-based decorators that ship.
+
+    Subclass it and override :meth:`call`; keep state as attributes of ``self``.
+    ``Counted(func)`` then behaves as ``func`` does (signature, metadata, method
+    binding) and calls ``call`` on every call.
+
+    Parameters
+    ----------
+    wrapped:
+        The function, method, classmethod, staticmethod, class or other
+        callable to wrap.
+
+    Examples
+    --------
+    >>> class Counted(picklable.Wrapper):
+    ...     def __init__(self, wrapped):
+    ...         super().__init__(wrapped)
+    ...         self.calls = 0
+    ...     def call(self, wrapped, instance, args, kwargs):
+    ...         self.calls += 1
+    ...         return wrapped(*args, **kwargs)
+    """
+
+    __wrapped__: Callable[P, R]
+
+    def __init__(self, wrapped: Callable[P, R]) -> None:
+        self.__dict__["__wrapped__"] = wrapped
+        _copy_metadata(self, wrapped)
+
+    def call(self, wrapped: Callable[..., R], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+        """Run one call; override in subclasses.
+
+        Parameters
+        ----------
+        wrapped:
+            What to call: the wrapped callable, already bound when the wrapper
+            was reached through an instance or a class.
+        instance:
+            The instance (or the class, for a classmethod) the wrapper was bound
+            to; None for functions and staticmethods.
+        args, kwargs:
+            The call's arguments, without the instance.
+
+        Returns
+        -------
+        The call's result.
+        """
+        return wrapped(*args, **kwargs)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.call(self.__wrapped__, None, args, kwargs)
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Self: ...
+
+    @overload
+    def __get__(
+        self: Wrapper[Concatenate[S, P2], R2], instance: S, owner: type | None = None
+    ) -> BoundWrapper[P2, R2]: ...
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        wrapped = self.__wrapped__
+        get = getattr(type(wrapped), "__get__", None)
+        if get is None or isinstance(wrapped, type):
+            return self  # classes and builtins do not bind
+        if instance is None and owner is not None and type(wrapped) is types.FunctionType:
+            # Reached through the class: the instance may come as the first argument.
+            return BoundWrapper(self, None, owner, wrapped, None)
+        if instance is None and owner is None:
+            return self
+        bound = get(wrapped, instance, owner)
+        return BoundWrapper(self, getattr(bound, "__self__", None), owner, bound, instance)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        # Wrapped descriptors (cached_property, other wrappers) may need their name.
+        set_name = getattr(type(self.__wrapped__), "__set_name__", None)
+        if set_name is not None:
+            set_name(self.__wrapped__, owner, name)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__} wrapping {self.__wrapped__!r}>"
+
+
+class BoundWrapper(Generic[P, R]):
+    """A :class:`Wrapper` bound to an instance or a class (made by ``__get__``).
+
+    Ships as its parent bound again to the same instance and owner.
+    """
+
+    __slots__ = ("_self_parent", "__self__", "_self_owner", "__wrapped__", "_self_given")
+
+    def __init__(
+        self,
+        parent: Wrapper[Any, R],
+        instance: Any,
+        owner: type | None,
+        wrapped: Callable[P, R],
+        given: Any,
+    ) -> None:
+        self._self_parent = parent
+        self.__self__ = instance
+        self._self_owner = owner
+        self.__wrapped__ = wrapped
+        self._self_given = given  # what __get__ was given: binding it again rebuilds this
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        instance = self.__self__
+        wrapped: Callable[..., R] = self.__wrapped__
+        if instance is None and args and self._self_owner is not None and isinstance(args[0], self._self_owner):
+            # C.method(obj, ...): bind to obj, as obj.method(...) would.
+            instance, args = args[0], args[1:]  # type: ignore[assignment]
+            wrapped = wrapped.__get__(instance, self._self_owner)  # type: ignore[attr-defined]
+        return self._self_parent.call(wrapped, instance, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Metadata and state (__name__, __doc__, counters...) are the parent's.
+        return getattr(self._self_parent, name)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is BoundWrapper
+            and other._self_parent is self._self_parent
+            and other.__self__ is self.__self__
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self._self_parent), id(self.__self__)))
+
+    def __repr__(self) -> str:
+        return f"<bound {self._self_parent!r} of {self.__self__!r}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_reconstruct._bind_descriptor, (self._self_parent, self._self_given, self._self_owner))
+
+
+class FunctionWrapper(Wrapper[P, R]):
+    """What a :func:`decorator` makes: ``wrapper(wrapped, instance, args, kwargs)`` per call."""
+
+    _self_wrapper: WrapperFunction
+
+    def __init__(self, wrapped: Callable[P, R], wrapper: WrapperFunction) -> None:
+        super().__init__(wrapped)
+        self.__dict__["_self_wrapper"] = wrapper
+
+    def call(self, wrapped: Callable[..., R], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+        result: R = self._self_wrapper(wrapped, instance, args, kwargs)
+        return result
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        # The hot path: one frame between the caller and the user's wrapper.
+        result: R = self._self_wrapper(self.__wrapped__, None, args, kwargs)
+        return result
+
+
+class Decorator:
+    """A decorator made by :func:`decorator`; applying it makes a :class:`FunctionWrapper`."""
+
+    def __init__(self, wrapper: WrapperFunction) -> None:
+        self.__dict__["__wrapped__"] = wrapper
+        _copy_metadata(self, wrapper)
+
+    def __call__(self, wrapped: Callable[P, R]) -> FunctionWrapper[P, R]:
+        return FunctionWrapper(wrapped, self.__wrapped__)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Decorator:
+        # A decorator written as a method binds to its instance or class.
+        wrapper = self.__wrapped__
+        get = getattr(type(wrapper), "__get__", None)
+        if instance is None and not isinstance(wrapper, classmethod) or get is None:
+            return self
+        return Decorator(get(wrapper, instance, owner))
+
+    def __repr__(self) -> str:
+        return f"<picklable.decorator {getattr(self, '__qualname__', self.__wrapped__)!r}>"
+
+
+def decorator(wrapper: WrapperFunction) -> Decorator:
+    """Make a decorator from ``wrapper(wrapped, instance, args, kwargs)``.
+
+    The decorated object keeps its signature and metadata, binds like a method
+    (``instance`` is the object, or the class for a classmethod, or None), and
+    ships with picklable (and stdlib pickle, where importable) without more code.
+
+    Parameters
+    ----------
+    wrapper:
+        Called on every call with the wrapped callable (already bound to the
+        instance for methods), the instance, the positional arguments as a tuple
+        and the keyword arguments as a dict. Its result is the call's result.
+
+    Returns
+    -------
+    Decorator
+        Apply it to functions, methods, classmethods, staticmethods or classes.
+
+    Examples
+    --------
+    >>> @picklable.decorator
+    ... def logged(wrapped, instance, args, kwargs):
+    ...     print("calling", wrapped.__name__)
+    ...     return wrapped(*args, **kwargs)
+    >>> @logged
+    ... def add(x: int, y: int) -> int:
+    ...     return x + y
+    """
+    if not callable(wrapper) and not isinstance(wrapper, (classmethod, staticmethod)):
+        raise TypeError(f"picklable.decorator needs a callable wrapper, got {type(wrapper).__qualname__}")
+    return Decorator(wrapper)
+
