@@ -1,11 +1,292 @@
-"""Exceptions that ship faithfully (type, args, attributes, chain, traceback)."""
+"""Exceptions that ship faithfully: type, args, attributes, chain, traceback.
+
+stdlib pickle reduces an exception to ``(type(exc), exc.args, exc.__dict__)``:
+loading calls the class with ``args``, which fails (in the receiver, far from
+the cause) for every ``__init__`` that takes other arguments than it passes to
+``super().__init__`` (keyword-only, extra or renamed parameters; CPython issues
+76877, 120810, 101159), runs ``__init__`` side effects a second time, and drops
+slots, ``__cause__``, ``__context__``, ``__suppress_context__`` and the traceback.
+
+How an exception class is reduced is decided once per class (:class:`_Plan`):
+
+``own``
+    A class of ours to respect: it (not a builtin base) defines ``__reduce__`` or
+    ``__reduce_ex__``, or :mod:`copyreg` holds a reducer for it. Its reduction is
+    kept; the chain and traceback are added through a state setter.
+``builtin``
+    ``builtins`` classes (``ValueError``, ``OSError``, ``ExceptionGroup`` ...):
+    their own reduction, exact for everything their ``__init__`` derives from
+    ``args`` (``OSError.errno``/``strerror``/``filename``, ``SyntaxError.lineno``
+    ...), plus the fields only keyword arguments set (``NameError.name``,
+    ``AttributeError.name``/``obj``), plus chain and traceback. With none of
+    those, the reducer returns ``NotImplemented``: the bytes stdlib pickle writes.
+``instance``
+    Every other class: the instance is created by its builtin base's ``__new__``
+    (``Exception.__new__(cls, *args)``; no ``__init__``, no Python ``__new__``
+    runs), then its state is set: ``args``, the builtin base's C-level fields,
+    ``__dict__`` (``__notes__`` included), slots, chain and traceback. The state
+    is one dict applied by ``BaseException.__setstate__`` in C, unless the class
+    has its own ``__setattr__``, ``__getstate__`` or ``__setstate__``; then
+    :func:`_reconstruct._exception_setstate` honours those. A class that defines
+    none of ``__init__``, ``__new__``, slots or state hooks, in an instance with
+    no chain and no traceback, takes the stdlib path as well.
+
+The traceback is a :mod:`picklable._traceback` record tuple: file, function,
+positions and source line per frame, never locals. Chains with cycles
+(``e.__context__`` leading back to ``e``) are safe: chain and traceback are
+state, saved after the exception is memoized.
+"""
 
 from __future__ import annotations
 
+import copyreg
+import sys
+import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from . import _reconstruct, _traceback
+
+if TYPE_CHECKING:
+    from ._pickler import Pickler
+
+Handler = Callable[["Pickler", Any], Any]
+
+_HEAPTYPE = 1 << 9
+_C_FIELD_TYPES = (types.MemberDescriptorType, types.GetSetDescriptorType)
+# Set only from keyword arguments, so a builtin's own reduction (args) drops them.
+_KEYWORD_FIELDS: dict[type, tuple[str, ...]] = {
+    NameError: ("name",),
+    AttributeError: ("name", "obj"),
+    ImportError: ("name_from",) if hasattr(ImportError(), "name_from") else (),
+}
+# Read-only C fields, set by __new__ from its arguments.
+_READ_ONLY = frozenset({"message", "exceptions"})
+_BASE_FIELDS = frozenset(vars(BaseException))
+_STATE_HOOKS = ("__setattr__", "__getstate__", "__setstate__")
 
 
-def handler_for(t: type) -> Callable[[Any, Any], Any] | None:
-    """The reducer for instances of ``t`` if ``t`` is an exception class."""
+def handler_for(t: type) -> Handler | None:
+    """The reducer for instances of ``t`` if ``t`` is an exception class or a traceback.
+
+    Parameters
+    ----------
+    t:
+        A type the pickler met for the first time.
+
+    Returns
+    -------
+    The reducer, or None when ``t`` is neither.
+    """
+    if t is types.TracebackType:
+        return reduce_traceback
+    if not issubclass(t, BaseException):
+        return None
+    plan = _Plan(t)
+    if plan.kind == "own":
+        return plan.reduce_own
+    if plan.kind == "builtin":
+        return plan.reduce_builtin
+    return plan.reduce_instance
+
+
+def reduce_traceback(pickler: Pickler, tb: types.TracebackType) -> Any:
+    """A traceback as frame records (file, function, positions, line; no locals)."""
+    registered = copyreg.dispatch_table.get(types.TracebackType)
+    if registered is not None:
+        return registered(tb)  # e.g. tblib.pickling_support.install()
+    return (_reconstruct._make_traceback, (_traceback.records(tb),))
+
+
+def chain(exc: BaseException) -> dict[str, Any]:
+    """The chain and traceback of ``exc`` that differ from a new exception's.
+
+    ``__suppress_context__`` follows ``__cause__``: setting a cause sets it.
+    """
+    out: dict[str, Any] = {}
+    cause = exc.__cause__
+    if cause is not None:
+        out["__cause__"] = cause
+    context = exc.__context__
+    if context is not None:
+        out["__context__"] = context
+    if exc.__suppress_context__ or cause is not None:
+        out["__suppress_context__"] = exc.__suppress_context__
+    tb = exc.__traceback__
+    if tb is not None:
+        out["__traceback__"] = tb
+    return out
+
+
+def _is_ours(klass: type) -> bool:
+    """A class whose methods are Python code, not a builtin exception's."""
+    return bool(klass.__flags__ & _HEAPTYPE) and klass.__module__ != "builtins"
+
+
+class _Plan:
+    """How instances of one exception class are reduced (see module doc)."""
+
+    def __init__(self, t: type) -> None:
+        self.type = t
+        mro = t.__mro__
+        ours = [k for k in mro if _is_ours(k)]
+        defined: set[str] = set()
+        for klass in ours:
+            defined.update(vars(klass))
+        if "__reduce__" in defined or "__reduce_ex__" in defined:
+            self.kind = "own"
+        elif not ours:
+            self.kind = "builtin"
+        else:
+            self.kind = "instance"
+        self.keyword_fields = tuple(
+            {name: None for klass in mro for name in _KEYWORD_FIELDS.get(klass, ())}
+        )
+        # C-level fields of the builtin bases (errno, filename, name, value, ...).
+        fields: dict[str, None] = {}
+        for klass in mro:
+            if _is_ours(klass) or klass is BaseException or klass is object:
+                continue
+            for name, value in vars(klass).items():
+                if isinstance(value, _C_FIELD_TYPES) and name not in _BASE_FIELDS and name not in _READ_ONLY:
+                    fields[name] = None
+        self.c_fields = tuple(fields)
+        self.slots = _slot_names(ours)
+        self.group = issubclass(t, BaseExceptionGroup) if sys.version_info >= (3, 11) else False
+        # OSError.__new__ leaves args empty when a subclass has its own __init__;
+        # a group's __new__ takes (message, exceptions), not args.
+        self.set_args = self.group or issubclass(t, OSError)
+        self.hooks = {name for name in _STATE_HOOKS if name in defined}
+        self.simple = not ({"__init__", "__new__", *_STATE_HOOKS} & defined) and not self.slots
+        self.new = _builtin_new(t)
+
+    def _plain(self, exc: BaseException) -> bool:
+        """Whether stdlib's reduction is exact for ``exc``."""
+        if self.group:
+            return False  # see reduce_builtin
+        if exc.__traceback__ is not None or exc.__context__ is not None or exc.__cause__ is not None:
+            return False
+        if exc.__suppress_context__:
+            return False
+        for name in self.keyword_fields:
+            if getattr(exc, name, None) is not None:
+                return False
+        return True
+
+    # --------------------------------------------------------------- reducers
+
+    def reduce_builtin(self, pickler: Pickler, exc: BaseException) -> Any:
+        if self._plain(exc):
+            return NotImplemented
+        registered = copyreg.dispatch_table.get(self.type)
+        if registered is not None:
+            return _add_chain(registered(exc), chain(exc))
+        reduced: Any = exc.__reduce_ex__(pickler.protocol)
+        state = dict(reduced[2] or {}) if len(reduced) > 2 else {}
+        if self.group:
+            # A tuple, not the list in args: pickle memoizes a list before its
+            # items, so a member whose __context__ is the group would rebuild
+            # the group from an empty list.
+            reduced = (reduced[0], (exc.message, exc.exceptions))  # type: ignore[attr-defined]
+            state["args"] = exc.args
+        for name in self.keyword_fields:
+            value = getattr(exc, name, None)
+            if value is not None:
+                state[name] = value
+        state.update(chain(exc))
+        return (reduced[0], reduced[1], state)
+
+    def reduce_own(self, pickler: Pickler, exc: BaseException) -> Any:
+        registered = copyreg.dispatch_table.get(self.type)
+        reduced = registered(exc) if registered is not None else exc.__reduce_ex__(pickler.protocol)
+        return _add_chain(reduced, chain(exc))
+
+    def reduce_instance(self, pickler: Pickler, exc: BaseException) -> Any:
+        cls = self.type
+        registered = copyreg.dispatch_table.get(cls)
+        if registered is not None:
+            return _add_chain(registered(exc), chain(exc))
+        if self.simple and self._plain(exc):
+            return NotImplemented
+        if self.group:
+            new_args: tuple[Any, ...] = (exc.message, exc.exceptions)  # type: ignore[attr-defined]
+        else:
+            new_args = exc.args
+        if self.new is None:
+            head: tuple[Any, ...] = (copyreg.__newobj__, (cls, *new_args))  # type: ignore[attr-defined]
+        else:
+            head = (self.new, (cls, *new_args))
+        fields: dict[str, Any] = {}
+        if self.set_args:
+            fields["args"] = exc.args
+        for name in self.c_fields:
+            try:
+                value = getattr(exc, name)
+            except AttributeError:  # BlockingIOError.characters_written when unset
+                continue
+            if value is not None:
+                fields[name] = value
+        hooks = self.hooks
+        if "__getstate__" in hooks:
+            inner: Any = exc.__getstate__()
+        else:
+            own = dict(exc.__dict__)
+            for name in self.slots:
+                try:
+                    own[name] = getattr(exc, name)
+                except AttributeError:  # an empty slot stays empty
+                    continue
+            if "__setstate__" in hooks:
+                inner = own
+            else:
+                inner = None
+                fields.update(own)
+        fields.update(chain(exc))
+        if not hooks:
+            # One dict, set key by key by BaseException.__setstate__ in C.
+            return (*head, fields)
+        return (*head, (inner, None, fields), None, None, _reconstruct._exception_setstate)
+
+
+def _add_chain(reduced: Any, extra: dict[str, Any]) -> Any:
+    """Add chain and traceback to a class's own reduction."""
+    if not extra or isinstance(reduced, str):
+        return reduced
+    reduced = tuple(reduced) + (None,) * (6 - len(reduced))
+    func, args, state, listitems, dictitems, setter = reduced
+    return (func, args, (state, setter, extra), listitems, dictitems, _reconstruct._exception_setstate)
+
+
+def _slot_names(classes: list[type]) -> tuple[str, ...]:
+    names: dict[str, None] = {}
+    for klass in classes:
+        slots = vars(klass).get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        for slot in slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{klass.__name__.lstrip('_')}{slot}"
+            names[slot] = None
+    return tuple(names)
+
+
+def _builtin_new(t: type) -> Any:
+    """The builtin ``__new__`` to create instances of ``t`` with, or None for ``t.__new__``.
+
+    None when no class of ours defines ``__new__`` (``cls.__new__`` is then the
+    builtin one, and pickle writes a NEWOBJ). Otherwise the ``__new__`` of the
+    nearest class whose ``__new__`` is C code: a Python ``__new__`` may have
+    another signature or side effects, like ``__init__``.
+    """
+    found_ours = False
+    for klass in t.__mro__:
+        new = vars(klass).get("__new__")
+        if new is None:
+            continue
+        if isinstance(new, staticmethod) or isinstance(new, types.FunctionType):
+            found_ours = True
+            continue
+        return new if found_ours else None
     return None
