@@ -146,10 +146,19 @@ def _children(
         except TypeError:  # pragma: no cover
             return out
         for key, raw in namespace:
-            if isinstance(raw, staticmethod):
+            if type(raw) is not getattr(raw, "__class__", None) and hasattr(type(raw), "__get__"):
+                # A proxy (wrapt) claims another class and binds on access:
+                # reach the raw object through __dict__.
+                out.append((raw, (*path, "__dict__", (key,))))
+            elif isinstance(raw, staticmethod):
                 out.append((raw.__func__, (*path, key)))
             elif isinstance(raw, classmethod):
-                out.append((raw.__func__, (*path, key, "__func__")))
+                if type(raw.__func__) is types.FunctionType:
+                    out.append((raw.__func__, (*path, key, "__func__")))
+                else:
+                    # A descriptor inside: the classmethod chains to its __get__ (3.9-3.12),
+                    # so the bound object has no __func__; go through __dict__.
+                    out.append((raw.__func__, (*path, "__dict__", (key,), "__func__")))
             elif isinstance(raw, types.FunctionType) or isinstance(raw, (type, property)):
                 out.append((raw, (*path, key)))
             elif _heap_callable(raw):
