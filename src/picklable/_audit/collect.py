@@ -1,0 +1,394 @@
+"""Which objects a package offers: the public callables an audit round-trips.
+
+For a module: the names in ``__all__`` when it has one (every name of its
+namespace with ``private``), otherwise its public names minus what it merely
+imported (imported modules, and functions and classes defined outside the
+package). Of those, the callables: functions, classes, builtins and callable
+objects (decorator products such as click commands). For each class defined in
+the package, its members: methods, classmethods, staticmethods, properties and
+other data descriptors, accessor classes, nested classes (one level deep), and
+callable attributes; members inherited from built-in types (``object``,
+``Exception``) are left out, as are dunder names.
+
+The same object reached by several names is audited once, under the first name
+(aliases are kept). Submodules (``recursive``) are imported in name order;
+``__main__``, ``tests``, ``test`` and ``conftest`` are never imported, and one
+that fails to import is recorded as a :class:`~.model.Problem`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import pkgutil
+import types
+from collections.abc import Iterable
+from typing import Any
+
+from .model import Problem
+from .wire import first_line
+
+_SKIPPED_SUBMODULES = frozenset({"__main__", "tests", "test", "conftest"})
+_MAX_NESTING = 2
+_BUILTIN_METHOD_TYPES = (
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.MethodWrapperType,
+)
+
+
+class TargetError(LookupError):
+    """A target named on the command line cannot be imported or found."""
+
+
+@dataclasses.dataclass
+class Target:
+    """One object to audit, and where it lives.
+
+    Attributes
+    ----------
+    name:
+        Dotted name it was reached by.
+    module, path:
+        Where the children find it again: ``getattr`` along ``path`` from
+        the imported ``module``.
+    kind:
+        See :class:`~.model.Entry`.
+    obj:
+        The object itself.
+    stable:
+        Whether the lookup yields this very object every time (false for
+        bound methods that ``cls.attr`` builds on each access).
+    aliases:
+        Other names reaching the same object.
+    """
+
+    name: str
+    module: str
+    path: tuple[str, ...]
+    kind: str
+    obj: Any
+    stable: bool = True
+    aliases: list[str] = dataclasses.field(default_factory=list)
+
+
+def resolve(name: str) -> tuple[Any, str, tuple[str, ...]]:
+    """Import the target ``name``: a module, or an attribute path inside one.
+
+    Returns
+    -------
+    (object, module name, attribute path)
+
+    Raises
+    ------
+    TargetError
+        If no prefix of ``name`` imports, the import raises, or an attribute
+        is missing.
+    """
+    parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
+        raise TargetError(f"{name!r} is not a dotted name (e.g. 'json' or 'pandas.Series')")
+    for cut in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:cut])
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+                continue  # this prefix is not a module: try a shorter one
+            raise TargetError(f"importing {module_name!r} failed: {first_line(exc)}") from exc
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise TargetError(f"importing {module_name!r} failed: {first_line(exc)}") from exc
+        obj: Any = module
+        for i, attr in enumerate(parts[cut:], start=cut):
+            try:
+                obj = getattr(obj, attr)
+            except Exception as exc:
+                raise TargetError(
+                    f"{'.'.join(parts[:i])!r} has no attribute {attr!r}: {first_line(exc)}"
+                ) from exc
+        return obj, module_name, tuple(parts[cut:])
+    raise TargetError(f"no module named {parts[0]!r}: is it installed in this environment?")
+
+
+def module_kind(value: Any) -> str:
+    """Kind of a module-level callable."""
+    if type(value) is types.FunctionType:
+        return "function"
+    if isinstance(value, type):
+        return "class"
+    if isinstance(value, _BUILTIN_METHOD_TYPES):
+        return "builtin"
+    if _has(value, "__wrapped__"):
+        return "decorated function"
+    return "callable object"
+
+
+def _has(obj: Any, name: str) -> bool:
+    try:
+        return hasattr(obj, name)
+    except Exception:  # a proxy or property that raises
+        return False
+
+
+def member_kind(raw: Any, value: Any) -> str | None:
+    """Kind of a class member from its raw ``__dict__`` entry and what ``getattr`` gives.
+
+    None when the member is neither callable nor a descriptor worth shipping.
+    """
+    if isinstance(raw, classmethod):
+        return "classmethod"
+    if isinstance(raw, staticmethod):
+        return "staticmethod"
+    if type(raw) is types.FunctionType:
+        return "method"
+    if isinstance(raw, type):
+        return "class"
+    if isinstance(raw, (property, functools.cached_property)):
+        return "property"
+    if isinstance(value, type):
+        return "accessor"
+    if isinstance(raw, _BUILTIN_METHOD_TYPES):
+        return "builtin"
+    if inspect.isdatadescriptor(raw):
+        return "property"
+    if callable(raw) and _has(type(raw), "__get__"):
+        return "decorated method"  # a wrapper object that binds like a function
+    if callable(value):
+        return "callable object"
+    return None
+
+
+class Collector:
+    """Walks modules and classes, keeping each object once."""
+
+    def __init__(self, *, private: bool, recursive: bool, members: bool) -> None:
+        self.private = private
+        self.recursive = recursive
+        self.members = members
+        self.targets: list[Target] = []
+        self.problems: list[Problem] = []
+        self._seen: dict[int, Target] = {}
+        self._expanded: set[int] = set()
+
+    def add_target(self, name: str) -> None:
+        """Collect what the command-line target ``name`` offers.
+
+        Raises
+        ------
+        TargetError
+            See :func:`resolve`.
+        """
+        obj, module_name, path = resolve(name)
+        if isinstance(obj, types.ModuleType):
+            self._module(obj)
+            if self.recursive and hasattr(obj, "__path__"):
+                self._submodules(obj)
+        elif not path:  # pragma: no cover - resolve() returns modules for bare names
+            raise TargetError(f"{name!r} is not a module")
+        else:
+            owner = obj  # the object itself; its kind from the last step
+            kind = module_kind(owner)
+            if len(path) > 1:
+                parent = resolve(".".join([module_name, *path[:-1]]))[0]
+                found = _raw_member(parent, path[-1]) if isinstance(parent, type) else None
+                if found is not None:
+                    kind = member_kind(found, obj) or kind
+            self._add(name, module_name, path, kind, obj, _stable_lookup(name, obj))
+            if isinstance(obj, type):  # named explicitly: members even if seen before
+                self._class_members(obj, module_name, path, depth=0)
+
+    # Modules --------------------------------------------------------------------
+
+    def _module(self, module: types.ModuleType) -> None:
+        module_name = module.__name__
+        package = module_name.partition(".")[0]
+        for name, value in self._module_values(module, package):
+            if isinstance(value, types.ModuleType) or not callable(value):
+                continue
+            first = self._add(f"{module_name}.{name}", module_name, (name,), module_kind(value), value, True)
+            if first and self.members and isinstance(value, type) and _in_package(value, package):
+                self._class_members(value, module_name, (name,), depth=0)
+
+    def _module_values(self, module: types.ModuleType, package: str) -> Iterable[tuple[str, Any]]:
+        exported = getattr(module, "__all__", None)
+        if not self.private and isinstance(exported, (list, tuple)):
+            names = list(dict.fromkeys(n for n in exported if isinstance(n, str)))
+            explicit = True
+        else:
+            names = [n for n in list(vars(module)) if isinstance(n, str) and self._public(n)]
+            explicit = False
+        for name in names:
+            try:
+                value = getattr(module, name)
+            except Exception as exc:
+                self.problems.append(Problem(f"{module.__name__}.{name}", first_line(exc)))
+                continue
+            if not explicit and not _defined_here(value, package):
+                continue
+            yield name, value
+
+    def _submodules(self, package: types.ModuleType) -> None:
+        try:
+            infos = sorted(pkgutil.iter_modules(package.__path__, package.__name__ + "."), key=lambda i: i.name)
+        except Exception as exc:
+            self.problems.append(Problem(package.__name__, f"listing submodules failed: {first_line(exc)}"))
+            return
+        for info in infos:
+            short = info.name.rpartition(".")[2]
+            if short in _SKIPPED_SUBMODULES or not self._public(short):
+                continue
+            try:
+                module = importlib.import_module(info.name)
+            except BaseException as exc:  # SystemExit from a script-like module too
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                self.problems.append(Problem(info.name, f"import failed: {first_line(exc)}"))
+                continue
+            self._module(module)
+            if info.ispkg:
+                self._submodules(module)
+
+    # Classes --------------------------------------------------------------------
+
+    def _class_members(self, cls: type, module_name: str, path: tuple[str, ...], depth: int) -> None:
+        if id(cls) in self._expanded:
+            return
+        self._expanded.add(id(cls))
+        package = getattr(cls, "__module__", "") or ""
+        package = package.partition(".")[0]
+        try:
+            names = dir(cls)
+        except Exception as exc:
+            self.problems.append(Problem(_dotted(module_name, path), f"dir() failed: {first_line(exc)}"))
+            return
+        for name in names:
+            if not self._public(name):
+                continue
+            raw = _raw_member(cls, name)
+            if raw is None:
+                continue
+            try:
+                value = getattr(cls, name)
+            except Exception as exc:
+                self.problems.append(Problem(_dotted(module_name, (*path, name)), first_line(exc)))
+                continue
+            kind = member_kind(raw, value)
+            if kind is None:
+                continue
+            try:
+                stable = getattr(cls, name) is value
+            except Exception:
+                stable = False
+            member_path = (*path, name)
+            first = self._add(_dotted(module_name, member_path), module_name, member_path, kind, value, stable)
+            if (
+                first
+                and kind == "class"
+                and depth + 1 < _MAX_NESTING
+                and _in_package(value, package)
+                and getattr(value, "__qualname__", "").startswith(cls.__qualname__ + ".")
+            ):
+                self._class_members(value, module_name, member_path, depth + 1)
+
+    # Bookkeeping ------------------------------------------------------------------
+
+    def _public(self, name: str) -> bool:
+        if name.startswith("__") and name.endswith("__"):
+            return False
+        return self.private or not name.startswith("_")
+
+    def _add(self, name: str, module: str, path: tuple[str, ...], kind: str, obj: Any, stable: bool) -> bool:
+        """Record ``obj``; False (alias noted) when it was already collected."""
+        key = id(obj) if stable else id(_identity_key(obj))
+        known = self._seen.get(key)
+        if known is not None:
+            if name != known.name and name not in known.aliases:
+                known.aliases.append(name)
+            return False
+        target = Target(name, module, path, kind, obj, stable)
+        self._seen[key] = target
+        self.targets.append(target)
+        return True
+
+
+def _identity_key(obj: Any) -> Any:
+    """What makes a freshly built bound method the same as another one."""
+    func = getattr(obj, "__func__", None)
+    return func if func is not None else obj
+
+
+def _stable_lookup(name: str, obj: Any) -> bool:
+    try:
+        return resolve(name)[0] is obj
+    except TargetError:
+        return False
+
+
+def _raw_member(cls: type, name: str) -> Any:
+    """The ``__dict__`` entry defining ``name`` along the MRO, or None when it
+    comes from a built-in type (``object``, ``Exception``, ``dict`` ...)."""
+    for klass in getattr(cls, "__mro__", (cls,)):
+        try:
+            namespace = vars(klass)
+        except TypeError:
+            continue
+        if name in namespace:
+            if getattr(klass, "__module__", None) == "builtins":
+                return None
+            return namespace[name]
+    return None
+
+
+def _in_package(value: Any, package: str) -> bool:
+    module = getattr(value, "__module__", None)
+    return isinstance(module, str) and (module == package or module.startswith(package + "."))
+
+
+def _defined_here(value: Any, package: str) -> bool:
+    """False for functions and classes a module imported from elsewhere."""
+    if isinstance(value, (types.FunctionType, type, *_BUILTIN_METHOD_TYPES)):
+        return _in_package(value, package)
+    return True
+
+
+def _dotted(module: str, path: tuple[str, ...]) -> str:
+    return ".".join([module, *path])
+
+
+def collect(
+    targets: Iterable[str], *, private: bool = False, recursive: bool = False, members: bool = True
+) -> tuple[list[Target], list[Problem]]:
+    """Every object the ``targets`` offer, each once.
+
+    Parameters
+    ----------
+    targets:
+        Dotted names: modules (``json``), classes (``pandas.Series``) or any
+        object path.
+    private:
+        Include ``_private`` names (never dunders).
+    recursive:
+        Walk submodules of packages.
+    members:
+        Audit the members of classes found in modules (classes named as
+        targets always have their members audited).
+
+    Returns
+    -------
+    (targets, problems)
+
+    Raises
+    ------
+    TargetError
+        When a target itself cannot be imported or found.
+    """
+    collector = Collector(private=private, recursive=recursive, members=members)
+    for name in targets:
+        collector.add_target(name)
+    return collector.targets, collector.problems
