@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._byvalue import list_registry_by_value, register_by_value, unregister_by_value
 from ._pickler import DEFAULT_PROTOCOL, Pickler, dump, dumps
@@ -38,6 +38,10 @@ __all__ = [
 
 # Heavier parts load on first use, so a worker that only loads payloads
 # imports the serializer alone.
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from ._decorators import Wrapper, decorator
+    from ._wrappers import with_state
+
 _LAZY: dict[str, str] = {
     "Wrapper": "._decorators",
     "decorator": "._decorators",

@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from . import _reconstruct
+from . import _locator, _reconstruct
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -136,6 +136,14 @@ class Wrapper(Generic[P, R]):
         bound = get(wrapped, instance, owner)
         return BoundWrapper(self, getattr(bound, "__self__", None), owner, bound, instance)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # For picklers other than picklable's (stdlib pickle, multiprocessing):
+        # the module attribute holding an importable wrapper is the wrapper, so
+        # it goes by name; otherwise as an instance with its pieces in __dict__.
+        if _locator.importable_by_own_name(self):
+            return self.__dict__["__qualname__"]
+        return object.__reduce_ex__(self, protocol)
+
     def __set_name__(self, owner: type, name: str) -> None:
         # Wrapped descriptors (cached_property, other wrappers) may need their name.
         set_name = getattr(type(self.__wrapped__), "__set_name__", None)
@@ -174,7 +182,7 @@ class BoundWrapper(Generic[P, R]):
         if instance is None and args and self._self_owner is not None and isinstance(args[0], self._self_owner):
             # C.method(obj, ...): bind to obj, as obj.method(...) would.
             instance, args = args[0], args[1:]  # type: ignore[assignment]
-            wrapped = wrapped.__get__(instance, self._self_owner)  # type: ignore[attr-defined]
+            wrapped = wrapped.__get__(instance, self._self_owner)
         return self._self_parent.call(wrapped, instance, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -220,6 +228,8 @@ class FunctionWrapper(Wrapper[P, R]):
 class Decorator:
     """A decorator made by :func:`decorator`; applying it makes a :class:`FunctionWrapper`."""
 
+    __wrapped__: WrapperFunction
+
     def __init__(self, wrapper: WrapperFunction) -> None:
         self.__dict__["__wrapped__"] = wrapper
         _copy_metadata(self, wrapper)
@@ -237,6 +247,8 @@ class Decorator:
 
     def __repr__(self) -> str:
         return f"<picklable.decorator {getattr(self, '__qualname__', self.__wrapped__)!r}>"
+
+    __reduce_ex__ = Wrapper.__reduce_ex__
 
 
 def decorator(wrapper: WrapperFunction) -> Decorator:

@@ -47,7 +47,7 @@ Handler = Callable[["Pickler", Any], Any]
 
 _LRU_WRAPPER: type = type(functools.lru_cache(maxsize=None)(lambda: None))
 _RLOCK_TYPES: tuple[type, ...] = (type(threading.RLock()),)
-_SINGLEDISPATCH_CODE = functools.singledispatch(lambda arg: arg).__code__
+_SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
 # Made by singledispatch itself for every dispatcher: rebuilt, never shipped.
 _SINGLEDISPATCH_MADE = frozenset({"register", "dispatch", "registry", "_clear_cache", "__wrapped__"})
 # Made by lru_cache itself (a lambda closing over maxsize and typed).
@@ -429,15 +429,13 @@ def state_left_behind(obj: Any) -> list[str]:
         Sorted attribute names (metadata such as ``__name__`` or ``__wrapped__``
         left out); empty when ``obj`` travels by value or has no state.
     """
+    import io
+
     from ._pickler import Pickler
 
-    pickler = Pickler(_NullFile())
+    pickler = Pickler(io.BytesIO())
     if _reducers.located_reference(pickler, obj) is None:
         return []
     state = _state_of(obj) or {}
     return sorted(k for k in state if k not in _METADATA)
 
-
-class _NullFile:
-    def write(self, data: bytes) -> int:
-        return len(data)
