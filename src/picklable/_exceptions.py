@@ -42,7 +42,7 @@ from __future__ import annotations
 import copyreg
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _reconstruct, _traceback
@@ -116,6 +116,30 @@ def chain(exc: BaseException) -> dict[str, Any]:
     if tb is not None:
         out["__traceback__"] = tb
     return out
+
+
+def exception_children(exc: BaseException) -> Iterator[tuple[str, Any]]:
+    """(path suffix, piece) for each piece that shipping ``exc`` ships.
+
+    For the error path of a failed ``dumps`` (``_diagnose``): a generic walk
+    through ``__reduce_ex__`` sees ``args`` and ``__dict__`` but not slots, the
+    members of a group, ``__cause__`` or ``__context__``.
+    """
+    for i, arg in enumerate(exc.args):
+        yield f".args[{i}]", arg
+    for key, value in vars(exc).items():
+        yield f".{key}", value
+    for name in _slot_names([k for k in type(exc).__mro__ if _is_ours(k)]):
+        try:
+            yield f".{name}", getattr(exc, name)
+        except AttributeError:
+            continue
+    for i, member in enumerate(getattr(exc, "exceptions", None) or ()):
+        yield f".exceptions[{i}]", member
+    if exc.__cause__ is not None:
+        yield ".__cause__", exc.__cause__
+    if exc.__context__ is not None and exc.__context__ is not exc.__cause__:
+        yield ".__context__", exc.__context__
 
 
 def _is_ours(klass: type) -> bool:

@@ -121,10 +121,15 @@ def _record(tb: types.TracebackType) -> Record:
 def build(shipped: tuple[Record, ...]) -> types.TracebackType | None:
     """A real traceback whose frames are the shipped records, oldest call first."""
     tb = None
+    # Equal records arrive as one object (pickle's memo): look each up once.
+    seen: dict[int, types.FrameType] = {}
     for record in reversed(shipped):
-        frame = _frames.get(record)
+        frame = seen.get(id(record))
         if frame is None:
-            frame = _make_frame(record)
+            frame = _frames.get(record)
+            if frame is None:
+                frame = _make_frame(record)
+            seen[id(record)] = frame
         lineno = record[4]
         tb = types.TracebackType(tb, frame, 0, lineno if lineno is not None else -1)
     return tb

@@ -402,6 +402,21 @@ class TestLocationTable:
         assert found == expected
 
 
+class TestExceptionChildren:
+    def test_pieces(self):
+        """args, attributes, slots, group members and the chain, each with its path."""
+        member = errors.SlottedError("d", "h")
+        group = ExceptionGroup("g", [member])
+        group.__cause__ = KeyError("k")
+        group.extra = 1
+        found = dict(_exceptions.exception_children(group))
+        assert found[".args[0]"] == "g" and found[".extra"] == 1
+        assert found[".exceptions[0]"] is member and type(found[".__cause__"]) is KeyError
+        assert ".__context__" not in found
+        slots = dict(_exceptions.exception_children(member))
+        assert slots[".detail"] == "d" and slots["._SlottedError__hidden"] == "h"
+
+
 class TestHandlerFor:
     def test_not_an_exception(self):
         """Other types get no handler."""
