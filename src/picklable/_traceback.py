@@ -165,6 +165,8 @@ def _frame_globals(module: str | None, filename: str) -> dict[str, Any]:
     key = (module, filename)
     found = _globals.get(key)
     if found is None:
+        if len(_globals) >= _CACHE_LIMIT:
+            _globals.clear()  # frames built before keep theirs
         found = _globals[key] = {
             "__name__": module,
             "__loader__": _ShippedSource(filename),
@@ -231,6 +233,11 @@ def _remember_line(filename: str, lineno: int, line: str) -> None:
         # linecache splits text with str.splitlines(): a form feed or other
         # separator inside the line would shift every line after it.
         line = " ".join(line.splitlines())
+    if filename not in _shipped_lines and len(_shipped_lines) >= _CACHE_LIMIT:
+        # Forget every shipped line, and the frames that would not ship theirs again.
+        _shipped_lines.clear()
+        _served.clear()
+        _frames.clear()
     lines = _shipped_lines.setdefault(filename, {})
     if lines.get(lineno) == line:
         return

@@ -372,6 +372,20 @@ class TestTraceback:
         text = "".join(traceback.format_exception(picklable.loads(payload)))
         assert f'File "{path}", line 2, in boom\n    raise KeyError(\'gone\')  # the shipped line\n' in text
 
+    def test_lines_of_later_tracebacks_are_added(self, tmp_path):
+        """A second traceback from the same missing file brings its own lines."""
+        path = tmp_path / "twice_module.py"
+        path.write_text("def one():\n    raise KeyError('one')\n\n\ndef two():\n    raise KeyError('two')\n")
+        spec = importlib.util.spec_from_file_location("twice_module", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        first, second = picklable.dumps(raised_from(module.one)), picklable.dumps(raised_from(module.two))
+        path.unlink()
+        linecache.checkcache(str(path))
+        assert "    raise KeyError('one')\n" in "".join(traceback.format_exception(picklable.loads(first)))
+        assert "    raise KeyError('two')\n" in "".join(traceback.format_exception(picklable.loads(second)))
+        assert linecache.getline(str(path), 2) == "    raise KeyError('one')\n"
+
     def test_registered_traceback_reducer_is_kept(self):
         """A TracebackType reducer in copyreg (tblib's install()) wins."""
         copyreg.pickle(types.TracebackType, lambda tb: (type(None), ()))
