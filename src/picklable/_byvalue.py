@@ -2,17 +2,20 @@
 
 A function becomes::
 
-    REDUCE types.FunctionType(marshal.loads(code_bytes), shipped_globals, name, None, cells)
-    BUILD  (func.__dict__, {"__qualname__": _FIRST((qualname, globals.update(refs),
-                                                    setattr(cell, "cell_contents", v), ...)),
-                            "__module__": ..., "__doc__": ..., "__defaults__": ...})
+    REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells)
+    BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
-so loading runs no Python frame per function: ``marshal``, ``FunctionType``,
-``CellType``, ``dict.update``, ``setattr`` and pickle's BUILD are all C. Globals
-and cell contents are filled from the state, which pickle saves after it has
-memoized the function, so recursive functions and closures never recurse while
-pickling. Functions of one module share one globals dict per payload, as they
-share their module's namespace at home.
+``code_bytes`` is ``marshal.dumps(code)`` (computed once per code object), and
+``record`` names the interpreter that compiled it: another Python version is
+refused before marshal sees the bytes. Loading costs one small Python frame per
+function and, per payload, one global lookup -- at load a global costs about
+ten frames, so the format is built to name as few globals as possible.
+
+Globals and cells that could lead back to the function being pickled are filled
+after it is memoized, by C calls hidden in the state (``_FIRST((qualname,
+dict.update(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
+recurses into a function it is still building. Functions of one module share one
+globals dict per payload, as they share their module's namespace at home.
 
 A class becomes a skeleton made by :func:`_reconstruct._make_class` (name,
 bases, metaclass, ``__slots__``) and its attributes, set once it is memoized.
@@ -27,7 +30,7 @@ import types
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from . import _reconstruct
+from . import _locator, _reconstruct
 from ._reconstruct import _FIRST, _ID_BY_CLASS, _track
 
 if TYPE_CHECKING:
@@ -41,7 +44,7 @@ _setattr = setattr
 _dict_update = dict.update
 
 # id(code) -> (code, marshal bytes, names of globals it may read)
-_code_cache: dict[int, tuple[types.CodeType, bytes, tuple[str, ...]]] = {}
+_code_cache: dict[int, tuple[types.CodeType, bytes, tuple[str, ...], str | None]] = {}
 _CODE_CACHE_LIMIT = 8192
 
 
@@ -55,6 +58,7 @@ def register_by_value(module: types.ModuleType | str) -> None:
     if name not in sys.modules:
         raise ValueError(f"{name!r} is not an imported module; import it first")
     _by_value_modules.add(name)
+    _locator.clear_cache()  # answers "by reference" given before no longer hold
 
 
 def unregister_by_value(module: types.ModuleType | str) -> None:
@@ -63,6 +67,7 @@ def unregister_by_value(module: types.ModuleType | str) -> None:
     if name not in _by_value_modules:
         raise ValueError(f"{name!r} was not registered with register_by_value()")
     _by_value_modules.discard(name)
+    _locator.clear_cache()
 
 
 def list_registry_by_value() -> list[str]:
@@ -91,12 +96,15 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     return tuple(names)
 
 
-def code_info(code: types.CodeType) -> tuple[types.CodeType, bytes, tuple[str, ...]]:
-    """Marshal bytes and global names of a code object, computed once."""
+def code_info(code: types.CodeType) -> tuple[types.CodeType, bytes, tuple[str, ...], str | None]:
+    """(code, marshal bytes, global names it may read, the __doc__ FunctionType
+    derives from it), computed once per code object."""
     info = _code_cache.get(id(code))
     if info is not None and info[0] is code:
         return info
-    info = (code, marshal.dumps(code), _global_names(code))
+    consts = code.co_consts
+    default_doc = consts[0] if consts and type(consts[0]) is str else None
+    info = (code, marshal.dumps(code), _global_names(code), default_doc)
     if len(_code_cache) >= _CODE_CACHE_LIMIT:
         _code_cache.clear()
     _code_cache[id(code)] = info
@@ -104,55 +112,108 @@ def code_info(code: types.CodeType) -> tuple[types.CodeType, bytes, tuple[str, .
 
 
 def reduce_code(pickler: Pickler, code: types.CodeType) -> tuple[Any, ...]:
-    data = code_info(code)[1]
-    guard = pickler._interpreter_guard()
-    if guard is not None:
-        # First code object of this payload: check the interpreter before
-        # marshal.loads ever sees bytes from another Python version.
-        return (marshal.loads, (_FIRST((data, guard)),))
-    return (marshal.loads, (data,))
+    # The interpreter record travels with the bytes (memoized: 2 bytes after the
+    # first): marshal data from another Python version is refused, never loaded.
+    return (_reconstruct._load_code, (code_info(code)[1], _RECORD))
+
+
+_RECORD = _reconstruct._interpreter_record()
+
+# Cell contents that can never lead back to the function being pickled: they go
+# straight into CellType(...) in the arguments.
+_LEAF_TYPES = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
+_MISSING = object()
 
 
 def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ...]:
-    """Reduce a function by value, keeping every piece of its metadata."""
+    """Reduce a function by value, keeping every piece of its metadata.
+
+    ``_make_function`` (``FunctionType(code, globals, name, argdefs, closure)``)
+    already sets ``__qualname__`` (from the code), ``__module__`` (from
+    ``globals['__name__']``) and ``__doc__`` (the first constant if it is a str);
+    only what differs from that travels in the state, so most functions need no
+    BUILD at all.
+    """
     code = func.__code__
-    names = code_info(code)[2]
+    _, data, names, default_doc = code_info(code)
     home = func.__globals__
+    module_name = home.get("__name__")
+    effects: list[Any] = []
     shipped = pickler._shipped_globals(home)
-    refs = {}
-    for name in ("__name__", "__package__"):
-        if name in home:
-            refs[name] = home[name]
-    for name in names:
-        if name in home:
-            refs[name] = home[name]
-    effects: list[Any] = [_GlobalsUpdate(shipped, refs)]
+    if shipped is None:
+        refs = {}
+        if module_name is not None:
+            refs["__name__"] = module_name
+        package = home.get("__package__")
+        if package:
+            refs["__package__"] = package
+        for name in names:
+            value = home.get(name, _MISSING)
+            if value is not _MISSING:
+                refs[name] = value
+        # First function of its namespace in this payload: its globals travel in
+        # the arguments, except a reference to itself, which would make pickle
+        # build it twice (it is not memoized until its arguments are saved).
+        own = refs.pop(func.__name__, None) if refs.get(func.__name__) is func else None
+        shipped = pickler._ship_globals(home, refs)
+        if own is not None:
+            effects.append(_GlobalsUpdate(shipped, {func.__name__: own}))
+            pickler._globals_known(home)[func.__name__] = own
+    else:
+        # Later functions of the namespace add only what the payload lacks.
+        known = pickler._globals_known(home)
+        missing = None
+        for name in names:
+            value = home.get(name, _MISSING)
+            if value is not _MISSING and known.get(name, _MISSING) is not value:
+                if missing is None:
+                    missing = {}
+                missing[name] = value
+        if missing is not None:
+            known.update(missing)
+            effects.append(_GlobalsUpdate(shipped, missing))
     closure = func.__closure__
     if closure is not None:
-        deferred = pickler._deferred_cells
+        deferred = None
         for cell in closure:
-            deferred.add(id(cell))
             try:
                 content = cell.cell_contents
             except ValueError:
                 continue  # an empty cell stays empty
+            if type(content) in _LEAF_TYPES:
+                continue  # reduce_cell puts it in the arguments
+            if deferred is None:
+                deferred = pickler._deferred_cells
+            deferred.add(id(cell))
             effects.append(_CellFill(cell, content))
-    slots: dict[str, Any] = {
-        "__qualname__": _Effects(func.__qualname__, effects),
-        "__module__": func.__module__,
-        "__doc__": func.__doc__,
-    }
-    if func.__defaults__ is not None:
-        slots["__defaults__"] = func.__defaults__
+    slots: dict[str, Any] | None = None
+    if effects or func.__qualname__ != code.co_qualname:
+        slots = {"__qualname__": _Effects(func.__qualname__, effects) if effects else func.__qualname__}
+    if func.__module__ != module_name:
+        slots = slots or {}
+        slots["__module__"] = func.__module__
+    doc = func.__doc__
+    if doc is not default_doc and doc != default_doc:
+        slots = slots or {}
+        slots["__doc__"] = doc
+    defaults = func.__defaults__
+    if defaults is not None and not all(type(d) in _LEAF_TYPES for d in defaults):
+        slots = slots or {}
+        slots["__defaults__"] = defaults  # may lead back to func: set once memoized
+        defaults = None
     if func.__kwdefaults__:
+        slots = slots or {}
         slots["__kwdefaults__"] = func.__kwdefaults__
     if func.__annotations__:
+        slots = slots or {}
         slots["__annotations__"] = func.__annotations__
-    return (
-        types.FunctionType,
-        (code, shipped, func.__name__, None, closure),
-        (func.__dict__ or None, slots),
-    )
+    attributes = func.__dict__
+    args = (data, _RECORD, shipped, func.__name__, defaults, closure)
+    if slots is None and not attributes:
+        return (_reconstruct._make_function, args)
+    return (_reconstruct._make_function, args, (attributes or None, slots))
 
 
 class _Effects:
@@ -164,9 +225,6 @@ class _Effects:
         self.value = value
         self.effects = effects
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_FIRST, ((self.value, *self.effects),))
-
 
 class _GlobalsUpdate:
     __slots__ = ("target", "refs")
@@ -174,9 +232,6 @@ class _GlobalsUpdate:
     def __init__(self, target: dict[str, Any], refs: dict[str, Any]) -> None:
         self.target = target
         self.refs = refs
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_dict_update, (self.target, self.refs))
 
 
 class _CellFill:
@@ -186,18 +241,37 @@ class _CellFill:
         self.cell = cell
         self.content = content
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_setattr, (self.cell, "cell_contents", self.content))
+
+def _reduce_effects(pickler: Pickler, obj: _Effects) -> tuple[Any, ...]:
+    return (_FIRST, ((obj.value, *obj.effects),))
+
+
+def _reduce_globals_update(pickler: Pickler, obj: _GlobalsUpdate) -> tuple[Any, ...]:
+    return (_dict_update, (obj.target, obj.refs))
+
+
+def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:
+    return (_setattr, (obj.cell, "cell_contents", obj.content))
+
+
+# Registered in the dispatch table: no detour through __reduce_ex__.
+EFFECT_REDUCERS = {
+    _Effects: _reduce_effects,
+    _GlobalsUpdate: _reduce_globals_update,
+    _CellFill: _reduce_cell_fill,
+}
 
 
 def reduce_cell(pickler: Pickler, cell: types.CellType) -> tuple[Any, ...]:
-    if id(cell) in pickler._deferred_cells:
-        return (types.CellType, ())  # filled by the function's state
     try:
         content = cell.cell_contents
     except ValueError:
-        return (types.CellType, ())
-    return (types.CellType, (), (None, {"cell_contents": content}))
+        return (_reconstruct._make_cell, ())
+    if type(content) in _LEAF_TYPES:
+        return (_reconstruct._make_cell, (content,))
+    if pickler._deferred is not None and id(cell) in pickler._deferred:
+        return (_reconstruct._make_cell, ())  # filled by the function's state
+    return (_reconstruct._make_cell, (), (None, {"cell_contents": content}))
 
 
 # --------------------------------------------------------------------- classes

@@ -36,15 +36,27 @@ _MAX_DEPTH = 4
 # Package-wide search for factory-made functions stops after this many modules.
 _MAX_PACKAGE_MODULES = 2000
 
-_HEAPTYPE = 1 << 9
-
 _lock = threading.RLock()
+
+_C_SLOTS = (types.WrapperDescriptorType, types.MethodDescriptorType)
+
+
+def python_call_type(t: type) -> bool:
+    """Instances of ``t`` are wrapper objects: ``__call__`` is written in Python.
+
+    C types (``functools.partial``, ``operator.itemgetter`` -- a heap type since
+    3.11) implement ``__call__`` as a slot wrapper and are left to pickle.
+    """
+    for klass in t.__mro__[:-1]:
+        raw = vars(klass).get("__call__")
+        if raw is not None:
+            return not isinstance(raw, _C_SLOTS)
+    return False
 
 
 def _heap_callable(obj: Any) -> bool:
     """A callable instance of a Python-defined class (a wrapper object)."""
-    t = type(obj)
-    return bool(t.__flags__ & _HEAPTYPE) and callable(obj) and not isinstance(obj, type)
+    return not isinstance(obj, type) and python_call_type(type(obj))
 
 
 def _worth_indexing(obj: Any) -> bool:
@@ -206,6 +218,12 @@ def _children(
     return out
 
 
+# Objects found importable by their own name: id -> object. pickle itself checks
+# the name again when it writes the reference, so a stale entry can only raise
+# (and dumps then retries with a fresh cache), never ship another object.
+by_name: dict[int, Any] = {}
+_BY_NAME_LIMIT = 100_000
+
 _indexes: dict[str, _ModuleIndex] = {}
 # Last answers: id(obj) -> (module, path); checked by identity on every use.
 _hits: dict[int, tuple[str, Path]] = {}
@@ -362,3 +380,10 @@ def clear_cache() -> None:
     with _lock:
         _indexes.clear()
         _hits.clear()
+        by_name.clear()
+
+
+def remember_by_name(obj: Any) -> None:
+    if len(by_name) >= _BY_NAME_LIMIT:
+        by_name.clear()
+    by_name[id(obj)] = obj

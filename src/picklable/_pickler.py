@@ -17,28 +17,15 @@ from __future__ import annotations
 
 import io
 import pickle
-import threading
+import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from ._reconstruct import _check_interpreter, _interpreter_record
+from . import _locator
 from ._reducers import HANDLERS
 from .exceptions import PicklingError
 
 DEFAULT_PROTOCOL = 5
-
-
-class _Guard:
-    """Reduces to the interpreter check that precedes a payload's first code object."""
-
-    __slots__ = ()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_check_interpreter, (_RECORD,))
-
-
-_RECORD = _interpreter_record()
-_GUARD = _Guard()
 
 
 class Pickler(pickle.Pickler):
@@ -80,9 +67,13 @@ class Pickler(pickle.Pickler):
             buffer_callback=buffer_callback,
         )
         self.protocol = protocol
-        self._globals_map: dict[int, dict[str, Any]] = {}
-        self._deferred_cells: set[int] = set()
-        self._guarded = False
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget the per-payload state (the memo is cleared separately)."""
+        self._globals_map: dict[int, dict[str, Any]] | None = None
+        self._globals_values: dict[int, dict[str, Any]] | None = None
+        self._deferred: set[int] | None = None
 
     def reducer_override(self, obj: Any) -> Any:
         handler = HANDLERS[type(obj)]
@@ -92,29 +83,53 @@ class Pickler(pickle.Pickler):
 
     # State shared by the reducers of one payload ------------------------------
 
-    def _shipped_globals(self, home: dict[str, Any]) -> dict[str, Any]:
-        """The one globals dict that by-value functions of ``home`` share here."""
-        shipped = self._globals_map.get(id(home))
-        if shipped is None:
-            shipped = self._globals_map[id(home)] = {}
-        return shipped
-
-    def _interpreter_guard(self) -> _Guard | None:
-        if self._guarded:
+    def _shipped_globals(self, home: dict[str, Any]) -> dict[str, Any] | None:
+        """The globals dict that by-value functions of ``home`` share in this
+        payload, or None before the first of them."""
+        if self._globals_map is None:
             return None
-        self._guarded = True
-        return _GUARD
+        return self._globals_map.get(id(home))
+
+    def _ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
+        """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
+        if self._globals_map is None:
+            self._globals_map = {}
+            self._globals_values = {}
+        self._globals_map[id(home)] = refs
+        self._globals_values[id(home)] = dict(refs)
+        return refs
+
+    def _globals_known(self, home: dict[str, Any]) -> dict[str, Any]:
+        """Names and values the shipped globals of ``home`` hold once loaded."""
+        assert self._globals_values is not None
+        return self._globals_values[id(home)]
+
+    @property
+    def _deferred_cells(self) -> set[int]:
+        """ids of closure cells whose contents a function's state fills in."""
+        if self._deferred is None:
+            self._deferred = set()
+        return self._deferred
 
 
-class _Reusable(threading.local):
-    """One idle Pickler per thread, so a small ``dumps`` costs no set-up."""
 
-    buffer: io.BytesIO | None = None
-    pickler: Pickler | None = None
-    busy: bool = False
+class _Sink:
+    """A write target that keeps the chunks: cheaper to reset than a BytesIO."""
+
+    __slots__ = ("chunks", "write")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.write = self.chunks.append
 
 
-_reusable = _Reusable()
+# Idle default-protocol picklers, each with its sink. dumps pops one (so threads
+# and re-entrant calls never share) and puts it back clean.
+_idle: list[tuple[Pickler, _Sink]] = []
+_IDLE_LIMIT = 16
+# The C pickler keeps an output buffer as large as its largest payload and
+# reallocates it at every dump: a pickler that wrote more than this is dropped.
+_REUSE_MAX_BYTES = 1 << 20
 
 
 def dumps(
@@ -130,33 +145,46 @@ def dumps(
     picklable.PicklingError
         With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship.
     """
-    if buffer_callback is None and protocol is None and not _reusable.busy:
-        return _dumps_reusing(obj)
-    buffer = io.BytesIO()
-    _dump(obj, Pickler(buffer, protocol, buffer_callback=buffer_callback))
-    return buffer.getvalue()
-
-
-def _dumps_reusing(obj: Any) -> bytes:
-    local = _reusable
-    pickler = local.pickler
-    if pickler is None:
-        local.buffer = io.BytesIO()
-        pickler = local.pickler = Pickler(local.buffer)
-    buffer = local.buffer
-    assert buffer is not None
-    local.busy = True  # a reducer may call dumps again (an envelope): no sharing
-    try:
-        _dump(obj, pickler)
+    if buffer_callback is not None or (protocol is not None and protocol != DEFAULT_PROTOCOL):
+        buffer = io.BytesIO()
+        _dump(obj, Pickler(buffer, protocol, buffer_callback=buffer_callback))
         return buffer.getvalue()
+    try:
+        pickler, sink = _idle.pop()
+    except IndexError:
+        sink = _Sink()
+        pickler = Pickler(sink)  # type: ignore[arg-type]
+    chunks = sink.chunks
+    data = b""
+    try:
+        try:
+            pickler.dump(obj)
+        except Exception:
+            if not _locator.by_name:
+                raise
+            # A cached "importable by name" answer may have gone stale (a module
+            # attribute reassigned): forget them all and try once more.
+            _locator.by_name.clear()
+            chunks.clear()
+            pickler.clear_memo()
+            pickler._reset()
+            _dump(obj, pickler)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    except RecursionError as exc:
+        raise _recursion_error(obj) from exc
+    except PicklingError:
+        raise
+    except Exception as exc:
+        from ._diagnose import pickling_error
+
+        raise pickling_error(obj, exc) from exc
     finally:
-        buffer.seek(0)
-        buffer.truncate()
+        chunks.clear()
         pickler.clear_memo()
-        pickler._globals_map.clear()
-        pickler._deferred_cells.clear()
-        pickler._guarded = False
-        local.busy = False
+        pickler._reset()
+        if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:
+            _idle.append((pickler, sink))
+    return data
 
 
 def dump(
@@ -174,16 +202,20 @@ def _dump(obj: Any, pickler: Pickler) -> None:
     try:
         pickler.dump(obj)
     except RecursionError as exc:
-        raise PicklingError(
-            f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
-            "graph is nested deeper than the recursion limit "
-            f"({__import__('sys').getrecursionlimit()}). Fix: flatten the structure, or "
-            "raise the limit with sys.setrecursionlimit() on both sides.",
-            type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
-            reason="nested deeper than the recursion limit",
-            hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
-        ) from exc
+        raise _recursion_error(obj) from exc
     except Exception as exc:
         from ._diagnose import pickling_error
 
         raise pickling_error(obj, exc) from exc
+
+
+def _recursion_error(obj: Any) -> PicklingError:
+    return PicklingError(
+            f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
+            "graph is nested deeper than the recursion limit "
+            f"({sys.getrecursionlimit()}). Fix: flatten the structure, or "
+            "raise the limit with sys.setrecursionlimit() on both sides.",
+            type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
+            reason="nested deeper than the recursion limit",
+            hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
+        )

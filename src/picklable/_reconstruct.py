@@ -12,6 +12,8 @@ class, per located reference or per payload, never once per function.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import marshal
 import operator
 import sys
 import types
@@ -94,32 +96,82 @@ def _resolve(module: str, path: tuple[Any, ...]) -> Any:
         ) from exc
 
 
-def _check_interpreter(record: tuple[str, str, int, str]) -> None:
-    """Refuse by-value code made by another interpreter, before building any."""
-    here = _interpreter_record()
-    if record[:3] != here[:3]:
-        impl, version, magic, made_by = record
-        raise UnpicklingError(
-            f"Cannot load: this payload carries code compiled by {impl} {version} "
-            f"(bytecode magic {magic}, picklable {made_by}); this interpreter is "
-            f"{here[0]} {here[1]} (bytecode magic {here[2]}, picklable {here[3]}). "
-            "Fix: run the same Python minor version on both sides.",
-            reason="bytecode from another interpreter",
-            hint="run the same Python minor version on both sides",
-        )
+def _check_interpreter(record: str) -> None:
+    """Refuse by-value code made by another interpreter, before building any.
+
+    ``record`` is ``"<implementation> <major.minor> <bytecode magic> <picklable version>"``;
+    the first three must match here, the picklable version is informative.
+    """
+    theirs = record.split(" ")
+    ours = _HERE.split(" ")
+    if theirs[:3] == ours[:3]:
+        return
+    if len(theirs) != 4:
+        theirs = ["unknown", "unknown", "unknown", "unknown"]
+    raise UnpicklingError(
+        f"Cannot load: this payload carries code compiled by {theirs[0]} {theirs[1]} "
+        f"(bytecode magic {theirs[2]}, picklable {theirs[3]}); this interpreter is "
+        f"{ours[0]} {ours[1]} (bytecode magic {ours[2]}, picklable {ours[3]}). "
+        "Fix: run the same Python minor version on both sides.",
+        reason="bytecode from another interpreter",
+        hint="run the same Python minor version on both sides",
+    )
 
 
-def _interpreter_record() -> tuple[str, str, int, str]:
-    import importlib.util
+# marshal bytes -> code object. Functions that share a code object in the sender
+# (closures from one factory) share it here too, and a payload's bytes object is
+# hashed once. Bounded: a long-lived worker loads many payloads.
+_codes: dict[bytes, types.CodeType] = {}
+_CODES_LIMIT = 4096
 
+
+def _load_code(data: bytes, record: str) -> types.CodeType:
+    """Build a code object from marshal bytes, refusing another interpreter's."""
+    code = _codes.get(data)
+    if code is not None:
+        return code
+    if record != _HERE:
+        _check_interpreter(record)
+    code = marshal.loads(data)
+    if len(_codes) >= _CODES_LIMIT:
+        _codes.clear()
+    _codes[data] = code
+    return code
+
+
+def _make_function(
+    data: bytes,
+    record: str,
+    globals: dict[str, Any],
+    name: str,
+    defaults: tuple[Any, ...] | None,
+    closure: tuple[types.CellType, ...] | None,
+) -> types.FunctionType:
+    """Build a function shipped by value (its other metadata comes by BUILD).
+
+    One Python frame per function, but only one global per payload: at load a
+    global costs ten times a frame.
+    """
+    code = _codes.get(data)
+    if code is None:
+        code = _load_code(data, record)
+    return types.FunctionType(code, globals, name, defaults, closure)
+
+
+def _make_cell(*contents: Any) -> types.CellType:
+    """A closure cell, empty or holding ``contents[0]``."""
+    return types.CellType(*contents)
+
+
+def _interpreter_record() -> str:
+    """``"<implementation> <major.minor> <bytecode magic> <picklable version>"`` of this process."""
     from . import __version__
 
-    return (
-        sys.implementation.name,
-        f"{sys.version_info[0]}.{sys.version_info[1]}",
-        int.from_bytes(importlib.util.MAGIC_NUMBER[:2], "little"),
-        __version__,
-    )
+    magic = int.from_bytes(importlib.util.MAGIC_NUMBER[:2], "little")
+    return f"{sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]} {magic} {__version__}"
+
+
+_HERE = _interpreter_record()
 
 
 def _main_original(origin: tuple[str, str, str | None] | None) -> type | None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _byvalue, _exceptions, _locator, _reconstruct, _wrappers
+from ._locator import by_name as _by_name
 from ._locator import importable_by_own_name, locate
 from .exceptions import PicklingError
 
@@ -54,6 +55,8 @@ def located_reference(pickler: Pickler, obj: Any) -> Any:
 
 
 def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
+    if _by_name.get(id(func)) is func:
+        return NotImplemented
     module = func.__module__
     if _byvalue.ships_by_value(module):
         return _wrappers.reduce_function_by_value(pickler, func)
@@ -70,6 +73,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
             except Exception:
                 found = None
             if found is func:
+                _locator.remember_by_name(func)
                 return NotImplemented
     located = locate(func)
     if located is not None:
@@ -77,7 +81,22 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     return _wrappers.reduce_function_by_value(pickler, func)
 
 
+# Built-in types no module exports under their own name (types.FunctionType is
+# 'builtins.function'): id -> (type, reduction). Static types never change.
+_builtin_type_refs: dict[int, tuple[type, Any]] = {
+    # type(f) of a function every by-value payload names anyway: loads in C,
+    # where types.FunctionType would need a Python frame (_resolve).
+    id(types.FunctionType): (types.FunctionType, (type, (_reconstruct._make_function,))),
+    id(types.CellType): (types.CellType, (type, (_reconstruct._make_cell(),))),
+}
+
+
 def reduce_class(pickler: Pickler, cls: type) -> Any:
+    if _by_name.get(id(cls)) is cls:
+        return NotImplemented
+    known = _builtin_type_refs.get(id(cls))
+    if known is not None and known[0] is cls:
+        return known[1]
     module = getattr(cls, "__module__", None)
     if module == "builtins" and cls.__dict__.get("__qualname__") is None:
         builtins = sys.modules["builtins"]
@@ -86,10 +105,14 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
     if _byvalue.ships_by_value(module):
         return _byvalue.reduce_class(pickler, cls)
     if importable_by_own_name(cls):
+        _locator.remember_by_name(cls)
         return NotImplemented
     located = locate(cls)
     if located is not None:
-        return reference(pickler, cls, *located)
+        reduction = reference(pickler, cls, *located)
+        if not cls.__flags__ & _HEAPTYPE and pickler.protocol >= 4:
+            _builtin_type_refs[id(cls)] = (cls, reduction)
+        return reduction
     misnamed = _wrappers.locate_misnamed_type(cls)
     if misnamed is not None:
         return reference(pickler, cls, *misnamed)
@@ -194,6 +217,7 @@ _STATIC: dict[type, Handler | None] = {
     types.GetSetDescriptorType: None,
     types.MemberDescriptorType: None,
     **_DATACLASS_SINGLETONS,
+    **_byvalue.EFFECT_REDUCERS,
 }
 
 
@@ -209,16 +233,9 @@ def classify(t: type) -> Handler | None:
     handler = _exceptions.handler_for(t)
     if handler is not None:
         return handler
-    if t.__flags__ & _HEAPTYPE and "__call__" in _mro_names(t):
+    if _locator.python_call_type(t):
         return reduce_callable_instance
     return None
-
-
-def _mro_names(t: type) -> set[str]:
-    names: set[str] = set()
-    for klass in t.__mro__[:-1]:  # object defines no __call__
-        names.update(vars(klass))
-    return names
 
 
 class _HandlerTable(dict):  # type: ignore[type-arg]

@@ -15,6 +15,8 @@ from .exceptions import UnpicklingError
 
 __all__ = ["Unpickler", "load", "loads"]
 
+_loads = pickle.loads
+
 
 class Unpickler(pickle.Unpickler):
     """:class:`pickle.Unpickler` (C), exported for symmetry with :class:`Pickler`."""
@@ -29,7 +31,9 @@ def loads(data: bytes | bytearray | memoryview, /, *, buffers: Iterable[Any] | N
         Naming what could not be imported or built in this interpreter.
     """
     try:
-        return pickle.loads(data, buffers=buffers)
+        if buffers is None:
+            return _loads(data)  # positional: the cheapest call into C
+        return _loads(data, buffers=buffers)
     except UnpicklingError:
         raise
     except Exception as exc:
