@@ -213,6 +213,9 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
     args = (data, _RECORD, shipped, func.__name__, defaults, closure)
     if slots is None and not attributes:
         return (_reconstruct._make_function, args)
+    if slots is None:
+        # The C unpickler refuses a (dict, None) state: "slot state is not a dictionary".
+        return (_reconstruct._make_function, args, attributes)
     return (_reconstruct._make_function, args, (attributes or None, slots))
 
 
