@@ -268,7 +268,9 @@ def wrapper_children(obj: Any) -> list[tuple[str, Any]] | None:
     """
     t = type(obj)
     if t is WithState:
-        return [(".obj", obj.obj)]
+        # The object goes by reference; what may fail is the state carried with it.
+        state = _state_of(obj.obj) or {}
+        return [(f".{key}", value) for key, value in state.items()] + [(".obj", obj.obj)]
     if not is_wrapt_proxy_type(t):
         return None
     out: list[tuple[str, Any]] = [(".__wrapped__", obj.__wrapped__)]
