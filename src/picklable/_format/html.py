@@ -23,6 +23,7 @@ th, td { padding: 2px 8px; text-align: left; vertical-align: top; border-bottom:
 th { background: #f4f4f4; position: sticky; top: 0; }
 td.name { font-family: ui-monospace, monospace; }
 td.num { text-align: right; }
+td[class^="o-"] { white-space: nowrap; }
 .o-identity { background: #e3f6e3; }
 .o-copy { background: #e3f0fa; }
 .o-wrong { background: #ffc9c9; font-weight: bold; }
