@@ -19,9 +19,15 @@ from .exceptions import PicklingError, UnpicklingError
 
 
 __all__ = [
+    "BrokenPoolError",
     "DEFAULT_PROTOCOL",
+    "Envelope",
     "Pickler",
     "PicklingError",
+    "Pool",
+    "ProcessPoolExecutor",
+    "RemoteError",
+    "RemoteTraceback",
     "Unpickler",
     "UnpicklingError",
     "Wrapper",
@@ -32,8 +38,11 @@ __all__ = [
     "load",
     "loads",
     "register_by_value",
+    "ship",
     "unregister_by_value",
     "with_state",
+    "worker_index",
+    "WorkerDiedError",
 ]
 
 # Heavier parts load on first use, so a worker that only loads payloads
@@ -41,11 +50,30 @@ __all__ = [
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._decorators import Wrapper, decorator
     from ._wrappers import with_state
+    from ._envelope import Envelope, ship
+    from .executors import (
+        BrokenPoolError,
+        Pool,
+        ProcessPoolExecutor,
+        RemoteError,
+        RemoteTraceback,
+        WorkerDiedError,
+        worker_index,
+    )
 
 _LAZY: dict[str, str] = {
     "Wrapper": "._decorators",
     "decorator": "._decorators",
     "with_state": "._wrappers",
+    "Envelope": "._envelope",
+    "ship": "._envelope",
+    "BrokenPoolError": ".executors",
+    "Pool": ".executors",
+    "ProcessPoolExecutor": ".executors",
+    "RemoteError": ".executors",
+    "RemoteTraceback": ".executors",
+    "WorkerDiedError": ".executors",
+    "worker_index": ".executors",
 }
 
 

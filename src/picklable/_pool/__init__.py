@@ -1,0 +1,19 @@
+"""Process pools that ship anything with picklable and survive worker death.
+
+Public names live in :mod:`picklable.executors`. This package stays empty on
+import on purpose: a worker process imports :mod:`._worker` and
+:mod:`._protocol` only, never the parent's machinery (threads, jobs, pools).
+
+Modules
+-------
+_protocol   frames on the wire and the :class:`Codec`, the one place where the
+            pool turns objects into payload bytes and back (signing hooks in here)
+_worker     the loop that runs in each worker process
+_launch     starting worker processes (spawn, forkserver, fork)
+_core       the manager thread: dispatch, results, worker death, shutdown
+_jobs       what callers hold: AsyncResult, MapResult, IMapIterator, futures
+_mp         ``Pool`` (the API of ``multiprocessing.Pool``)
+_futures    ``ProcessPoolExecutor`` (the API of ``concurrent.futures``)
+_progress   the progress bar
+_errors     WorkerDiedError, BrokenPoolError, RemoteError, RemoteTraceback
+"""

@@ -1,0 +1,859 @@
+"""The engine behind both pools: one manager thread that owns every worker.
+
+Callers turn calls into :class:`~._jobs.Unit` objects (payloads encoded in the
+calling thread) and append them to :attr:`Core.pending`; the manager thread does
+all socket I/O with non-blocking sockets and ``poll``, so a large payload in
+one direction can never deadlock against another in the other direction.
+
+Dispatch. Each worker has its own socket, so the manager knows which worker
+holds which units, in order. A worker gets a unit when it is idle, and a few
+more queued behind the running one while their estimated run time (learned per
+function from the times workers report) stays under :data:`QUEUE_BUDGET`: short
+tasks stream with no round trip between them, long ones are not stuck behind
+each other while a worker idles.
+
+Death. When a worker's sentinel fires, its socket is drained (results it sent
+before dying count), then the first unit it still holds is the one that was
+running: it fails with :class:`WorkerDiedError` (or runs again, ``retries``);
+the units queued behind it go back to the front of the queue untouched. The
+worker is replaced under the same index. Every unit ends settled exactly once.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import itertools
+import os
+import select
+import socket
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+from . import _launch
+from . import _protocol as P
+from ._errors import BrokenPoolError, WorkerDiedError, describe_exit
+from ._jobs import Failure, ItemsJob, Job, Unit
+from ._worker import WorkerConfig
+
+# Seconds of estimated work a worker may hold queued behind its running unit.
+QUEUE_BUDGET = 0.005
+# Most units a worker may hold at once, however short.
+MAX_INFLIGHT = 256
+# Functions a worker keeps loaded (the parent mirrors the LRU and says what to forget).
+FUNCTION_CACHE = 64
+# Consecutive workers dying before they are ready, after which the pool is broken.
+MAX_START_FAILURES = 3
+
+_RUN, _CLOSE, _TERMINATE = 0, 1, 2
+
+_IN = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
+_OUT = select.POLLOUT
+
+
+class _Worker:
+    __slots__ = (
+        "index",
+        "process",
+        "sock",
+        "fd",
+        "inflight",
+        "known",
+        "out",
+        "out_size",
+        "inbox",
+        "ready",
+        "retiring",
+        "stopped",
+        "dispatched",
+        "load",
+        "eof",
+        "eof_at",
+    )
+
+    def __init__(self, index: int, process: _launch.Process, sock: socket.socket, boot: bytes) -> None:
+        self.index = index
+        self.process = process
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.inflight: collections.deque[Unit] = collections.deque()
+        self.known: collections.OrderedDict[bytes, None] = collections.OrderedDict()
+        self.out: collections.deque[bytes | memoryview] = collections.deque()
+        self.out_size = 0
+        if boot:
+            self.out.append(boot)
+            self.out_size = len(boot)
+        self.inbox = _Inbox()
+        self.ready = False
+        self.retiring = False  # got its last unit (maxtasksperchild): a stop frame follows
+        self.stopped = False  # a stop frame was queued
+        self.dispatched = 0
+        self.load = 0.0  # estimated seconds of its units, running one included
+        self.eof = False
+        self.eof_at = 0.0
+
+
+class _Inbox:
+    """Splits the bytes read from a socket into frames (bodies after the length)."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        unpack = P.LENGTH.unpack_from
+        frames: list[Any] = []
+        if not self.buf:
+            # The usual case: parse the fresh chunk in place, no copies.
+            view = memoryview(chunk)
+            pos, end = 0, len(chunk)
+            while end - pos >= 8:
+                stop = pos + 8 + unpack(chunk, pos)[0]
+                if stop > end:
+                    break
+                frames.append(view[pos + 8 : stop])
+                pos = stop
+            if pos < end:
+                self.buf += view[pos:]
+            return frames
+        buf = self.buf
+        buf += chunk
+        pos, end = 0, len(buf)
+        while end - pos >= 8:
+            stop = pos + 8 + unpack(buf, pos)[0]
+            if stop > end:
+                break
+            frames.append(bytes(buf[pos + 8 : stop]))
+            pos = stop
+        if pos:
+            del buf[:pos]
+        return frames
+
+
+class Feed:
+    """The items of one map, turned into units by the manager as workers need them.
+
+    Encoding here, in the thread that also sends, keeps the caller's thread out
+    of the way (no GIL hand-offs per item). ``items`` is a list (map, starmap:
+    the job is sealed up front) or None for ``imap``, whose feeder thread
+    appends chunks to :attr:`chunks` and sets :attr:`done` at the end.
+    """
+
+    __slots__ = ("job", "digest", "function", "kind", "items", "pos", "chunksize", "retries", "chunks", "done", "closed")
+
+    def __init__(
+        self,
+        job: ItemsJob,
+        digest: bytes,
+        function: bytes,
+        kind: bytes,
+        items: list[Any] | None,
+        chunksize: int,
+        retries: int,
+    ) -> None:
+        self.job = job
+        self.digest = digest
+        self.function = function
+        self.kind = kind
+        self.items = items
+        self.pos = 0
+        self.chunksize = chunksize
+        self.retries = retries
+        self.chunks: collections.deque[Any] = collections.deque()
+        self.done = items is not None
+        self.closed = False  # the pool stopped: the feeder thread should stop too
+
+    def next_chunk(self) -> tuple[int, Any] | None:
+        """(index of the first item, chunk), or None when nothing is available now."""
+        items = self.items
+        if items is not None:
+            pos = self.pos
+            if pos >= len(items):
+                return None
+            chunk = items[pos : pos + self.chunksize]
+            self.pos = pos + len(chunk)
+            return pos, chunk
+        if not self.chunks:
+            return None
+        chunk = self.chunks.popleft()
+        if type(chunk) is _FeedError:
+            return -1, chunk
+        return self.job.reserve(len(chunk)), chunk
+
+    def exhausted(self) -> bool:
+        if self.items is not None:
+            return self.pos >= len(self.items)
+        return self.done and not self.chunks
+
+    def fail_rest(self, error: BaseException) -> None:
+        """The pool stopped: every item not sent yet fails, and the job is sealed."""
+        self.closed = True
+        job = self.job
+        if self.items is not None:
+            if self.pos < len(self.items):
+                job.fail_range(self.pos, len(self.items) - self.pos, error)
+                self.pos = len(self.items)
+            return
+        while self.chunks:
+            chunk = self.chunks.popleft()
+            count = 1 if type(chunk) is _FeedError else len(chunk)
+            job.fail_range(job.reserve(count), count, error)
+        job.seal()
+
+
+class _FeedError:
+    """Put in a feed where the user's iterable raised."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_cores: weakref.WeakSet[Core] = weakref.WeakSet()
+
+
+def _close_in_forked_child() -> None:
+    # A forked child has no manager thread: the wake pipe is of no use there.
+    for core in list(_cores):
+        core._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_forked_child)
+
+
+def _at_exit() -> None:
+    # Runs before the interpreter joins threads and before atexit handlers (and
+    # so before multiprocessing joins its children): executors finish their
+    # work, as concurrent.futures' do; pools are terminated, as
+    # multiprocessing's are.
+    for core in list(_cores):
+        thread = getattr(core, "thread", None)
+        if thread is None or not thread.is_alive():
+            continue
+        if core.exit_action == "close":
+            core.close()
+            core.join()
+        else:
+            core.terminate()
+
+
+threading._register_atexit(_at_exit)  # type: ignore[attr-defined]
+
+
+class Core:
+    """Workers, queue and manager thread of one pool."""
+
+    def __init__(
+        self,
+        processes: int,
+        method: str,
+        initializer: bytes | None,
+        maxtasks: int | None,
+        name: str,
+    ) -> None:
+        if method not in _launch.START_METHODS:
+            raise ValueError(f"start method must be one of {_launch.START_METHODS}, not {method!r}")
+        self.processes = processes
+        self.method = method
+        self.codec = P.Codec()
+        self.initializer = initializer
+        self.maxtasks = maxtasks
+        self.name = name
+        self.pending: collections.deque[Unit] = collections.deque()
+        self.feeds: collections.deque[Feed] = collections.deque()
+        self.state = _RUN
+        self.broken: BaseException | None = None
+        self.workers: list[_Worker | None] = [None] * processes
+        self.cost: dict[bytes, float] = {}  # digest -> estimated seconds per item
+        self.start_failures = 0
+        self.exit_action = "close"  # at interpreter exit: "close" (finish the work) or "terminate"
+        self.requests: collections.deque[Any] = collections.deque()  # callables run by the manager
+        self.ids = itertools.count(1)
+        self._woken = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        # Closed when the core is collected, never while a caller may still wake it.
+        self._fd_finalizer = weakref.finalize(self, _close_fds, self._wake_r, self._wake_w)
+        self._poller = select.poll()
+        self._poller.register(self._wake_r, select.POLLIN)
+        self._by_fd: dict[int, tuple[bool, _Worker]] = {}  # fd -> (is sentinel, worker)
+        _cores.add(self)
+        try:
+            for index in range(processes):
+                self._start_worker(index)
+        except BaseException:
+            self._kill_all()
+            self._release_workers()
+            raise
+        self.thread = threading.Thread(target=self._run, name=f"{name}-manager", daemon=True)
+        self.thread.start()
+
+    # ------------------------------------------------------ caller threads
+
+    def encode_function(self, fn: Any) -> tuple[bytes, bytes]:
+        """(digest, payload) of a function: what workers cache it by.
+
+        Raises
+        ------
+        picklable.PicklingError
+            If the function cannot be shipped.
+        """
+        payload = self.codec.encode(fn)
+        return hashlib.blake2b(payload, digest_size=16).digest(), payload
+
+    def call_unit(
+        self, job: Job, digest: bytes, function: bytes, args: tuple[Any, ...], kwargs: dict[str, Any], retries: int
+    ) -> Unit:
+        """A unit for one call; raises if the arguments cannot be shipped."""
+        unit_id = next(self.ids)
+        payload = self.codec.encode((args, kwargs))
+        frame = P.task_frame(P.CALL, unit_id, digest, payload)
+        return Unit(unit_id, job, digest, function, frame, 0, 1, (args, kwargs), retries)
+
+    def submit(self, unit: Unit) -> None:
+        """Queue one unit for dispatch (thread-safe)."""
+        if self.broken is not None:
+            unit.job.fail(unit, self.broken)
+            return
+        self.pending.append(unit)
+        self.wake()
+
+    def submit_feed(self, feed: Feed) -> None:
+        """Queue the items of a map (thread-safe)."""
+        if self.broken is not None:
+            feed.fail_rest(self.broken)
+            return
+        self.feeds.append(feed)
+        self.wake()
+
+    def wake(self) -> None:
+        # One byte per sleep, not per submission: the manager resets the flag
+        # before it looks at the queues again.
+        if not self._woken:
+            self._woken = True
+            try:
+                os.write(self._wake_w, b"\0")
+            except OSError:
+                pass
+
+    def request(self, fn: Any) -> None:
+        """Run ``fn()`` in the manager thread (which owns the queues)."""
+        self.requests.append(fn)
+        self.wake()
+
+    def close(self) -> None:
+        """Run what is queued, then stop the workers and the manager thread."""
+        if self.state == _RUN:
+            self.state = _CLOSE
+        self.wake()
+
+    def terminate(self) -> None:
+        """Stop the workers now; units not finished fail with BrokenPoolError."""
+        self.state = _TERMINATE
+        self.wake()
+        self.join()
+
+    def join(self, timeout: float | None = None) -> None:
+        if threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+    # ------------------------------------------------------ manager thread
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # a bug here must not leave callers waiting forever
+            error = BrokenPoolError(
+                f"the pool's manager thread failed: {type(exc).__name__}: {exc}",
+                reason="manager thread failed",
+            )
+            error.__cause__ = exc
+            self.broken = error
+            try:
+                self._kill_all()
+            finally:
+                self._fail_everything(error)
+
+    def _loop(self) -> None:
+        poll = self._poller.poll
+        by_fd = self._by_fd
+        wake_r = self._wake_r
+        while True:
+            if self.state == _TERMINATE or self.broken is not None:
+                error = self.broken or BrokenPoolError(
+                    "the pool was terminated before this task finished", reason="terminated"
+                )
+                self._kill_all()
+                self._fail_everything(error)
+                return
+            while self.requests:
+                self.requests.popleft()()
+            self._dispatch()
+            if self.state == _CLOSE and self._closing_done():
+                return
+            try:
+                events = poll(self._poll_timeout())
+            except InterruptedError:
+                continue
+            for fd, mask in events:
+                if fd == wake_r:
+                    try:
+                        while os.read(wake_r, 4096):
+                            pass
+                    except OSError:
+                        pass
+                    self._woken = False
+                    continue
+                entry = by_fd.get(fd)
+                if entry is None:
+                    continue
+                is_sentinel, worker = entry
+                if is_sentinel:
+                    self._reap(worker)
+                    continue
+                if mask & _OUT:
+                    self._flush(worker)
+                if mask & _IN:
+                    self._read(worker)
+            self._check_eof_timeouts()
+
+    def _poll_timeout(self) -> int | None:
+        waiting = [w.eof_at for w in self.workers if w is not None and w.eof]
+        if not waiting:
+            return None
+        return max(0, int((min(waiting) + 5.0 - time.monotonic()) * 1000))
+
+    def _check_eof_timeouts(self) -> None:
+        # A worker closed its socket but did not exit: it can no longer answer.
+        now = time.monotonic()
+        for worker in self.workers:
+            if worker is not None and worker.eof and now - worker.eof_at > 5.0:
+                worker.process.kill()
+                worker.eof_at = now  # the sentinel will fire; do not kill again at once
+
+    # --- workers
+
+    def _start_worker(self, index: int) -> None:
+        config = WorkerConfig(index=index, codec=self.codec, initializer=self.initializer)
+        process, sock, boot = _launch.start(self.method, config)
+        worker = _Worker(index, process, sock, boot)
+        self.workers[index] = worker
+        self._by_fd[worker.fd] = (False, worker)
+        self._by_fd[process.sentinel] = (True, worker)
+        self._poller.register(worker.fd, _IN | (_OUT if worker.out else 0))
+        self._poller.register(process.sentinel, select.POLLIN)
+
+    def _replace(self, index: int) -> None:
+        try:
+            self._start_worker(index)
+        except Exception as exc:
+            error = BrokenPoolError(
+                f"cannot start a new worker to replace worker {index}: {type(exc).__name__}: {exc}. "
+                "Fix: check the resources of the machine (processes, open files, memory).",
+                reason="cannot start workers",
+            )
+            error.__cause__ = exc
+            self.broken = error
+
+    def _needs_workers(self) -> bool:
+        return self.state == _RUN or bool(self.pending) or bool(self.feeds)
+
+    # --- dispatch
+
+    def _head(self) -> Unit | None:
+        """The next unit to send, made from the oldest map feed if none is queued."""
+        pending = self.pending
+        if pending:
+            return pending[0]
+        feeds = self.feeds
+        idle = 0  # feeds in a row with nothing to give right now
+        while feeds and idle < len(feeds):
+            feed = feeds[0]
+            if feed.job.cancelled:
+                feeds.popleft()
+                continue
+            got = feed.next_chunk()
+            if got is None:
+                if feed.exhausted():
+                    feeds.popleft()
+                    if feed.items is None:
+                        feed.job.seal()
+                    continue
+                # An imap feeder has not produced more yet: try the next feed.
+                feeds.rotate(-1)
+                idle += 1
+                continue
+            start, chunk = got
+            if type(chunk) is _FeedError:
+                feed.job.fail_range(feed.job.reserve(1), 1, chunk.exc)
+                continue
+            unit_id = next(self.ids)
+            try:
+                payload = self.codec.encode(chunk)
+            except Exception as exc:
+                feed.job.fail_range(start, len(chunk), exc)
+                continue
+            frame = P.task_frame(feed.kind, unit_id, feed.digest, payload)
+            unit = Unit(
+                unit_id, feed.job, feed.digest, feed.function, frame, start, len(chunk), chunk, feed.retries
+            )
+            pending.append(unit)
+            return unit
+        return None
+
+    def _dispatch(self) -> None:
+        if not self.pending and not self.feeds:
+            return
+        pending = self.pending
+        cost = self.cost
+        budget = QUEUE_BUDGET
+        workers = [w for w in self.workers if w is not None and not w.eof and not w.stopped]
+        touched: list[_Worker] = []
+        progress = True
+        while progress and workers:
+            progress = False
+            for worker in workers:
+                unit = pending[0] if pending else self._head()
+                if unit is None:
+                    progress = False
+                    break
+                inflight = worker.inflight
+                per_item = cost.get(unit.digest)
+                if inflight:
+                    if per_item is None or len(inflight) >= MAX_INFLIGHT:
+                        continue
+                    est = per_item * unit.count
+                    # Queued work = everything but the running unit.
+                    if worker.load - inflight[0].est + est > budget:
+                        continue
+                else:
+                    est = per_item * unit.count if per_item is not None else 2 * budget
+                pending.popleft()
+                progress = True
+                if not unit.job.dispatchable(unit):
+                    continue
+                unit.est = est
+                self._assign(worker, unit)
+                if not touched or touched[-1] is not worker:
+                    touched.append(worker)
+            workers = [w for w in workers if not w.stopped]
+        for worker in set(touched):
+            self._flush(worker)
+
+    def _assign(self, worker: _Worker, unit: Unit) -> None:
+        known = worker.known
+        digest = unit.digest
+        if digest in known:
+            known.move_to_end(digest)
+        else:
+            if len(known) >= FUNCTION_CACHE:
+                old, _ = known.popitem(last=False)
+                self._queue(worker, P.forget_frame(old))
+            known[digest] = None
+            for piece in P.func_frame(digest, unit.function):
+                self._queue(worker, piece)
+        self._queue(worker, unit.frame)
+        worker.inflight.append(unit)
+        worker.load += unit.est
+        worker.dispatched += 1
+        if self.maxtasks is not None and worker.dispatched >= self.maxtasks:
+            worker.stopped = True
+            self._queue(worker, P.STOP_FRAME)
+
+    def _queue(self, worker: _Worker, data: bytes) -> None:
+        worker.out.append(data)
+        worker.out_size += len(data)
+
+    def _flush(self, worker: _Worker) -> None:
+        out = worker.out
+        sock = worker.sock
+        if worker.eof or sock.fileno() < 0:
+            out.clear()
+            worker.out_size = 0
+            return
+        while out:
+            try:
+                if len(out) == 1:
+                    sent = sock.send(out[0])
+                else:
+                    sent = sock.sendmsg(_first(out, 512))
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                # The worker is gone; its sentinel will tell the rest.
+                out.clear()
+                worker.out_size = 0
+                break
+            worker.out_size -= sent
+            while sent:
+                head = out[0]
+                if sent >= len(head):
+                    sent -= len(head)
+                    out.popleft()
+                else:
+                    out[0] = memoryview(head)[sent:]
+                    sent = 0
+        try:
+            self._poller.modify(worker.fd, _IN | (_OUT if out else 0))
+        except (KeyError, OSError, ValueError):
+            pass
+
+    # --- results
+
+    def _read(self, worker: _Worker) -> None:
+        sock = worker.sock
+        for _ in range(16):
+            try:
+                chunk = sock.recv(1 << 18)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof(worker)
+                return
+            for frame in worker.inbox.feed(chunk):
+                self._handle(worker, frame)
+            if len(chunk) < 1 << 18:
+                return
+
+    def _eof(self, worker: _Worker) -> None:
+        if worker.eof:
+            return
+        worker.eof = True
+        worker.eof_at = time.monotonic()
+        try:
+            self._poller.unregister(worker.fd)
+        except (KeyError, OSError, ValueError):
+            pass
+        self._by_fd.pop(worker.fd, None)
+
+    def _handle(self, worker: _Worker, frame: Any) -> None:
+        kind = frame[0]
+        if kind == 86 or kind == 69:  # b"V", b"E"
+            _, unit_id, elapsed = P.RESULT_BODY.unpack_from(frame)
+            inflight = worker.inflight
+            if not inflight or inflight[0].id != unit_id:
+                self._protocol_error(worker, f"result for unknown task {unit_id}")
+                return
+            unit = inflight.popleft()
+            worker.load = worker.load - unit.est if inflight else 0.0
+            if elapsed > 0.0:
+                per_item = elapsed / unit.count
+                old = self.cost.get(unit.digest)
+                self.cost[unit.digest] = per_item if old is None else 0.7 * old + 0.3 * per_item
+            self._settle(unit, kind == 86, frame[17:])
+            return
+        if kind == 82:  # b"R"
+            worker.ready = True
+            self.start_failures = 0
+            return
+        if kind == 73:  # b"I"
+            self._initializer_failed(worker, frame[1:])
+            return
+        self._protocol_error(worker, f"unknown frame kind {kind!r}")
+
+    def _settle(self, unit: Unit, ok: bool, payload: Any) -> None:
+        job = unit.job
+        codec = self.codec
+        try:
+            decoded = codec.decode(payload)
+        except Exception as exc:
+            job.fail(unit, _load_error(job, unit, exc))
+            return
+        if ok:
+            job.settle(unit, [decoded] if job.single else decoded)
+            return
+        outcomes: list[Any] = []
+        for item_ok, data in decoded:
+            if item_ok:
+                try:
+                    outcomes.append(codec.decode(data))
+                except Exception as exc:
+                    outcomes.append(Failure(_load_error(job, unit, exc)))
+            else:
+                outcomes.append(Failure(P.rebuild_error(data, codec)))
+        if len(outcomes) != unit.count:
+            # The task did not start (its payload or function did not load):
+            # one outcome for all its items.
+            outcomes = outcomes[:1] * unit.count
+        job.settle(unit, outcomes)
+
+    def _protocol_error(self, worker: _Worker, what: str) -> None:
+        sys.stderr.write(f"picklable pool: worker {worker.index} broke the protocol ({what}); replacing it\n")
+        worker.process.kill()
+
+    def _initializer_failed(self, worker: _Worker, payload: Any) -> None:
+        try:
+            cause = P.rebuild_error(self.codec.decode(payload), self.codec)
+        except Exception as exc:
+            cause = exc
+        error = BrokenPoolError(
+            f"the pool's initializer raised in worker {worker.index}: {type(cause).__name__}: "
+            f"{P.safe_str(cause)}. No task can run. Fix the initializer (its exception is this "
+            "error's __cause__).",
+            reason="initializer failed",
+        )
+        error.__cause__ = cause
+        self.broken = error
+
+    # --- death
+
+    def _reap(self, worker: _Worker) -> None:
+        if self.workers[worker.index] is not worker:
+            return
+        if not worker.eof:
+            self._drain(worker)  # results it sent before it ended still count
+        exitcode = worker.process.wait(1.0)
+        for fd in (worker.fd, worker.process.sentinel):
+            self._by_fd.pop(fd, None)
+            try:
+                self._poller.unregister(fd)
+            except (KeyError, OSError, ValueError):
+                pass
+        worker.sock.close()
+        worker.process.release()
+        self.workers[worker.index] = None
+        inflight = worker.inflight
+        if not worker.ready:
+            # It never ran anything: its units go back untouched.
+            self.pending.extendleft(reversed(inflight))
+            inflight.clear()
+            if self.broken is None and not worker.stopped:
+                self.start_failures += 1
+                if self.start_failures >= MAX_START_FAILURES:
+                    self.broken = BrokenPoolError(
+                        f"{self.start_failures} workers in a row ended before they were ready "
+                        f"(the last one: {describe_exit(exitcode)}). Fix: check that picklable and "
+                        "the initializer work in a fresh interpreter (see the workers' stderr).",
+                        reason="workers cannot start",
+                    )
+                    return
+        elif inflight:
+            running = inflight.popleft()
+            self.pending.extendleft(reversed(inflight))
+            inflight.clear()
+            if running.attempts < running.retries:
+                running.attempts += 1
+                self.pending.appendleft(running)
+            else:
+                running.job.fail(
+                    running,
+                    WorkerDiedError(
+                        running.job.describe(running),
+                        exitcode,
+                        pid=worker.process.pid,
+                        worker_index=worker.index,
+                        attempts=running.attempts + 1,
+                    ),
+                )
+        if self.broken is None and self.state != _TERMINATE and self._needs_workers():
+            self._replace(worker.index)
+
+    def _drain(self, worker: _Worker) -> None:
+        sock = worker.sock
+        while True:
+            try:
+                chunk = sock.recv(1 << 18)
+            except OSError:
+                return
+            if not chunk:
+                return
+            for frame in worker.inbox.feed(chunk):
+                self._handle(worker, frame)
+
+    # --- shutdown
+
+    def _closing_done(self) -> bool:
+        if self.pending or self.feeds:
+            return False
+        alive = False
+        for worker in self.workers:
+            if worker is None:
+                continue
+            alive = True
+            if worker.inflight:
+                return False
+        if not alive:
+            return True
+        for worker in self.workers:
+            if worker is not None and not worker.stopped:
+                worker.stopped = True
+                self._queue(worker, P.STOP_FRAME)
+                self._flush(worker)
+        return False
+
+    def _kill_all(self) -> None:
+        workers = [w for w in self.workers if w is not None]
+        for worker in workers:
+            worker.process.terminate()
+        deadline = time.monotonic() + 1.0
+        for worker in workers:
+            if worker.process.wait(max(0.0, deadline - time.monotonic())) is None:
+                worker.process.kill()
+                worker.process.wait(1.0)
+
+    def _fail_everything(self, error: BaseException) -> None:
+        self.broken = self.broken or error
+        units: list[Unit] = []
+        for worker in self.workers:
+            if worker is not None:
+                units.extend(worker.inflight)
+                worker.inflight.clear()
+        while self.pending:
+            units.append(self.pending.popleft())
+        for unit in units:
+            try:
+                unit.job.fail(unit, error)
+            except Exception:
+                pass
+        while self.feeds:
+            try:
+                self.feeds.popleft().fail_rest(error)
+            except Exception:
+                pass
+        self._release_workers()
+
+    def _release_workers(self) -> None:
+        for index, worker in enumerate(self.workers):
+            if worker is not None:
+                worker.sock.close()
+                worker.process.release()
+                self.workers[index] = None
+
+    def _forget_after_fork(self) -> None:
+        # The workers' sockets are closed by _launch's own fork hook.
+        self._fd_finalizer()
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _first(out: collections.deque[Any], n: int) -> list[Any]:
+    if len(out) <= n:
+        return list(out)
+    return list(itertools.islice(out, n))
+
+
+def _load_error(job: Job, unit: Unit, exc: BaseException) -> BaseException:
+    from ..exceptions import UnpicklingError
+
+    error = UnpicklingError(
+        f"The result of task {job.describe(unit)} could not be loaded in the parent: {exc}",
+        reason=getattr(exc, "reason", "") or str(exc),
+        hint=getattr(exc, "hint", "") or "see the chained exception",
+    )
+    error.__cause__ = exc
+    return error

@@ -1,0 +1,201 @@
+"""``picklable.ProcessPoolExecutor``: the API of :mod:`concurrent.futures`, shipping with picklable."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future
+from typing import Any
+
+from . import _protocol as P
+from ._core import Core
+from ._jobs import Failure, FutureJob, ItemsJob
+from ._mp import callable_name, start_items, start_method
+
+__all__ = ["ProcessPoolExecutor"]
+
+
+class ProcessPoolExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` over worker processes, shipping with picklable.
+
+    Unlike :class:`concurrent.futures.ProcessPoolExecutor`, a worker that dies
+    fails only the future it was running (with :class:`~picklable.WorkerDiedError`,
+    a ``BrokenProcessPool``); the worker is replaced and every other future
+    completes.
+
+    Parameters
+    ----------
+    max_workers:
+        Number of workers; defaults to ``os.cpu_count()``.
+    mp_context:
+        Start method: ``'spawn'`` (default), ``'forkserver'``, ``'fork'``, or a
+        :mod:`multiprocessing` context.
+    initializer, initargs:
+        ``initializer(*initargs)`` runs in each worker when it starts;
+        :func:`picklable.worker_index` tells it which worker it is. If it
+        raises, the executor is broken (:class:`~picklable.BrokenPoolError`).
+    max_tasks_per_child:
+        Replace each worker after it ran this many tasks; None: never.
+    retries:
+        Run a task whose worker died up to this many more times (idempotent
+        tasks only).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``max_workers``, ``max_tasks_per_child`` or start method.
+    """
+
+    def __init__(
+        self,
+        max_workers: int | None = None,
+        mp_context: Any = None,
+        initializer: Callable[..., Any] | None = None,
+        initargs: tuple[Any, ...] = (),
+        *,
+        max_tasks_per_child: int | None = None,
+        retries: int = 0,
+    ) -> None:
+        self._shutdown = True
+        method = start_method(mp_context)
+        if max_workers is None:
+            max_workers = os.cpu_count() or 1
+        if max_workers <= 0:
+            raise ValueError("max_workers must be greater than 0")
+        if max_tasks_per_child is not None and (
+            not isinstance(max_tasks_per_child, int) or max_tasks_per_child <= 0
+        ):
+            raise ValueError("max_tasks_per_child must be >= 1")
+        if initializer is not None and not callable(initializer):
+            raise TypeError("initializer must be a callable")
+        if retries < 0:
+            raise ValueError("retries must be 0 or more")
+        init = P.Codec().encode((initializer, tuple(initargs))) if initializer is not None else None
+        self._max_workers = max_workers
+        self._retries = retries
+        self._core = Core(max_workers, method, init, max_tasks_per_child, "picklable.ProcessPoolExecutor")
+        self._shutdown = False
+        # Collected without shutdown(): finish the queued work in the background.
+        self._finalizer = weakref.finalize(self, self._core.close)
+        self._finalizer.atexit = False
+
+    def __repr__(self) -> str:
+        state = "shutdown" if self._shutdown else "running"
+        return f"<picklable.ProcessPoolExecutor {state} max_workers={self._max_workers} method={self._core.method}>"
+
+    def __reduce__(self) -> Any:
+        raise NotImplementedError("executor objects cannot be passed between processes or pickled")
+
+    def _check(self) -> None:
+        if self._core.broken is not None:
+            raise self._core.broken
+        if self._shutdown:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Schedule ``fn(*args, **kwargs)``; return a :class:`~concurrent.futures.Future`.
+
+        Raises
+        ------
+        RuntimeError
+            After :meth:`shutdown`.
+        BrokenPoolError
+            If the executor is broken (its initializer failed).
+        """
+        self._check()
+        future: Future[Any] = Future()
+        job = FutureJob(callable_name(fn), future, self)
+        core = self._core
+        try:
+            digest, payload = core.encode_function(fn)
+            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries)
+        except Exception as exc:
+            future.set_running_or_notify_cancel()
+            future.set_exception(exc)
+            return future
+        core.submit(unit)
+        return future
+
+    def map(  # type: ignore[override]
+        self,
+        fn: Callable[..., Any],
+        *iterables: Iterable[Any],
+        timeout: float | None = None,
+        chunksize: int = 1,
+        progress: bool = False,
+    ) -> Iterator[Any]:
+        """``fn`` over the zipped ``iterables``: results in order, as in :meth:`Executor.map`.
+
+        Parameters
+        ----------
+        timeout:
+            Seconds from this call after which ``next()`` raises
+            :class:`TimeoutError` for a result not yet there.
+        chunksize:
+            Items per task sent to a worker.
+        progress:
+            Show a progress bar on stderr.
+
+        Raises
+        ------
+        TimeoutError
+            From the iterator, when ``timeout`` has passed.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._check()
+        if chunksize < 1:
+            raise ValueError("chunksize must be >= 1.")
+        items = list(zip(*iterables))
+        job = ItemsJob(f"map({callable_name(fn)})", self, star=True, progress=progress)
+        start_items(self._core, job, fn, items, chunksize, True, self._retries)
+        return _results(job, len(items), deadline)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop accepting work; let queued work finish (or cancel it), then stop the workers.
+
+        Parameters
+        ----------
+        wait:
+            Return only when the workers have exited.
+        cancel_futures:
+            Cancel the futures that have not started running.
+        """
+        self._shutdown = True
+        core = self._core
+        if cancel_futures:
+            core.request(lambda: _cancel_pending(core))
+        core.close()
+        if wait:
+            core.join()
+
+
+def _cancel_pending(core: Core) -> None:
+    # In the manager thread, which owns the queues.
+    keep = []
+    for unit in core.pending:
+        job = unit.job
+        if isinstance(job, FutureJob) and not unit.started and job.future.cancel():
+            continue
+        keep.append(unit)
+    core.pending.clear()
+    core.pending.extend(keep)
+    for feed in core.feeds:
+        feed.job.cancel()
+    core.feeds.clear()
+
+
+def _results(job: ItemsJob, count: int, deadline: float | None) -> Iterator[Any]:
+    try:
+        for index in range(count):
+            try:
+                outcome = job.wait_item(index, deadline)
+            except TimeoutError:
+                raise concurrent.futures.TimeoutError from None
+            if type(outcome) is Failure:
+                raise outcome.exc
+            yield outcome
+    finally:
+        job.cancel()

@@ -1,0 +1,245 @@
+"""Starting worker processes, and watching them end.
+
+``spawn`` starts a fresh interpreter with ``python -c`` and hands it the parent's
+``sys.path`` over its socket. Unlike ``multiprocessing``'s spawn it does not
+re-import the parent's ``__main__`` in each worker: picklable ships the objects
+of ``__main__`` by value, so workers start faster (a script's heavy imports are
+not run again) and scripts need no ``if __name__ == "__main__"`` guard.
+``forkserver`` and ``fork`` go through :mod:`multiprocessing`.
+
+Each worker gets one end of a socket pair (duplex, its own: no lock shared
+between workers) and a *sentinel*, a file descriptor that becomes readable when
+the process ends: a pidfd where Linux has them (exact, even if the task forked
+children that kept the socket open), else ``multiprocessing``'s sentinel or a
+pipe whose other end only the worker holds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import _protocol as P
+from ._worker import WorkerConfig
+
+START_METHODS = ("spawn", "forkserver", "fork")
+
+_BOOT = (
+    "import sys;sys.path.append(sys.argv[2]);"
+    "from picklable._pool._worker import spawned_main;spawned_main(int(sys.argv[1]))"
+)
+# Where ``picklable`` can be imported from, for a worker whose default sys.path
+# lacks it (a test run from a source tree).
+_HOME = str(Path(__file__).resolve().parent.parent.parent)
+
+
+# The parent's ends of all worker sockets. A forked child (a fork-method
+# worker, or any fork the user makes) closes them at once: a worker that kept
+# a copy of its own parent's end would never see the parent go away.
+_PARENT_ENDS: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+
+
+def _close_parent_ends() -> None:
+    for sock in list(_PARENT_ENDS):
+        sock.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_parent_ends)
+
+
+class Process(Protocol):
+    """What the manager needs of a worker process."""
+
+    pid: int
+    sentinel: int
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None) -> int | None: ...
+    def terminate(self) -> None: ...
+    def kill(self) -> None: ...
+    def release(self) -> None: ...
+
+
+def _pidfd(pid: int) -> int | None:
+    if not _HAS_PIDFD:
+        return None
+    try:
+        return int(os.pidfd_open(pid))  # type: ignore[attr-defined]
+    except OSError:
+        return None
+
+
+def _probe_pidfd() -> bool:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return False
+    try:
+        os.close(opener(os.getpid()))
+    except OSError:  # built with it, but the kernel is older than Linux 5.3
+        return False
+    return True
+
+
+_HAS_PIDFD = _probe_pidfd()
+
+
+class _Spawned:
+    """A worker started by :func:`start` with the spawn method."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], sentinel: int) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.sentinel = sentinel
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def wait(self, timeout: float | None) -> int | None:
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def terminate(self) -> None:
+        if self.popen.returncode is None:
+            try:
+                self.popen.terminate()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        if self.popen.returncode is None:
+            try:
+                self.popen.kill()
+            except OSError:
+                pass
+
+    def release(self) -> None:
+        _close(self.sentinel)
+        self.sentinel = -1
+
+
+class _MPProcess:
+    """A worker started through a ``multiprocessing`` context (fork, forkserver)."""
+
+    def __init__(self, process: Any, sentinel: int, owned: bool) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.sentinel = sentinel
+        self._owned = owned  # a pidfd of ours, not multiprocessing's sentinel
+
+    def poll(self) -> int | None:
+        code: int | None = self.process.exitcode
+        return code
+
+    def wait(self, timeout: float | None) -> int | None:
+        self.process.join(timeout)
+        code: int | None = self.process.exitcode
+        return code
+
+    def terminate(self) -> None:
+        if self.process.exitcode is None:
+            try:
+                self.process.terminate()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        if self.process.exitcode is None:
+            try:
+                self.process.kill()
+            except OSError:
+                pass
+
+    def release(self) -> None:
+        if self._owned:
+            _close(self.sentinel)
+        self.sentinel = -1
+        if self.process.exitcode is not None:
+            self.process.close()
+
+
+def _close(fd: int) -> None:
+    if fd >= 0:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def start(method: str, config: WorkerConfig) -> tuple[Process, socket.socket, bytes]:
+    """Start one worker.
+
+    Returns
+    -------
+    The process handle, the parent's end of its socket (non-blocking), and the
+    bytes to send first on that socket (empty unless the worker waits for them).
+    """
+    parent_end, child_end = socket.socketpair()
+    _PARENT_ENDS.add(parent_end)
+    boot = b""
+    try:
+        if method == "spawn":
+            process: Process = _start_spawn(child_end)
+            data = pickle.dumps((list(sys.path), config), protocol=pickle.HIGHEST_PROTOCOL)
+            boot = P.LENGTH.pack(len(data)) + data
+        else:
+            process = _start_mp(method, child_end, config)
+    except BaseException:
+        parent_end.close()
+        raise
+    finally:
+        child_end.close()
+    parent_end.setblocking(False)
+    return process, parent_end, boot
+
+
+def _start_spawn(child_end: socket.socket) -> _Spawned:
+    fd = child_end.fileno()
+    sentinel_r = sentinel_w = -1
+    pass_fds = [fd]
+    flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    args = [sys.executable, *flags, "-c", _BOOT, str(fd), _HOME]
+    if not _HAS_PIDFD:
+        sentinel_r, sentinel_w = os.pipe()
+        pass_fds.append(sentinel_w)
+    try:
+        popen = subprocess.Popen(args, pass_fds=pass_fds, stdin=subprocess.DEVNULL, close_fds=True)
+    finally:
+        _close(sentinel_w)
+    sentinel = _pidfd(popen.pid) if sentinel_r < 0 else sentinel_r
+    if sentinel is None:
+        popen.kill()
+        popen.wait()
+        raise OSError(f"cannot watch worker process {popen.pid}: os.pidfd_open failed")
+    return _Spawned(popen, sentinel)
+
+
+def _start_mp(method: str, child_end: socket.socket, config: WorkerConfig) -> _MPProcess:
+    context = multiprocessing.get_context(method)
+    process = context.Process(  # type: ignore[attr-defined]
+        target=_mp_main,
+        args=(child_end, config),
+        name=f"picklable-worker-{config.index}",
+        daemon=False,
+    )
+    process.start()
+    if method == "fork":
+        pidfd = _pidfd(process.pid)
+        if pidfd is not None:
+            return _MPProcess(process, pidfd, owned=True)
+    return _MPProcess(process, process.sentinel, owned=False)
+
+
+def _mp_main(sock: socket.socket, config: WorkerConfig) -> None:
+    code = __import__("picklable._pool._worker", fromlist=["run"]).run(sock, config)
+    if code:
+        sys.exit(code)

@@ -1,0 +1,381 @@
+"""``picklable.Pool``: the API of :class:`multiprocessing.pool.Pool`, shipping with picklable."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from . import _core
+from . import _protocol as P
+from ._core import Core, Feed
+from ._jobs import (
+    AsyncResult,
+    CallJob,
+    IMapIterator,
+    IMapUnorderedIterator,
+    ItemsJob,
+    MapResult,
+)
+
+__all__ = ["Pool", "callable_name", "start_method", "feed_iterable"]
+
+
+def start_method(context: Any) -> str:
+    """The start method named by ``context``: a name, a multiprocessing context, or None (spawn)."""
+    if context is None:
+        return "spawn"
+    if isinstance(context, str):
+        method = context
+    else:
+        getter = getattr(context, "get_start_method", None)
+        if getter is None:
+            raise TypeError(f"context must be a start method name or a multiprocessing context, not {context!r}")
+        method = getter()
+    if method not in ("spawn", "forkserver", "fork"):
+        raise ValueError(f"unknown start method {method!r}: use 'spawn', 'forkserver' or 'fork'")
+    return method
+
+
+def callable_name(fn: Any) -> str:
+    """A short name for ``fn`` in task descriptions."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    return type(fn).__name__
+
+
+def feed_iterable(core: Core, feed: Feed, iterable: Iterable[Any], chunksize: int) -> None:
+    """Read ``iterable`` in a thread into ``feed`` (what ``imap`` does with a generator)."""
+
+    def run() -> None:
+        chunk: list[Any] = []
+        try:
+            for item in iterable:
+                if feed.closed:
+                    return
+                chunk.append(item)
+                if len(chunk) >= chunksize:
+                    feed.chunks.append(chunk)
+                    chunk = []
+                    core.wake()
+        except BaseException as exc:
+            if chunk:
+                feed.chunks.append(chunk)
+                chunk = []
+            feed.chunks.append(_core._FeedError(exc))
+        finally:
+            if chunk:
+                feed.chunks.append(chunk)
+            feed.done = True
+            core.wake()
+
+    threading.Thread(target=run, name=f"{core.name}-feeder", daemon=True).start()
+
+
+class Pool:
+    """A process pool with the API of :class:`multiprocessing.pool.Pool`.
+
+    Functions, arguments, results and exceptions travel with picklable, so
+    lambdas, closures, decorated functions and ``__main__`` objects all ship.
+    The function of a map travels once per worker. A worker that dies fails
+    only the task it was running (:class:`~picklable.WorkerDiedError`) and is
+    replaced; nothing hangs and no task is lost.
+
+    Parameters
+    ----------
+    processes:
+        Number of workers; defaults to ``os.cpu_count()``.
+    initializer, initargs:
+        ``initializer(*initargs)`` runs in each worker when it starts. Inside
+        it, :func:`picklable.worker_index` gives the worker's index
+        (``0 .. processes - 1``; a replacement takes over the index of the
+        worker it replaces). If it raises, the pool is broken: every task fails
+        with :class:`~picklable.BrokenPoolError` whose ``__cause__`` is that
+        exception.
+    maxtasksperchild:
+        Replace each worker after it ran this many tasks (chunks); None: never.
+    context:
+        Start method: ``'spawn'`` (default), ``'forkserver'``, ``'fork'``, or a
+        :mod:`multiprocessing` context. ``'spawn'`` starts fresh interpreters
+        that do not re-import your ``__main__`` module.
+    retries:
+        Run a task whose worker died up to this many more times, on fresh
+        workers. Only for idempotent tasks; the default 0 fails it at once.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``processes``, ``maxtasksperchild`` or start method.
+    picklable.PicklingError
+        If the initializer or its arguments cannot be shipped.
+    """
+
+    def __init__(
+        self,
+        processes: int | None = None,
+        initializer: Callable[..., Any] | None = None,
+        initargs: Iterable[Any] = (),
+        maxtasksperchild: int | None = None,
+        context: Any = None,
+        *,
+        retries: int = 0,
+    ) -> None:
+        self._state = "INIT"
+        method = start_method(context)
+        if processes is None:
+            processes = os.cpu_count() or 1
+        if processes < 1:
+            raise ValueError("Number of processes must be at least 1")
+        if maxtasksperchild is not None and (not isinstance(maxtasksperchild, int) or maxtasksperchild <= 0):
+            raise ValueError("maxtasksperchild must be a positive int or None")
+        if initializer is not None and not callable(initializer):
+            raise TypeError("initializer must be a callable")
+        if retries < 0:
+            raise ValueError("retries must be 0 or more")
+        init = P.Codec().encode((initializer, tuple(initargs))) if initializer is not None else None
+        self._processes = processes
+        self._retries = retries
+        self._core = Core(processes, method, init, maxtasksperchild, "picklable.Pool")
+        self._core.exit_action = "terminate"
+        self._state = "RUN"
+        self._finalizer = weakref.finalize(self, self._core.terminate)
+        self._finalizer.atexit = False  # _core's exit hook handles interpreter exit
+
+    def __repr__(self) -> str:
+        return f"<picklable.Pool state={self._state} processes={self._processes} method={self._core.method}>"
+
+    def __reduce__(self) -> Any:
+        raise NotImplementedError("pool objects cannot be passed between processes or pickled")
+
+    def _check_running(self) -> None:
+        if self._state != "RUN":
+            raise ValueError("Pool not running")
+        broken = self._core.broken
+        if broken is not None:
+            raise broken
+
+    # --- one call
+
+    def apply(self, func: Callable[..., Any], args: Iterable[Any] = (), kwds: Mapping[str, Any] | None = None) -> Any:
+        """Call ``func(*args, **kwds)`` in a worker and return its result."""
+        return self.apply_async(func, args, kwds).get()
+
+    def apply_async(
+        self,
+        func: Callable[..., Any],
+        args: Iterable[Any] = (),
+        kwds: Mapping[str, Any] | None = None,
+        callback: Callable[[Any], Any] | None = None,
+        error_callback: Callable[[BaseException], Any] | None = None,
+    ) -> AsyncResult:
+        """Start ``func(*args, **kwds)`` in a worker; return an :class:`AsyncResult`.
+
+        ``callback`` / ``error_callback`` run in the pool's manager thread.
+        """
+        self._check_running()
+        result = AsyncResult(self)
+        job = CallJob(callable_name(func), result, callback, error_callback)
+        args = tuple(args)
+        kwargs = dict(kwds or {})
+        core = self._core
+        try:
+            digest, payload = core.encode_function(func)
+            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries)
+        except Exception as exc:
+            result._finish(False, exc)
+            _call_error(error_callback, exc)
+            return result
+        core.submit(unit)
+        return result
+
+    # --- the map family
+
+    def map(
+        self, func: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int | None = None, *, progress: bool = False
+    ) -> list[Any]:
+        """``[func(x) for x in iterable]``, computed by the workers.
+
+        Parameters
+        ----------
+        chunksize:
+            Items per task; by default about four tasks per worker, as in
+            :mod:`multiprocessing`.
+        progress:
+            Show a progress bar on stderr.
+        """
+        return self._map_async(func, iterable, chunksize, None, None, False, progress).get()
+
+    def map_async(
+        self,
+        func: Callable[[Any], Any],
+        iterable: Iterable[Any],
+        chunksize: int | None = None,
+        callback: Callable[[Any], Any] | None = None,
+        error_callback: Callable[[BaseException], Any] | None = None,
+        *,
+        progress: bool = False,
+    ) -> MapResult:
+        """Like :meth:`map`, returning a :class:`MapResult`."""
+        return self._map_async(func, iterable, chunksize, callback, error_callback, False, progress)
+
+    def starmap(
+        self,
+        func: Callable[..., Any],
+        iterable: Iterable[Iterable[Any]],
+        chunksize: int | None = None,
+        *,
+        progress: bool = False,
+    ) -> list[Any]:
+        """``[func(*args) for args in iterable]``, computed by the workers."""
+        return self._map_async(func, iterable, chunksize, None, None, True, progress).get()
+
+    def starmap_async(
+        self,
+        func: Callable[..., Any],
+        iterable: Iterable[Iterable[Any]],
+        chunksize: int | None = None,
+        callback: Callable[[Any], Any] | None = None,
+        error_callback: Callable[[BaseException], Any] | None = None,
+        *,
+        progress: bool = False,
+    ) -> MapResult:
+        """Like :meth:`starmap`, returning a :class:`MapResult`."""
+        return self._map_async(func, iterable, chunksize, callback, error_callback, True, progress)
+
+    def imap(
+        self, func: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1, *, progress: bool = False
+    ) -> IMapIterator:
+        """Results of ``func`` over ``iterable``, in order, as they become available."""
+        return IMapIterator(self._items_job(func, iterable, chunksize, False, False, progress))
+
+    def imap_unordered(
+        self, func: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1, *, progress: bool = False
+    ) -> IMapUnorderedIterator:
+        """Results of ``func`` over ``iterable``, in the order they finish."""
+        return IMapUnorderedIterator(self._items_job(func, iterable, chunksize, True, False, progress))
+
+    def _map_async(
+        self,
+        func: Callable[..., Any],
+        iterable: Iterable[Any],
+        chunksize: int | None,
+        callback: Callable[[Any], Any] | None,
+        error_callback: Callable[[BaseException], Any] | None,
+        star: bool,
+        progress: bool,
+    ) -> MapResult:
+        self._check_running()
+        items = iterable if isinstance(iterable, list) else list(iterable)
+        if chunksize is None:
+            chunksize, extra = divmod(len(items), self._processes * 4)
+            if extra:
+                chunksize += 1
+        chunksize = max(1, chunksize)
+        job = self._start(func, items, chunksize, star, False, progress, callback, error_callback)
+        return MapResult(job)
+
+    def _items_job(
+        self, func: Callable[..., Any], iterable: Iterable[Any], chunksize: int, unordered: bool, star: bool, progress: bool
+    ) -> ItemsJob:
+        self._check_running()
+        if chunksize < 1:
+            raise ValueError(f"Chunksize must be 1+, not {chunksize:n}")
+        return self._start(func, iterable, chunksize, star, unordered, progress, None, None)
+
+    def _start(
+        self,
+        func: Callable[..., Any],
+        iterable: Iterable[Any],
+        chunksize: int,
+        star: bool,
+        unordered: bool,
+        progress: bool,
+        callback: Callable[[Any], Any] | None,
+        error_callback: Callable[[BaseException], Any] | None,
+    ) -> ItemsJob:
+        kind = "starmap" if star else "map"
+        name = f"{kind}({callable_name(func)})"
+        job = ItemsJob(
+            name, self, star=star, unordered=unordered, progress=progress, callback=callback, error_callback=error_callback
+        )
+        return start_items(self._core, job, func, iterable, chunksize, star, self._retries)
+
+    # --- life cycle
+
+    def close(self) -> None:
+        """Accept no more tasks; workers exit once the queued tasks are done."""
+        if self._state == "RUN":
+            self._state = "CLOSE"
+            self._core.close()
+
+    def terminate(self) -> None:
+        """Stop the workers now; unfinished tasks fail with :class:`~picklable.BrokenPoolError`."""
+        if self._state == "INIT":
+            return
+        self._state = "TERMINATE"
+        self._core.terminate()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the workers to exit; call :meth:`close` or :meth:`terminate` first.
+
+        Raises
+        ------
+        ValueError
+            If the pool is still running.
+        """
+        if self._state == "RUN":
+            raise ValueError("Pool is still running")
+        self._core.join(timeout)
+
+    def __enter__(self) -> Pool:
+        self._check_running()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        # As multiprocessing.Pool: leaving the block terminates the pool.
+        self.terminate()
+
+
+def start_items(
+    core: Core,
+    job: ItemsJob,
+    func: Callable[..., Any],
+    iterable: Iterable[Any],
+    chunksize: int,
+    star: bool,
+    retries: int,
+) -> ItemsJob:
+    """Hand the items of a map job to the pool (lists directly, iterators through a feeder thread)."""
+    kind = P.STARMAP if star else P.MAP
+    items: list[Any] | None = None
+    if isinstance(iterable, (list, tuple, range)):
+        items = list(iterable) if not isinstance(iterable, list) else iterable
+    try:
+        digest, payload = core.encode_function(func)
+    except Exception as exc:
+        # Every item fails with the reason (a generator is not read at all).
+        count = 1 if items is None else len(items)
+        if count:
+            job.fail_range(job.reserve(count), count, exc)
+        job.seal()
+        return job
+    if items is not None:
+        job.reserve(len(items))
+        job.seal()
+        if items:
+            core.submit_feed(Feed(job, digest, payload, kind, items, chunksize, retries))
+        return job
+    feed = Feed(job, digest, payload, kind, None, chunksize, retries)
+    core.submit_feed(feed)
+    feed_iterable(core, feed, iterable, chunksize)
+    return job
+
+
+def _call_error(fn: Callable[[BaseException], Any] | None, exc: BaseException) -> None:
+    if fn is not None:
+        from ._jobs import _call_back
+
+        _call_back(fn, exc)

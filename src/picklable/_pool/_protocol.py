@@ -1,0 +1,187 @@
+"""What travels between a pool and its workers: frames, and the codec for payloads.
+
+Every frame is ``<8-byte little-endian length><body>``; the body starts with a
+one-byte kind. Fixed fields (ids, digests, timings) are packed with
+:mod:`struct`, so a worker can tell which task a payload belongs to even when
+the payload itself cannot be loaded. Payloads (functions, arguments, results,
+errors) go through a :class:`Codec` and nowhere else: signing payloads (an HMAC
+per frame, issue 8) means subclassing :class:`Codec`; the pool ships the codec
+object to its workers at start, so both ends use the same one.
+
+Parent to worker::
+
+    F digest(16) payload             a function, loaded once and kept by digest
+    X digest(16)                     forget a function (the parent's LRU evicted it)
+    C id(8) digest(16) payload       call: payload = (args, kwargs) -> one value
+    M id(8) digest(16) payload       map: payload = [item, ...] -> [fn(item), ...]
+    S id(8) digest(16) payload       starmap: payload = [args, ...] -> [fn(*args), ...]
+    Q                                finish the frames before this one, then exit
+
+Worker to parent::
+
+    R pid(8)                         ready: the initializer has run
+    I payload                        the initializer raised: error info
+    V id(8) seconds(8) payload       all went well: the value (C) or the list (M, S)
+    E id(8) seconds(8) payload       some items failed: [(True, value bytes) |
+                                     (False, error info), ...] one per item
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from .._pickler import dumps
+from .._unpickler import loads
+
+LENGTH = struct.Struct("<Q")
+# Task frames, prebuilt once per task in the submitting thread.
+TASK_HEAD = struct.Struct("<Qc Q 16s")
+FUNC_HEAD = struct.Struct("<Qc 16s")
+# Result frames (worker side packs, parent side unpacks after the length).
+RESULT_HEAD = struct.Struct("<Qc Q d")
+RESULT_BODY = struct.Struct("<c Q d")
+# The same fields, read from a frame's body (after its length).
+TASK_BODY = struct.Struct("<c Q 16s")
+FUNC_BODY = struct.Struct("<c 16s")
+READY = struct.Struct("<Qc Q")
+
+FUNC = b"F"
+FORGET = b"X"
+CALL = b"C"
+MAP = b"M"
+STARMAP = b"S"
+STOP = b"Q"
+READY_KIND = b"R"
+INIT_ERROR = b"I"
+VALUE = b"V"
+ERRORS = b"E"
+
+STOP_FRAME = LENGTH.pack(1) + STOP
+
+# An error as it travels: (exception payload or None, type name, message,
+# traceback text, why the payload is missing). Plain data, so the parent can
+# always build *something* from it.
+ErrorInfo = tuple[bytes | None, str, str, str, str]
+
+
+class Codec:
+    """Turns the objects of one pool into payload bytes and back, at both ends.
+
+    The only place where a pool serializes: a subclass that signs and checks
+    payloads (or compresses them) changes what every frame carries. Instances
+    are shipped to the workers with plain pickle when they start.
+    """
+
+    __slots__ = ()
+
+    def encode(self, obj: Any) -> bytes:
+        """Serialize ``obj`` with picklable.
+
+        Raises
+        ------
+        picklable.PicklingError
+            Naming the attribute path of what cannot be shipped.
+        """
+        return dumps(obj)
+
+    def decode(self, data: bytes | bytearray | memoryview) -> Any:
+        """Load a payload made by :meth:`encode`.
+
+        Raises
+        ------
+        picklable.UnpicklingError
+            Naming what is missing in this process.
+        """
+        return loads(data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), ())
+
+
+def type_name(t: type) -> str:
+    """``module.Qualname`` of a type, without the ``builtins.`` prefix."""
+    module = getattr(t, "__module__", None)
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", "?")
+    if module in (None, "builtins"):
+        return str(name)
+    return f"{module}.{name}"
+
+
+def safe_str(obj: Any) -> str:
+    """``str(obj)``, or a stand-in when its ``__str__`` raises."""
+    try:
+        return str(obj)
+    except Exception as exc:  # a broken __str__ must not hide the original error
+        return f"<str() failed: {type(exc).__name__}>"
+
+
+def error_info(exc: BaseException, codec: Codec, skip_frames: int = 0) -> ErrorInfo:
+    """What the worker sends for ``exc``: the exception itself if it can travel.
+
+    The payload is loaded once here before it is sent: an exception class that
+    pickle cannot rebuild (an ``__init__`` with other arguments than ``args``)
+    fails here, in the worker, and the parent gets a :class:`RemoteError`
+    with the reason instead of a payload it cannot load.
+    """
+    import traceback
+
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+    if skip_frames:
+        # The worker loop's own frame is of no interest, in the text or in a
+        # traceback shipped with the exception.
+        exc.__traceback__ = tb
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except Exception as why:  # a broken __str__ or __repr__ in the chain
+        text = f"{type_name(type(exc))}: <traceback could not be formatted: {why!r}>\n"
+    name = type_name(type(exc))
+    message = safe_str(exc)
+    try:
+        data: bytes | None = codec.encode(exc)
+        rebuilt = codec.decode(data)
+        if type(rebuilt) is not type(exc):
+            raise TypeError(f"it loads as {type_name(type(rebuilt))}, not {name}")
+        reason = ""
+    except BaseException as why:
+        data = None
+        reason = f"{type_name(type(why))}: {safe_str(why)}"
+    return (data, name, message, text, reason)
+
+
+def rebuild_error(info: ErrorInfo, codec: Codec) -> BaseException:
+    """The exception a worker raised, with its traceback text as ``__cause__``."""
+    from ._errors import RemoteError, RemoteTraceback
+
+    data, name, message, text, reason = info
+    exc: Any = None
+    if data is not None:
+        try:
+            exc = codec.decode(data)
+        except Exception as why:
+            reason = f"it could not be loaded in the parent: {type_name(type(why))}: {safe_str(why)}"
+    if not isinstance(exc, BaseException):
+        exc = RemoteError(name, message, reason or "unknown", text)
+    remote = RemoteTraceback(text)
+    # The text already shows the whole chain; a cause rebuilt with the
+    # exception stays reachable without being printed twice.
+    remote.cause = exc.__cause__
+    exc.__cause__ = remote
+    return exc
+
+
+def task_frame(kind: bytes, unit_id: int, digest: bytes, payload: bytes) -> bytes:
+    """A ready-to-send task frame (built once per task, outside the manager thread)."""
+    return TASK_HEAD.pack(25 + len(payload), kind, unit_id, digest) + payload
+
+
+def func_frame(digest: bytes, payload: bytes) -> list[bytes]:
+    """The frame that defines a function in a worker, as pieces for ``sendmsg``."""
+    return [FUNC_HEAD.pack(17 + len(payload), FUNC, digest), payload]
+
+
+def forget_frame(digest: bytes) -> bytes:
+    return FUNC_HEAD.pack(17, FORGET, digest)

@@ -1,0 +1,56 @@
+"""Process pools that ship anything with picklable and survive worker death.
+
+Two drop-ins:
+
+* :class:`Pool`, with the API of :class:`multiprocessing.pool.Pool` (``map``,
+  ``imap``, ``imap_unordered``, ``starmap``, ``apply``, ``apply_async``, the
+  ``*_async`` forms, ``close``, ``join``, ``terminate``, context manager,
+  ``initializer``/``initargs``, ``maxtasksperchild``, ``chunksize``);
+* :class:`ProcessPoolExecutor`, with the API of
+  :class:`concurrent.futures.ProcessPoolExecutor` (``submit``, ``map`` with
+  ``chunksize`` and ``timeout``, ``shutdown``, context manager).
+
+What they add:
+
+* Functions, arguments, results and exceptions travel with picklable: lambdas,
+  closures, decorated and ``__main__`` functions ship. The function of a map
+  travels once per worker (cached by the digest of its payload).
+* An exception raised in a task comes back with its type and attributes, and
+  with the worker's traceback text as ``__cause__`` (:class:`RemoteTraceback`).
+  One that cannot travel as itself comes back as a :class:`RemoteError` that
+  says why; it never hangs or breaks the pool.
+* A worker that dies (``os._exit``, a signal, the OOM killer) fails only the
+  task it was running, with a :class:`WorkerDiedError` naming the task and the
+  exit code or signal; the worker is replaced and every other task completes.
+  ``retries=N`` runs such a task again, for idempotent tasks. Every task ends
+  in a result or an error.
+* :func:`worker_index` tells the initializer (and tasks) which worker it is.
+* ``progress=True`` on the map family draws a progress bar on stderr.
+* Start methods ``'spawn'`` (the default everywhere), ``'forkserver'``,
+  ``'fork'``. Spawned workers do not re-import ``__main__``.
+
+Workers talk to the parent over one socket each (POSIX only: spawn,
+forkserver and fork are the start methods of Linux and macOS).
+"""
+
+from __future__ import annotations
+
+from ._pool._errors import BrokenPoolError, RemoteError, RemoteTraceback, WorkerDiedError
+from ._pool._futures import ProcessPoolExecutor
+from ._pool._jobs import AsyncResult, IMapIterator, IMapUnorderedIterator, MapResult
+from ._pool._mp import Pool
+from ._pool._worker import worker_index
+
+__all__ = [
+    "AsyncResult",
+    "BrokenPoolError",
+    "IMapIterator",
+    "IMapUnorderedIterator",
+    "MapResult",
+    "Pool",
+    "ProcessPoolExecutor",
+    "RemoteError",
+    "RemoteTraceback",
+    "WorkerDiedError",
+    "worker_index",
+]
