@@ -127,11 +127,11 @@ _CODES_LIMIT = 4096
 
 def _load_code(data: bytes, record: str) -> types.CodeType:
     """Build a code object from marshal bytes, refusing another interpreter's."""
+    if record != _HERE:
+        _check_interpreter(record)
     code = _codes.get(data)
     if code is not None:
         return code
-    if record != _HERE:
-        _check_interpreter(record)
     code = marshal.loads(data)
     if len(_codes) >= _CODES_LIMIT:
         _codes.clear()
@@ -152,6 +152,8 @@ def _make_function(
     One Python frame per function, but only one global per payload: at load a
     global costs ten times a frame.
     """
+    if record != _HERE:
+        _check_interpreter(record)  # even for bytes this process has seen
     code = _codes.get(data)
     if code is None:
         code = _load_code(data, record)

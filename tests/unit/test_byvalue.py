@@ -1,0 +1,241 @@
+"""Tests for `picklable._byvalue` (functions and classes by value)."""
+
+from __future__ import annotations
+
+import abc
+import enum
+import sys
+import types
+
+import pytest
+
+import picklable
+from picklable_testpkg import api
+
+
+def roundtrip(obj):
+    return picklable.loads(picklable.dumps(obj))
+
+
+class TestFunctions:
+    def test_shared_globals_namespace(self):
+        """Functions of one namespace share one globals dict in the receiver."""
+        ns: dict = {"__name__": "scratch"}
+        exec("counter = 0\ndef bump():\n    global counter\n    counter += 1\n    return counter\n"
+             "def read():\n    return counter\n", ns)
+        bump, read = roundtrip((ns["bump"], ns["read"]))
+        bump()
+        bump()
+        assert read() == 2 and bump.__globals__ is read.__globals__
+
+    def test_mutual_recursion(self):
+        """Two functions that call each other through their globals."""
+        ns: dict = {"__name__": "scratch"}
+        exec("def even(n):\n    return True if n == 0 else odd(n - 1)\n"
+             "def odd(n):\n    return False if n == 0 else even(n - 1)\n", ns)
+        even = roundtrip(ns["even"])
+        assert even(10) is True and even(7) is False
+
+    def test_self_reference_built_once(self):
+        """A function that names itself as a global is built once, not twice."""
+        ns: dict = {"__name__": "scratch"}
+        exec("def fact(n):\n    return 1 if n < 2 else n * fact(n - 1)\n", ns)
+        fact = roundtrip(ns["fact"])
+        assert fact(5) == 120 and fact.__globals__["fact"] is fact
+
+    def test_empty_cell_stays_empty(self):
+        """A cell never assigned stays empty after loading."""
+
+        def outer():
+            def inner():
+                return later  # noqa: F821 - assigned after inner is made
+
+            cell_owner = inner
+            return cell_owner
+
+        fn = roundtrip(outer())
+        with pytest.raises(NameError):
+            fn()
+
+    def test_changed_metadata_travels(self):
+        """Attributes changed after definition travel; the rest comes from the code."""
+        fn = api.make_closure(1)
+        fn.__qualname__ = "renamed"
+        fn.__module__ = "elsewhere"
+        fn.__doc__ = "new doc"
+        fn.__defaults__ = ([1],)
+        fn.__kwdefaults__ = {"k": 2}
+        fn.tag = "kept"
+        back = roundtrip(fn)
+        for name in ("__qualname__", "__module__", "__doc__", "__defaults__", "__kwdefaults__", "tag"):
+            assert getattr(back, name) == getattr(fn, name), name
+
+    def test_default_that_refers_to_the_function(self):
+        """A default value holding the function itself loads (set once memoized)."""
+        fn = api.make_closure(2)
+        fn.__defaults__ = (fn,)
+        back = roundtrip(fn)
+        assert back.__defaults__[0] is back
+
+    def test_code_object_alone(self):
+        """A bare code object ships by value."""
+        code = api.make_closure(1).__code__
+        assert roundtrip(code) == code
+
+    def test_closures_share_code_and_bytes(self):
+        """1,000 closures of one factory carry their code once."""
+        one = len(picklable.dumps([api.make_closure(0)]))
+        many = len(picklable.dumps([api.make_closure(i) for i in range(1000)]))
+        assert many < one + 1000 * 40
+
+
+class TestRegisterByValue:
+    def test_switch_ships_an_importable_module_by_value(self):
+        """register_by_value makes an importable module's functions travel as copies."""
+        from picklable_testpkg import factories
+
+        by_ref = picklable.dumps(factories.make_summary)
+        picklable.register_by_value(factories)
+        try:
+            assert factories.__name__ in picklable.list_registry_by_value()
+            by_value = picklable.dumps(factories.make_summary)
+            assert len(by_value) > len(by_ref)
+            copy = picklable.loads(by_value)
+            assert copy is not factories.make_summary
+            assert copy.__qualname__ == "make_summary" and copy.__module__ == factories.__name__
+        finally:
+            picklable.unregister_by_value(factories)
+        assert picklable.loads(picklable.dumps(factories.make_summary)) is factories.make_summary
+
+    def test_unknown_module(self):
+        """Registering a module that is not imported is an error."""
+        with pytest.raises(ValueError, match="not an imported module"):
+            picklable.register_by_value("no_such_module_xyz")
+        with pytest.raises(ValueError, match="was not registered"):
+            picklable.unregister_by_value("json")
+
+
+class TestClasses:
+    def test_slots_keep_no_dict(self):
+        """A slotted class rebuilt by value has no instance __dict__."""
+        local = api.make_class()
+        assert roundtrip(local) is local  # same process: the original class comes back
+        payload = picklable.dumps(local)
+        _forget(local)
+        copy = picklable.loads(payload)
+        assert copy is not local and copy.__slots__ == ("a", "b")
+        assert not hasattr(copy(1, 2), "__dict__")
+        assert copy(1, 2).total() == 3
+
+    def test_metaclass_and_init_subclass(self):
+        """The metaclass is kept; __init_subclass__ runs for the rebuilt class."""
+        seen = []
+
+        class Meta(type):
+            pass
+
+        class Base(metaclass=Meta):
+            def __init_subclass__(cls, **kwargs):
+                super().__init_subclass__(**kwargs)
+                seen.append(cls.__name__)
+                cls.registered = True
+
+        def make():
+            class Child(Base):
+                x = 1
+
+            return Child
+
+        child = make()
+        payload = picklable.dumps(child)
+        _forget(child)
+        copy = picklable.loads(payload)
+        assert type(copy) is type(child) and copy.registered and copy.x == 1
+        assert seen == ["Child", "Child"]
+
+    def test_abc_registrations(self):
+        """Virtual subclasses registered on an ABC are registered on the copy."""
+
+        def make():
+            class Shape(abc.ABC):
+                @abc.abstractmethod
+                def area(self): ...
+
+            Shape.register(int)
+            return Shape
+
+        shape = make()
+        payload = picklable.dumps(shape)
+        _forget(shape)
+        copy = picklable.loads(payload)
+        assert issubclass(int, copy) and not issubclass(str, copy)
+        with pytest.raises(TypeError):
+            copy()
+
+    def test_enum_members_and_identity(self):
+        """A rebuilt enum has its members, aliases and methods; members are singletons."""
+        mode = api.make_enum()
+        payload = picklable.dumps([mode, mode.FAST, mode.QUICK])
+        _forget(mode)
+        copy, fast, quick = picklable.loads(payload)
+        assert fast is copy.FAST and quick is copy.FAST and copy(2) is copy.SLOW
+        assert copy.SLOW.describe() == "mode SLOW"
+        assert isinstance(copy, enum.EnumMeta)
+
+    def test_properties_classmethods_staticmethods(self):
+        """Descriptors defined in a local class keep working."""
+
+        def make():
+            class Box:
+                def __init__(self, v):
+                    self._v = v
+
+                @property
+                def v(self):
+                    return self._v
+
+                @v.setter
+                def v(self, value):
+                    self._v = value
+
+                @classmethod
+                def of(cls, v):
+                    return cls(v)
+
+                @staticmethod
+                def twice(x):
+                    return 2 * x
+
+            return Box
+
+        box = make()
+        payload = picklable.dumps(box)
+        _forget(box)
+        copy = picklable.loads(payload)
+        b = copy.of(3)
+        b.v = 4
+        assert b.v == 4 and copy.twice(5) == 10
+
+    def test_builtin_type_that_no_module_exports(self):
+        """Types like FunctionType and CellType travel by reference."""
+        assert roundtrip(types.FunctionType) is types.FunctionType
+        assert roundtrip(types.CellType) is types.CellType
+        assert roundtrip(type(None)) is type(None)
+
+    def test_module_objects(self):
+        """Importable modules travel by name; __main__ itself is refused clearly."""
+        assert roundtrip(sys) is sys
+        with pytest.raises(picklable.PicklingError, match="the __main__ module is not shippable"):
+            picklable.dumps(sys.modules["__main__"])
+        dynamic = types.ModuleType("made_in_memory")
+        dynamic.value = 3
+        assert roundtrip(dynamic).value == 3
+
+
+def _forget(cls):
+    """Make this process forget it made ``cls`` (as a receiver would not know it)."""
+    from picklable._reconstruct import _CLASS_BY_ID, _ID_BY_CLASS
+
+    tracker = _ID_BY_CLASS.pop(cls, None)
+    if tracker is not None:
+        _CLASS_BY_ID.pop(tracker, None)
