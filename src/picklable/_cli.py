@@ -113,7 +113,8 @@ def _add_audit(subparsers: Any) -> None:
         "--no-members",
         dest="members",
         action="store_false",
-        help="audit classes found in modules, not their methods (name a class as a TARGET to audit its members)",
+        help="audit classes found in modules, not their methods "
+        "(name a class as a TARGET to audit its members)",
     )
     parser.add_argument(
         "--serializers",
@@ -122,7 +123,11 @@ def _add_audit(subparsers: Any) -> None:
         help="comma-separated, among picklable,pickle,cloudpickle,dill (default: all installed; picklable always)",
     )
     parser.add_argument(
-        "--jobs", "-j", type=_positive_int, metavar="N", help="loading interpreters at a time (default: one per core, at most 4)"
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        metavar="N",
+        help="loading interpreters at a time (default: one per 1000 payloads, at most one per core and 4)",
     )
     parser.add_argument(
         "--timeout",
@@ -131,7 +136,9 @@ def _add_audit(subparsers: Any) -> None:
         metavar="SECONDS",
         help="time one load may take before it counts as a hang (default: 30)",
     )
-    parser.add_argument("--json", metavar="FILE", help="write the JSON report to FILE ('-': stdout, instead of the table)")
+    parser.add_argument(
+        "--json", metavar="FILE", help="write the JSON report to FILE ('-': stdout, instead of the table)"
+    )
     parser.add_argument("--html", metavar="FILE", help="write the self-contained HTML report to FILE")
     parser.add_argument(
         "--show",

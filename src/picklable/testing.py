@@ -37,12 +37,12 @@ def _home(obj: Any) -> tuple[str, tuple[Any, ...], bool] | None:
     try:
         if importable_by_own_name(obj):
             return obj.__module__, tuple(obj.__qualname__.split(".")), True
-        found = locate(obj)
+        located = locate(obj)
     except Exception:
         return None
-    if found is None:
+    if located is None:
         return None
-    return found[0], tuple(found[1]), True
+    return located[0], tuple(located[1]), True
 
 
 def _attribute_name(owner: Any, method: types.MethodType) -> str | None:
@@ -133,7 +133,10 @@ def assert_ships(obj: Any, identity: bool = True, *, timeout: float = 60.0) -> R
     if result.outcome in wanted:
         return result
     expected = "identity" if identity else "identity or an exact copy"
-    lines = [f"{what} did not ship as expected ({expected}) into a fresh interpreter", f"  outcome: {result.outcome.label}"]
+    lines = [
+        f"{what} did not ship as expected ({expected}) into a fresh interpreter",
+        f"  outcome: {result.outcome.label}",
+    ]
     for label, text in (("error", result.error), ("detail", result.detail), ("hint", result.hint)):
         if text:
             lines.append(f"  {label + ':':<8} {text}")

@@ -277,5 +277,7 @@ class TestFailures:
         report = audit(["audit_ghost_module"], serializers=["picklable"], jobs=1)
         result = report.entry("audit_ghost_module.f").results["picklable"]
         assert result.outcome is Outcome.LOAD
-        assert result.error.startswith("UnpicklingError: Cannot load: module 'audit_ghost_module' is not importable here.")
+        assert result.error.startswith(
+            "UnpicklingError: Cannot load: module 'audit_ghost_module' is not importable here."
+        )
         assert result.hint == "install it in the receiving environment"

@@ -102,7 +102,9 @@ class TestAuditCommand:
         assert err.splitlines()[-1] == "FAILED: picklable has 1 load fails"
 
     @pytest.mark.parametrize("fail_on", ["wrong,dump", "none"])
-    def test_fail_on_chooses_what_fails(self, fail_on: str, ghost_module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_fail_on_chooses_what_fails(
+        self, fail_on: str, ghost_module: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """--fail-on without 'load' (or 'none') lets the same audit exit 0."""
         status = main(["audit", ghost_module, "--serializers", "picklable", "--jobs", "1", "--fail-on", fail_on])
         capsys.readouterr()
@@ -133,3 +135,30 @@ class TestModuleEntryPoint:
         names = {e["name"]: e["results"]["picklable"]["outcome"] for e in data["entries"]}
         assert names["json.dumps"] == "identity"
         assert "picklable audit: " in done.stderr
+
+
+class TestProgressBar:
+    def test_draws_and_erases_when_enabled(self) -> None:
+        """Enabled, the bar shows phase and counts, then erases itself."""
+        import io
+
+        from picklable._format import ProgressBar
+
+        stream = io.StringIO()
+        bar = ProgressBar(stream, enabled=True, width=10)
+        bar("load", 5, 10)
+        assert stream.getvalue() == "\r[#####-----] loading 5/10"
+        bar.close()
+        assert stream.getvalue().endswith("\r")
+
+    def test_silent_when_not_a_terminal(self) -> None:
+        """On a pipe or file (not a terminal) the bar writes nothing."""
+        import io
+
+        from picklable._format import ProgressBar
+
+        stream = io.StringIO()
+        bar = ProgressBar(stream)
+        bar("dump", 1, 2)
+        bar.close()
+        assert stream.getvalue() == ""

@@ -43,6 +43,7 @@ run here so that picklable's diagnostics see the real objects).
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import time
@@ -79,6 +80,15 @@ Progress = Callable[[str, int, int], None]
 def default_jobs() -> int:
     """Loading children by default: one per core, at most 4."""
     return max(1, min(os.cpu_count() or 1, 4))
+
+
+# A child costs an interpreter start plus the audited imports (0.7 s for pandas);
+# loading costs about 0.5 ms a payload. Another child pays off past this many.
+_PAYLOADS_PER_CHILD = 1000
+
+
+def _auto_jobs(payloads: int) -> int:
+    return max(1, min(default_jobs(), math.ceil(payloads / _PAYLOADS_PER_CHILD)))
 
 
 def _serializer_names(requested: Iterable[str] | None) -> list[str]:
@@ -129,7 +139,8 @@ def audit(
         Names among ``picklable``, ``pickle``, ``cloudpickle``, ``dill``;
         default: all installed. picklable is always included.
     jobs:
-        Loading interpreters run at the same time (default: :func:`default_jobs`).
+        Loading interpreters run at the same time (default: one per 1000
+        payloads, at most :func:`default_jobs`).
     timeout:
         Seconds one load may take before it counts as a hang.
     progress:
@@ -210,7 +221,7 @@ def audit_objects(
         if progress is not None:
             progress("load", done[0], len(load_jobs))
 
-    run_loads(load_jobs, processes=jobs or default_jobs(), timeout=timeout, on_result=on_result)
+    run_loads(load_jobs, processes=jobs or _auto_jobs(len(load_jobs)), timeout=timeout, on_result=on_result)
     for entry, results in zip(entries, partial):
         entry.results = {name: results[name] for name in serializers if name in results}
     assert sum(len(e.results) for e in entries) == total

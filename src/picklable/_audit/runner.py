@@ -9,6 +9,7 @@ the rest of its batch goes back to the front of the queue for a new child.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import dataclasses
 import math
@@ -19,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Sequence
-from typing import IO, Any
+from typing import Any
 
 from .wire import read_frame, write_frame
 from .compare import Fingerprint
@@ -60,6 +62,20 @@ def child_environment() -> dict[str, str]:
     return env
 
 
+_LIVE: weakref.WeakSet[Child] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    # An audit interrupted (Ctrl-C) leaves its children; one stuck in a hang
+    # would outlive this process, since it never reads the closed stdin.
+    for child in list(_LIVE):
+        try:
+            child.process.kill()
+        except OSError:
+            pass
+
+
 class Child:
     """One loading interpreter and the thread that reads its frames."""
 
@@ -72,6 +88,7 @@ class Child:
             stderr=self._stderr,
             env=child_environment(),
         )
+        _LIVE.add(self)
         self._frames: queue.Queue[Any] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -165,6 +182,7 @@ class Child:
         self._close_pipes()
 
     def _close_pipes(self) -> None:
+        _LIVE.discard(self)
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 if stream is not None:
@@ -246,13 +264,15 @@ def run_loads(
                     frame = child.receive(timeout)
                     if frame is _TIMEOUT:
                         child.kill()
-                        report(job, Result(Outcome.HANG, f"no result after {timeout:g} s: loading hung, the child was killed", size=len(job.payload)))
+                        error = f"no result after {timeout:g} s: loading hung, the child was killed"
+                        report(job, Result(Outcome.HANG, error, size=len(job.payload)))
                     elif frame is _EOF:
                         how = child.exit_description()
                         words = child.last_words()
                         child.kill()
                         error = f"the loading interpreter died ({how})"
-                        report(job, Result(Outcome.CRASH, f"{error}: {words}" if words else error, size=len(job.payload)))
+                        error = f"{error}: {words}" if words else error
+                        report(job, Result(Outcome.CRASH, error, size=len(job.payload)))
                     else:
                         index, outcome, error, hint, detail = frame[1]
                         assert index == job.index, (index, job.index)

@@ -149,7 +149,9 @@ class HtmlFormat(Formatter):
             attrs = "".join(
                 f' data-o-{_e(s)}="{entry.results[s].outcome.value}"' for s in serializers if s in entry.results
             )
-            out.append(f'<tr data-name="{_e(entry.name)}" data-search="{_e(search)}" data-outcomes="{outcomes}"{attrs}>')
+            out.append(
+                f'<tr data-name="{_e(entry.name)}" data-search="{_e(search)}" data-outcomes="{outcomes}"{attrs}>'
+            )
             aliases = f'<br><span class="why">also: {_e(", ".join(entry.aliases))}</span>' if entry.aliases else ""
             out.append(f'<td class="name">{_e(entry.name)}{aliases}</td><td>{_e(entry.kind)}</td>')
             for s in serializers:

@@ -111,9 +111,8 @@ class TableFormat(Formatter):
                     cells.append(" " * w)
                     continue
                 cells.append(_paint(f"{result.outcome.label:<{w}}", result.outcome, self.color))
-            out.append(
-                (f"{_clip(entry.name, name_width):<{name_width}}  {entry.kind:<{kind_width}}  " + "  ".join(cells)).rstrip()
-            )
+            name = _clip(entry.name, name_width)
+            out.append((f"{name:<{name_width}}  {entry.kind:<{kind_width}}  " + "  ".join(cells)).rstrip())
         return out
 
 
