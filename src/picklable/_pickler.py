@@ -75,8 +75,10 @@ class Pickler(pickle.Pickler):
         self._globals_values: dict[int, dict[str, Any]] | None = None
         self._deferred: set[int] | None = None
 
-    def reducer_override(self, obj: Any) -> Any:
-        handler = HANDLERS[type(obj)]
+    def reducer_override(self, obj: Any, _handlers: Any = HANDLERS, _type: Any = type) -> Any:
+        # Called for every non-builtin object (each of 10,000 dataclass
+        # instances): locals, one dict hit, no attribute lookups.
+        handler = _handlers[_type(obj)]
         if handler is None:
             return NotImplemented
         return handler(self, obj)
@@ -114,13 +116,24 @@ class Pickler(pickle.Pickler):
 
 
 class _Sink:
-    """A write target that keeps the chunks: cheaper to reset than a BytesIO."""
+    """A write target that keeps the chunks: cheaper to reset than a BytesIO.
 
-    __slots__ = ("chunks", "write")
+    A pooled pickler is made once, with :meth:`forward_buffer` as its buffer
+    callback; each ``dumps`` sets the caller's callback here.
+    """
+
+    __slots__ = ("chunks", "write", "buffer_callback")
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.write = self.chunks.append
+        self.buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None
+
+    def forward_buffer(self, buffer: pickle.PickleBuffer) -> Any:
+        callback = self.buffer_callback
+        if callback is None:
+            return True  # in band: the same bytes as with no callback at all
+        return callback(buffer)
 
 
 # Idle default-protocol picklers, each with its sink. dumps pops one (so threads
@@ -145,7 +158,7 @@ def dumps(
     picklable.PicklingError
         With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship.
     """
-    if buffer_callback is not None or (protocol is not None and protocol != DEFAULT_PROTOCOL):
+    if protocol is not None and protocol != DEFAULT_PROTOCOL:
         buffer = io.BytesIO()
         _dump(obj, Pickler(buffer, protocol, buffer_callback=buffer_callback))
         return buffer.getvalue()
@@ -153,7 +166,8 @@ def dumps(
         pickler, sink = _idle.pop()
     except IndexError:
         sink = _Sink()
-        pickler = Pickler(sink)  # type: ignore[arg-type]
+        pickler = Pickler(sink, buffer_callback=sink.forward_buffer)  # type: ignore[arg-type]
+    sink.buffer_callback = buffer_callback
     chunks = sink.chunks
     data = b""
     try:
@@ -180,6 +194,7 @@ def dumps(
         raise pickling_error(obj, exc) from exc
     finally:
         chunks.clear()
+        sink.buffer_callback = None
         pickler.clear_memo()
         pickler._reset()
         if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:
