@@ -139,7 +139,9 @@ def _add_audit(subparsers: Any) -> None:
     parser.add_argument(
         "--json", metavar="FILE", help="write the JSON report to FILE ('-': stdout, instead of the table)"
     )
-    parser.add_argument("--html", metavar="FILE", help="write the self-contained HTML report to FILE")
+    parser.add_argument(
+        "--html", metavar="FILE", help="write the self-contained HTML report to FILE ('-': stdout, not the table)"
+    )
     parser.add_argument(
         "--show",
         choices=SHOW_CHOICES,
