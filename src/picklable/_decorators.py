@@ -19,8 +19,9 @@ class whose ``__dict__`` holds the pieces.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
+from types import FunctionType as _FunctionType
+from types import MethodType as _MethodType
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from . import _locator, _reconstruct
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["BoundWrapper", "Decorator", "FunctionWrapper", "Wrapper", "decorator"]
+
+_new_object = object.__new__
 
 P = ParamSpec("P")
 P2 = ParamSpec("P2")
@@ -125,16 +128,66 @@ class Wrapper(Generic[P, R]):
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         wrapped = self.__wrapped__
+        if instance is not None and self._self_replaced_in_class and type(wrapped) is _FunctionType:
+            # A stateless wrapper set on a class after its creation: a real bound
+            # method of the entry function (made once), as a plain function gives.
+            # Stateful Wrapper subclasses bind as BoundWrapper, which shows their state.
+            try:
+                entry = self.__dict__["_self_entry"]
+            except KeyError:
+                entry = self._make_entry()
+            return _MethodType(entry, instance)
         get = getattr(type(wrapped), "__get__", None)
         if get is None or isinstance(wrapped, type):
             return self  # classes and builtins do not bind
-        if instance is None and owner is not None and type(wrapped) is types.FunctionType:
-            # Reached through the class: the instance may come as the first argument.
-            return BoundWrapper(self, None, owner, wrapped, None)
-        if instance is None and owner is None:
+        bound: Any
+        if type(wrapped) is _FunctionType:
+            if instance is None:
+                if owner is None:
+                    return self
+                # Reached through the class: the instance may come as the first argument.
+                bound, bound_to = wrapped, None
+            else:
+                bound, bound_to = _MethodType(wrapped, instance), instance
+        elif instance is None and owner is None:
             return self
-        bound = get(wrapped, instance, owner)
-        return BoundWrapper(self, getattr(bound, "__self__", None), owner, bound, instance)
+        else:
+            bound = get(wrapped, instance, owner)
+            bound_to = getattr(bound, "__self__", None)
+        # Built without an __init__ frame: this runs on every method call.
+        result = _new_object(BoundWrapper)
+        result._self_parent = self
+        result.__self__ = bound_to
+        result._self_owner = owner
+        result.__wrapped__ = bound
+        result._self_given = instance
+        return result
+
+    def _entry_target(self) -> WrapperFunction:
+        """What a call reached through an instance runs: ``call`` (or the user's wrapper)."""
+        return self.call
+
+    def _make_entry(self) -> Callable[..., Any]:
+        call = self._entry_target()
+        wrapped = self.__wrapped__
+
+        def entry(instance: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return call(_MethodType(wrapped, instance), instance, args, kwargs)
+
+        for name in _ASSIGNED:
+            try:
+                setattr(entry, name, getattr(self, name))
+            except AttributeError:
+                pass
+        entry.__wrapped__ = wrapped  # type: ignore[attr-defined]  # inspect.signature follows it
+        self.__dict__["_self_entry"] = entry
+        return entry
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The entry function is remade on first use; it is not part of the state.
+        state = dict(self.__dict__)
+        state.pop("_self_entry", None)
+        return state
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         # For picklers other than picklable's (stdlib pickle, multiprocessing):
@@ -144,11 +197,25 @@ class Wrapper(Generic[P, R]):
             return self.__dict__["__qualname__"]
         return object.__reduce_ex__(self, protocol)
 
+    # Whether a wrapper of a plain function, set in a class body, puts its entry
+    # function in the class instead of itself (see __set_name__).
+    _self_replaced_in_class = False
+
     def __set_name__(self, owner: type, name: str) -> None:
         # Wrapped descriptors (cached_property, other wrappers) may need their name.
         set_name = getattr(type(self.__wrapped__), "__set_name__", None)
         if set_name is not None:
             set_name(self.__wrapped__, owner, name)
+        if (
+            self._self_replaced_in_class
+            and type(self.__wrapped__) is _FunctionType
+            and owner.__dict__.get(name) is self
+        ):
+            # A stateless wrapper of a method: the class holds a real function
+            # (the entry), so binding runs in C and the instance reaches the
+            # wrapper whether the method is called on an instance or on the class.
+            entry = self.__dict__.get("_self_entry") or self._make_entry()
+            setattr(owner, name, entry)
 
     def __repr__(self) -> str:
         return f"<{type(self).__qualname__} wrapping {self.__wrapped__!r}>"
@@ -209,11 +276,25 @@ class BoundWrapper(Generic[P, R]):
 class FunctionWrapper(Wrapper[P, R]):
     """What a :func:`decorator` makes: ``wrapper(wrapped, instance, args, kwargs)`` per call."""
 
+    # Slots for the two attributes every call reads (faster than the __dict__,
+    # which holds the metadata); __wrapped__ stays in the __dict__ for introspection.
+    __slots__ = ("_self_wrapper", "_self_wrapped")
+
     _self_wrapper: WrapperFunction
+    _self_wrapped: Callable[P, R]
 
     def __init__(self, wrapped: Callable[P, R], wrapper: WrapperFunction) -> None:
         super().__init__(wrapped)
-        self.__dict__["_self_wrapper"] = wrapper
+        self._self_wrapper = wrapper
+        self._self_wrapped = wrapped
+
+    def __getstate__(self) -> Any:
+        return (super().__getstate__(), {"_self_wrapper": self._self_wrapper, "_self_wrapped": self._self_wrapped})
+
+    _self_replaced_in_class = True
+
+    def _entry_target(self) -> WrapperFunction:
+        return self._self_wrapper
 
     def call(self, wrapped: Callable[..., R], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
         result: R = self._self_wrapper(wrapped, instance, args, kwargs)
@@ -221,7 +302,7 @@ class FunctionWrapper(Wrapper[P, R]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         # The hot path: one frame between the caller and the user's wrapper.
-        result: R = self._self_wrapper(self.__wrapped__, None, args, kwargs)
+        result: R = self._self_wrapper(self._self_wrapped, None, args, kwargs)
         return result
 
 

@@ -133,12 +133,49 @@ class TestWrapper:
         assert bound.__name__ == "tallied"
         assert bound.calls == W.Account.__dict__["tallied"].calls
 
+    def test_method_binding_passes_instance_and_shows_state(self):
+        """A Wrapper subclass over a method gets the instance; the bound wrapper shows its state."""
+
+        class Seen(picklable.Wrapper):
+            def call(self, wrapped, instance, args, kwargs):
+                self.last = instance
+                return wrapped(*args, **kwargs)
+
+        class Box:
+            @Seen
+            def size(self, extra):
+                return 3 + extra
+
+        box = Box()
+        assert box.size(1) == 4
+        assert box.size.last is box
+        assert Box.size(box, 2) == 5 and Box.__dict__["size"].last is box
+        assert str(inspect.signature(box.size)) == "(extra)"
+
+    def test_decorator_products_are_functions_in_class(self):
+        """A decorator product over a method leaves a real function in the class (C binding)."""
+        entry = W.Account.__dict__["deposit"]
+        assert type(entry).__name__ == "function"
+        assert entry.__qualname__ == "Account.deposit"
+        assert entry.__wrapped__.__qualname__ == "Account.deposit"
+        assert type(W.Account(1).deposit).__name__ == "method"
+
+    def test_product_set_after_class_creation_binds(self):
+        """A product assigned to a class later still binds and passes the instance."""
+
+        class Late:
+            pass
+
+        Late.method = W.logged(lambda self, x: x * 2)
+        assert Late().method(4) == ("logged", "Late", 8)
+
     def test_bound_wrappers_compare_by_parent_and_instance(self):
         """Two bindings to the same instance are equal, as bound methods are."""
         account = W.Account(1)
+        assert account.logged_tally == account.logged_tally
+        assert hash(account.logged_tally) == hash(account.logged_tally)
+        assert account.logged_tally != W.Account(1).logged_tally
         assert account.deposit == account.deposit
-        assert hash(account.deposit) == hash(account.deposit)
-        assert account.deposit != W.Account(1).deposit
 
     def test_set_name_reaches_wrapped_descriptor(self):
         """A Wrapper around a cached_property gives it its name."""
