@@ -77,6 +77,13 @@ class TestWraptProxies:
         assert copy(2) == ("L", 8)
         assert not hasattr(copy.__wrapped__, "_self_label")
 
+    def test_plain_object_proxy_around_data(self):
+        """A bare ObjectProxy around data is rebuilt around a copy of the data."""
+        proxy = wrapt.ObjectProxy({"k": [1, 2]})
+        copy = roundtrip(proxy)
+        assert type(copy) is type(proxy)
+        assert copy == {"k": [1, 2]} and copy["k"] == [1, 2]
+
     def test_copied_proxy_carries_state_set_through_it(self):
         """State set through a copied proxy onto an importable function travels with the copy."""
 
