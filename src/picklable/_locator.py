@@ -37,6 +37,7 @@ _MAX_DEPTH = 4
 _MAX_PACKAGE_MODULES = 2000
 
 _lock = threading.RLock()
+_HEAPTYPE = 1 << 9
 
 _C_SLOTS = (types.WrapperDescriptorType, types.MethodDescriptorType)
 
@@ -57,6 +58,15 @@ def python_call_type(t: type) -> bool:
 def _heap_callable(obj: Any) -> bool:
     """A callable instance of a Python-defined class (a wrapper object)."""
     return not isinstance(obj, type) and python_call_type(type(obj))
+
+
+def _is_descriptor(obj: Any) -> bool:
+    t = type(obj)
+    return (
+        not isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType))
+        and hasattr(t, "__get__")
+        and t not in (types.MethodDescriptorType, types.WrapperDescriptorType, types.ClassMethodDescriptorType)
+    )
 
 
 def _worth_indexing(obj: Any) -> bool:
@@ -173,6 +183,19 @@ def _children(
                     out.append((raw.__func__, (*path, "__dict__", (key,), "__func__")))
             elif isinstance(raw, types.FunctionType) or isinstance(raw, (type, property)):
                 out.append((raw, (*path, key)))
+            elif _is_descriptor(raw):
+                # getset/member descriptors, compiled cached properties. A C
+                # descriptor's __get__(None, cls) has no side effects: use the
+                # plain name when it returns the descriptor itself. Python
+                # descriptors may compute anything: reach them through __dict__.
+                if type(raw).__flags__ & _HEAPTYPE:
+                    out.append((raw, (*path, "__dict__", (key,))))
+                else:
+                    try:
+                        same = getattr(value, key) is raw
+                    except Exception:
+                        same = False
+                    out.append((raw, (*path, key) if same else (*path, "__dict__", (key,))))
             elif _heap_callable(raw):
                 if hasattr(type(raw), "__get__"):
                     # Binds on attribute access: reach the raw object through __dict__.
@@ -281,30 +304,54 @@ def importable_by_own_name(obj: Any) -> bool:
         return False
 
 
+# Attributes through which wrappers and descriptors hold the function they wrap.
+_INNER_ATTRIBUTES = ("__func__", "fget", "func", "__wrapped__")
+
+
 def _candidate_modules(obj: Any) -> list[str]:
+    """Modules worth indexing to find ``obj``: where it, or what it wraps, was
+    defined, and where the class owning it now says it lives."""
     names: list[str] = []
 
-    def add(candidate: Any) -> None:
-        try:
-            name = candidate.__module__
-        except Exception:
-            return
-        if type(name) is str and name not in MAIN_MODULES and name not in names:
-            names.append(name)
+    def add(module_name: Any) -> None:
+        if type(module_name) is str and module_name not in MAIN_MODULES and module_name not in names:
+            names.append(module_name)
 
-    add(obj)
-    if isinstance(obj, (classmethod, staticmethod)):
-        add(obj.__func__)
-    # The wrapped chain: a wrapper lives where the function it wraps was defined.
+    def add_origin(candidate: Any) -> None:
+        try:
+            module_name = candidate.__module__
+            qualname = candidate.__qualname__
+        except Exception:
+            module_name = getattr(candidate, "__module__", None)
+            qualname = None
+        add(module_name)
+        # ``Owner.method`` whose Owner was moved to another module (pandas sets
+        # DataFrame.__module__ = "pandas"): index the module the owner now names.
+        if type(qualname) is str and "." in qualname and "<" not in qualname:
+            home = sys.modules.get(module_name) if type(module_name) is str else None
+            head = getattr(home, qualname.partition(".")[0], None) if home is not None else None
+            if isinstance(head, type):
+                add(getattr(head, "__module__", None))
+
+    add_origin(obj)
+    owner = getattr(obj, "__objclass__", None)
+    if isinstance(owner, type):
+        add_origin(owner)
+    # What it wraps, down the chain: a wrapper lives where its function was defined.
     current = obj
     for _ in range(16):
-        try:
-            current = current.__wrapped__
-        except Exception:
+        inner = None
+        for attribute in _INNER_ATTRIBUTES:
+            try:
+                inner = getattr(current, attribute, None)
+            except Exception:
+                inner = None
+            if inner is not None and inner is not current:
+                break
+        if inner is None or inner is current:
             break
-        if current is None:
-            break
-        add(current)
+        add_origin(inner)
+        current = inner
     if isinstance(obj, types.FunctionType):
         for cell in obj.__closure__ or ():
             try:
@@ -312,7 +359,7 @@ def _candidate_modules(obj: Any) -> list[str]:
             except ValueError:
                 continue
             if isinstance(content, types.FunctionType) or _heap_callable(content):
-                add(content)
+                add_origin(content)
     elif not isinstance(obj, type):
         try:
             attributes = list(vars(obj).values())
@@ -320,7 +367,7 @@ def _candidate_modules(obj: Any) -> list[str]:
             attributes = []
         for attr in attributes:
             if isinstance(attr, types.FunctionType):
-                add(attr)
+                add_origin(attr)
     if isinstance(obj, type) and getattr(obj, "__module__", None) == "builtins":
         names.append("types")
     return names

@@ -128,19 +128,82 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
 
 
 def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
-    # stdlib reduces a method to getattr(self, __name__), which breaks for
-    # name-mangled methods and for methods stored under another name.
-    return (types.MethodType, (method.__func__, method.__self__))
+    """A bound method: ``getattr(self, name)`` when that rebuilds this very method.
+
+    That is pickle's own reduction, and the only one that works for methods of
+    compiled classes (a Cython classmethod's function fails pickle's identity
+    check though ``getattr(cls, name)`` rebuilds it exactly). Where the name does
+    not lead back (name-mangled, stored under another name), ship the pieces.
+    """
+    func = method.__func__
+    owner = method.__self__
+    name = getattr(func, "__name__", None)
+    if type(name) is str:
+        try:
+            again = getattr(owner, name)
+        except Exception:
+            again = None
+        if (
+            type(again) is types.MethodType
+            and again.__func__ is func
+            and again.__self__ is owner
+        ):
+            return (getattr, (owner, name))
+    return (types.MethodType, (func, owner))
 
 
 def reduce_classmethod(pickler: Pickler, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
+    located = _located(obj)
+    if located is not None:
+        return reference(pickler, obj, *located)
     state = getattr(obj, "__dict__", None) or None
     return (type(obj), (obj.__func__,), state)
 
 
 def reduce_property(pickler: Pickler, obj: property) -> Any:
+    located = _located(obj)
+    if located is not None:
+        return reference(pickler, obj, *located)
     state = getattr(obj, "__dict__", None) or None
     return (type(obj), (obj.fget, obj.fset, obj.fdel, obj.__doc__), state)
+
+
+def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
+    """getset and member descriptors (``deque.maxlen``, Cython properties):
+    ``getattr(owner, name)`` returns the very descriptor; pickle has no reducer."""
+    owner = getattr(obj, "__objclass__", None)
+    name = getattr(obj, "__name__", None)
+    if owner is not None and type(name) is str:
+        try:
+            if getattr(owner, name) is obj:
+                return (getattr, (owner, name))
+        except Exception:
+            pass
+        # Shadowed on the class itself (a class's own '__dict__' attribute is its
+        # namespace, not this descriptor): reach it through the namespace.
+        if importable_by_own_name(owner) and vars(owner).get(name) is obj:
+            path = (*owner.__qualname__.split("."), "__dict__", (name,))
+            return (_reconstruct._resolve, (owner.__module__, path))
+    located = _located(obj)
+    if located is not None:
+        return reference(pickler, obj, *located)
+    return NotImplemented  # pickle's own error, explained by the diagnostics
+
+
+def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
+    """Other descriptors (cached properties of compiled classes, ...) live as
+    class attributes: by reference when the locator finds them there."""
+    located = _located(obj)
+    if located is not None:
+        return reference(pickler, obj, *located)
+    return NotImplemented
+
+
+def _located(obj: Any) -> tuple[str, tuple[Any, ...]] | None:
+    try:
+        return locate(obj)
+    except Exception:  # a descriptor with a hostile __getattr__
+        return None
 
 
 def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
@@ -214,8 +277,8 @@ _STATIC: dict[type, Handler | None] = {
     types.MethodDescriptorType: None,
     types.WrapperDescriptorType: None,
     types.MethodWrapperType: None,
-    types.GetSetDescriptorType: None,
-    types.MemberDescriptorType: None,
+    types.GetSetDescriptorType: reduce_slot_descriptor,
+    types.MemberDescriptorType: reduce_slot_descriptor,
     **_DATACLASS_SINGLETONS,
     **_byvalue.EFFECT_REDUCERS,
 }
@@ -235,6 +298,8 @@ def classify(t: type) -> Handler | None:
         return handler
     if _locator.python_call_type(t):
         return reduce_callable_instance
+    if hasattr(t, "__get__"):
+        return reduce_descriptor
     return None
 
 

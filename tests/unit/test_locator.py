@@ -94,3 +94,58 @@ class TestLocate:
         """clear_cache forgets indexes; answers stay the same."""
         _locator.clear_cache()
         assert locate(api.add) == ("picklable_testpkg.api", ("add",))
+
+
+class TestDescriptorsAndRelocatedClasses:
+    def test_method_of_relocated_class(self):
+        """A class whose __module__ names its package: its methods are still found."""
+        from picklable_testpkg import Moved
+
+        assert locate(Moved.build.__func__) == ("picklable_testpkg", ("Moved", "build", "__func__"))
+        assert picklable.loads(picklable.dumps(Moved.build.__func__)) is Moved.build.__func__
+
+    def test_property_by_identity(self):
+        """A property living at Class.name ships by reference."""
+        from picklable_testpkg import Moved
+
+        prop = vars(Moved)["double"]
+        assert picklable.loads(picklable.dumps(prop)) is prop
+
+    def test_slot_descriptors(self):
+        """getset and member descriptors (pickle cannot) ship as getattr(owner, name)."""
+        import collections
+
+        class Slotted:
+            __slots__ = ("a",)
+
+        assert picklable.loads(picklable.dumps(collections.deque.maxlen)) is collections.deque.maxlen
+        assert picklable.loads(picklable.dumps(api.Frame.__dict__["__dict__"])) is api.Frame.__dict__["__dict__"]
+        member = Slotted.a
+        assert picklable.loads(picklable.dumps(member)) is member
+
+    def test_bound_classmethod_rebuilt_by_getattr(self):
+        """A method that getattr(owner, name) rebuilds ships as that getattr."""
+        import pickletools
+
+        from picklable_testpkg import Moved
+
+        data = picklable.dumps(Moved.build)
+        assert "getattr" in {arg for _, arg, _ in pickletools.genops(data) if isinstance(arg, str)}
+        back = picklable.loads(data)
+        assert back == Moved.build and back.__func__ is Moved.build.__func__
+        # Over a no-wraps decorator the name is 'wrapper': the pieces travel instead.
+        assert picklable.loads(picklable.dumps(api.Tools.scaled)) == api.Tools.scaled
+
+    def test_name_mangled_method_ships_its_pieces(self):
+        """A method whose name does not lead back ships as MethodType(func, self)."""
+
+        class Private:
+            def __hidden(self):
+                return "hidden"
+
+            def expose(self):
+                return self.__hidden
+
+        bound = Private().expose()
+        assert bound.__func__.__name__ == "__hidden"
+        assert picklable.loads(picklable.dumps(bound))() == "hidden"
