@@ -392,7 +392,9 @@ def locate(obj: Any) -> tuple[str, Path] | None:
                 _hits[key] = (module_name, path)
                 return module_name, path
         qualname = getattr(obj, "__qualname__", None)
-        if type(qualname) is str and "<locals>" in qualname:
+        # Factory-made functions and descriptors (which carry no owner's name)
+        # may be set on a class anywhere in their package: search it.
+        if (type(qualname) is str and "<locals>" in qualname) or (qualname is None and _is_descriptor(obj)):
             found = _search_packages(obj, candidates)
             if found is not None:
                 _hits[key] = found
