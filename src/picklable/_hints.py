@@ -1,77 +1,598 @@
-"""Why an object cannot ship, and what to do instead: one table, used by the
-errors of ``dumps``, by ``explain`` and by the audit."""
+"""Why an object cannot ship, and what to do instead.
+
+One place for the knowledge, used by the errors of ``dumps`` (``_diagnose``), by
+``explain`` and by the audit. Two questions:
+
+* :func:`unshippable` -- is this object of a kind that never ships (a lock, an
+  open file, a running generator, a database connection...)? The error walk
+  stops at such an object instead of descending to the lock deep inside it: a
+  ``threading.Event`` is the culprit, not its ``_cond._lock``.
+* :func:`explain_failure` -- for an object whose pickling failed, the reason
+  and the fix, from its kind when known, else from the failure itself (which
+  class's ``__reduce__`` raised, or a C type without pickle support).
+
+Kinds are recognised by type, never by ``isinstance`` against modules that are
+not imported yet: an object of a kind from ``sqlite3`` or ``ctypes`` cannot
+exist before that module is imported, so only ``sys.modules`` is consulted.
+"""
 
 from __future__ import annotations
 
+import io
+import pickle
+import re
+import sys
+import traceback
+import types
+from collections.abc import Callable
 from typing import Any
 
-# type name -> (reason, fix)
-_BY_TYPE_NAME: dict[str, tuple[str, str]] = {
-    "_thread.lock": (
-        "locks hold OS state",
-        "create it inside the worker (e.g. in the pool initializer)",
-    ),
-    "_thread.RLock": (
-        "locks hold OS state",
-        "create it inside the worker (e.g. in the pool initializer)",
-    ),
-    "_io.TextIOWrapper": (
-        "open files hold an OS file descriptor",
-        "pass the path and open the file inside the worker",
-    ),
-    "_io.BufferedReader": (
-        "open files hold an OS file descriptor",
-        "pass the path and open the file inside the worker",
-    ),
-    "_io.BufferedWriter": (
-        "open files hold an OS file descriptor",
-        "pass the path and open the file inside the worker",
-    ),
-    "_io.FileIO": (
-        "open files hold an OS file descriptor",
-        "pass the path and open the file inside the worker",
-    ),
-    "socket.socket": (
-        "sockets hold an OS connection",
-        "pass the address and connect inside the worker",
-    ),
-    "generator": (
-        "generators hold a running frame",
-        "pass the data (a list) or the function that makes the generator",
-    ),
-    "coroutine": (
-        "coroutines hold a running frame",
-        "pass the coroutine function and its arguments, and await it in the worker",
-    ),
-    "async_generator": (
-        "async generators hold a running frame",
-        "pass the function that makes it and its arguments",
-    ),
-    "frame": (
-        "frames belong to the running interpreter",
-        "pass the values you need from it",
-    ),
-    "sqlite3.Connection": (
-        "database connections hold an OS connection",
-        "pass the database path or URL and connect inside the worker (pool initializer)",
-    ),
-    "sqlite3.Cursor": (
-        "database cursors hold an OS connection",
-        "pass the query and the database path, and run it inside the worker",
-    ),
-}
+Hint = tuple[str, str]  # (reason, fix)
+
+_LOCK = (
+    "locks hold OS state",
+    "create it inside the worker (e.g. in the pool initializer)",
+)
+_FILE_STREAMS = ("stdin", "stdout", "stderr")
+# Words that mark a class as a database API object when its methods agree.
+_DB_CONNECTION_WORDS = ("connection", "conn", "database", "client")
+_DB_CURSOR_WORDS = ("cursor",)
+# Modules of database drivers whose connections follow PEP 249 (DB-API 2.0).
+_DB_MODULES = (
+    "sqlite3",
+    "psycopg",
+    "psycopg2",
+    "pymysql",
+    "MySQLdb",
+    "mysql",
+    "mariadb",
+    "cx_Oracle",
+    "oracledb",
+    "pyodbc",
+    "pymssql",
+    "duckdb",
+    "snowflake",
+    "ibm_db",
+    "asyncpg",
+    "aiosqlite",
+    "pg8000",
+    "teradatasql",
+    "clickhouse_driver",
+    "pymongo",
+    "redis",
+)
 
 
-def explain_failure(culprit: Any, cause: BaseException) -> tuple[str, str]:
-    """(reason, hint) for ``culprit`` that failed with ``cause``."""
+def type_name(obj: Any) -> str:
+    """``module.Qualname`` of ``type(obj)``; builtins without the module."""
+    t = type(obj)
+    module = getattr(t, "__module__", "?")
+    qualname = getattr(t, "__qualname__", t.__name__)
+    return qualname if module == "builtins" else f"{module}.{qualname}"
+
+
+def _module(name: str) -> Any:
+    return sys.modules.get(name)
+
+
+def _instance_of(obj: Any, module: str, *names: str) -> bool:
+    """``isinstance(obj, module.name)`` for any of ``names``, without importing."""
+    found = _module(module)
+    if found is None:
+        return False
+    classes = tuple(c for c in (getattr(found, n, None) for n in names) if isinstance(c, type))
+    return bool(classes) and isinstance(obj, classes)
+
+
+# ------------------------------------------------------------------ the kinds
+
+
+def _sync(obj: Any) -> Hint | None:
+    t = type(obj)
+    name = type_name(obj)
+    if name in ("_thread.lock", "_thread.RLock", "threading._RLock"):
+        return _LOCK
+    threading = _module("threading")
+    if threading is not None:
+        for kind in ("Condition", "Event", "Semaphore", "BoundedSemaphore", "Barrier"):
+            klass = getattr(threading, kind)
+            if isinstance(klass, type) and issubclass(t, klass):
+                # BoundedSemaphore subclasses Semaphore: report the most precise name.
+                kind = "BoundedSemaphore" if issubclass(t, threading.BoundedSemaphore) else kind
+                return (
+                    f"a threading.{kind} holds a lock, which only works inside this process",
+                    "create it inside the worker (e.g. in the pool initializer), or share a "
+                    f"multiprocessing.Manager().{kind}() between processes",
+                )
+        if issubclass(t, threading.Thread):
+            return (
+                "a Thread runs in (or is made for) this process only",
+                "pass its target and arguments, and start the thread inside the worker",
+            )
+    queue = _module("queue")
+    if queue is not None and issubclass(t, queue.Queue):
+        return (
+            "a queue.Queue only connects threads of this process",
+            "share a multiprocessing.Manager().Queue() between processes, or create it inside the worker",
+        )
+    return None
+
+
+def _multiprocessing(obj: Any) -> Hint | None:
+    if _instance_of(obj, "multiprocessing.process", "BaseProcess"):
+        return (
+            "a Process object belongs to the process that made it (OS handles, authkey)",
+            "pass its target and arguments, and start processes where they are needed",
+        )
+    shared = _instance_of(obj, "multiprocessing.synchronize", "SemLock", "Condition", "Event", "Barrier") or (
+        _instance_of(obj, "multiprocessing.queues", "Queue", "SimpleQueue")
+    )
+    if shared:
+        kind = type(obj).__name__
+        managed = "Queue" if kind == "SimpleQueue" else kind
+        return (
+            f"a multiprocessing {kind} reaches other processes when they start, not by pickling",
+            "give it to the pool's initializer (initargs) or to Process(args=...), or use "
+            f"multiprocessing.Manager().{managed}()",
+        )
+    if _instance_of(obj, "concurrent.futures", "Executor"):
+        return (
+            "an executor owns threads or processes of this process",
+            "create the executor inside the worker",
+        )
+    if _instance_of(obj, "concurrent.futures", "Future"):
+        return (
+            "a Future belongs to the executor of this process",
+            "ship future.result(), or the function and arguments to submit in the worker",
+        )
+    if _instance_of(obj, "subprocess", "Popen"):
+        return (
+            "a Popen is a child process of this process",
+            "pass the command and run it inside the worker",
+        )
+    return None
+
+
+def _os_resources(obj: Any) -> Hint | None:
+    if _instance_of(obj, "socket", "socket"):
+        try:
+            address = obj.getpeername()
+        except Exception:
+            address = None
+        where = f"the address {address!r}" if address else "the address"
+        return (
+            "a socket holds an OS connection",
+            f"pass {where} and connect inside the worker",
+        )
+    if isinstance(obj, io.IOBase) and not isinstance(obj, (io.BytesIO, io.StringIO)):
+        for stream in _FILE_STREAMS:
+            if obj is getattr(sys, stream, None) or obj is getattr(sys, f"__{stream}__", None):
+                return (
+                    f"it is this process's sys.{stream}",
+                    f"use sys.{stream} inside the worker (each process has its own)",
+                )
+        name = getattr(obj, "name", None)
+        if isinstance(name, str):
+            return (
+                f"open file {name!r} holds an OS file descriptor",
+                f"pass the path {name!r} and open it inside the worker",
+            )
+        if isinstance(name, int):
+            return (
+                f"open file descriptor {name} belongs to this process",
+                "pass the path (or the data) and open it inside the worker",
+            )
+        return (
+            "open files hold an OS file descriptor",
+            "pass the path and open the file inside the worker",
+        )
+    if _instance_of(obj, "mmap", "mmap"):
+        return (
+            "a memory map holds an OS mapping of this process",
+            "pass the file path and map it inside the worker",
+        )
+    if _instance_of(obj, "select", "epoll", "poll", "kqueue", "devpoll") or _instance_of(
+        obj, "selectors", "BaseSelector"
+    ):
+        return (
+            "a selector holds an OS handle of this process",
+            "create it inside the worker",
+        )
+    if _instance_of(obj, "logging", "Handler"):
+        return (
+            "a logging handler holds a lock and a stream of this process",
+            "configure logging inside the worker (e.g. in the pool initializer)",
+        )
+    return None
+
+
+def _running_code(obj: Any) -> Hint | None:
+    t = type(obj)
+    if t is types.GeneratorType:
+        return (
+            f"generator {obj.__qualname__}() holds a running frame",
+            "pass a list of its items, or the generator function and its arguments",
+        )
+    if t is types.CoroutineType:
+        return (
+            f"coroutine {obj.__qualname__}() holds a running frame",
+            "pass the coroutine function and its arguments, and await it in the worker",
+        )
+    if t is types.AsyncGeneratorType:
+        return (
+            f"async generator {obj.__qualname__}() holds a running frame",
+            "pass the function that makes it and its arguments",
+        )
+    if t is types.FrameType:
+        code = obj.f_code
+        return (
+            f"frame of {code.co_name}() ({code.co_filename}:{obj.f_lineno}) belongs to the running interpreter",
+            "pass the values you need from it (e.g. dict(frame.f_locals)), or the exception "
+            "itself: picklable ships tracebacks",
+        )
+    asyncio = _module("asyncio")
+    if asyncio is not None:
+        if isinstance(obj, asyncio.AbstractEventLoop):
+            return (
+                "an event loop runs in a thread of this process",
+                "call asyncio.run() inside the worker",
+            )
+        if isinstance(obj, asyncio.Future):
+            return (
+                "an asyncio Future or Task belongs to an event loop of this process",
+                "pass the coroutine function and its arguments, and await it in the worker",
+            )
+    return None
+
+
+def _database(obj: Any) -> Hint | None:
+    t = type(obj)
+    module = getattr(t, "__module__", "") or ""
+    top = module.partition(".")[0]
+    lowered = t.__name__.lower()
+    known_driver = top in _DB_MODULES or top.lstrip("_") in _DB_MODULES
+
+    def has(*names: str) -> bool:
+        return all(callable(getattr(t, n, None)) for n in names)
+
+    if top == "sqlalchemy" and has("connect", "dispose") and hasattr(obj, "url"):
+        return (
+            "a SQLAlchemy Engine holds a pool of open database connections",
+            "pass the URL (engine.url) and call create_engine() inside the worker (pool initializer)",
+        )
+    if top == "sqlalchemy" and has("execute", "commit", "rollback"):
+        return (
+            f"a SQLAlchemy {t.__name__} holds an open database connection",
+            "pass the URL and open a session inside the worker",
+        )
+    cursor_like = has("execute", "fetchone", "close") and (
+        known_driver or any(w in lowered for w in _DB_CURSOR_WORDS)
+    )
+    if cursor_like:
+        return (
+            f"a database cursor ({type_name(obj)}) holds an open database connection",
+            "pass the query and the database path or URL, and run it inside the worker",
+        )
+    connection_like = has("cursor", "commit", "rollback", "close") or (
+        known_driver and has("close") and any(w in lowered for w in _DB_CONNECTION_WORDS)
+    )
+    if connection_like:
+        return (
+            f"a database connection ({type_name(obj)}) holds an open connection to the database",
+            "pass the database path or URL and connect inside the worker (once per worker, in the "
+            "pool initializer)",
+        )
+    return None
+
+
+def _ctypes(obj: Any) -> Hint | None:
+    ctypes = _module("ctypes")
+    if ctypes is None:
+        return None
+    if isinstance(obj, ctypes._Pointer):  # type: ignore[attr-defined]
+        return (
+            "a ctypes pointer holds a raw address in this process's memory",
+            "ship the value it points to (ptr.contents) and make the pointer inside the worker",
+        )
+    if isinstance(obj, ctypes._CFuncPtr):  # type: ignore[attr-defined]
+        return (
+            "a ctypes function pointer is an address in this process",
+            "ship the library path and the function name, and look it up with ctypes.CDLL inside the worker",
+        )
+    if isinstance(obj, ctypes.CDLL):
+        return (
+            "a loaded library handle is valid in this process only",
+            f"ship the library path ({obj._name!r}) and load it with ctypes.CDLL inside the worker",
+        )
+    if isinstance(obj, ctypes._SimpleCData.__mro__[1]):  # _CData: any ctypes instance
+        return (
+            f"a ctypes {type(obj).__name__} that contains pointers holds raw addresses of this process",
+            "ship plain values (the fields, or bytes(obj) without pointers) and rebuild it inside the worker",
+        )
+    return None
+
+
+_WEAK_FIX = (
+    "make the object that holds it importable (it then ships by reference), or leave it out in "
+    "__getstate__ and rebuild it empty (a cache) on load"
+)
+
+
+def _weak(obj: Any) -> Hint | None:
+    t = type(obj)
+    weakref = _module("weakref")
+    if weakref is None:
+        return None
+    if issubclass(t, (weakref.ref, weakref.ProxyType, weakref.CallableProxyType)):
+        return ("a weak reference points into this process without owning its target", _WEAK_FIX)
+    if issubclass(t, (weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet)):
+        return (f"a {t.__name__} holds weak references into this process", _WEAK_FIX)
+    return None
+
+
+def _other(obj: Any) -> Hint | None:
+    t = type(obj)
+    if t is memoryview:
+        return (
+            "a memoryview is a window on another object's memory",
+            "ship bytes(view) or the object it views",
+        )
+    if _instance_of(obj, "contextvars", "ContextVar", "Context", "Token"):
+        return (
+            f"a {t.__name__} belongs to the contexts of this process",
+            "define context variables at module level and pass their values",
+        )
+    return None
+
+
+# Order matters where kinds overlap: a socket is checked before files, a
+# database object before the generic ctypes test (drivers wrap C handles).
+_KINDS: tuple[Callable[[Any], Hint | None], ...] = (
+    _sync,
+    _multiprocessing,
+    _running_code,
+    _os_resources,
+    _database,
+    _ctypes,
+    _weak,
+    _other,
+)
+
+
+def unshippable(obj: Any) -> Hint | None:
+    """(reason, fix) when ``obj`` is of a kind that never ships, else None.
+
+    Parameters
+    ----------
+    obj:
+        Any object; only its type and a few attributes are looked at.
+
+    Returns
+    -------
+    tuple of str, or None
+        The reason and the fix, or None when the kind is not known to fail.
+    """
+    for kind in _KINDS:
+        try:
+            found = kind(obj)
+        except Exception:  # a diagnostic must never raise on odd objects
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+# --------------------------------------------------------- from the failure
+
+_REDUCE_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs_ex__", "__getnewargs__")
+
+
+def _raising_method(culprit: Any, cause: BaseException) -> tuple[str, str] | None:
+    """(class qualname, method name) of the pickling method of ``culprit`` that raised.
+
+    Read from the traceback: the innermost frame running one of the reduce
+    methods, matched by code object to the class that defines it. When the
+    method is written in C (no frame), the class that defines it in the MRO.
+    """
     t = type(culprit)
-    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-    known = _BY_TYPE_NAME.get(name)
+    frames = [frame for frame, _ in traceback.walk_tb(cause.__traceback__)]
+    for frame in reversed(frames):
+        code = frame.f_code
+        if code.co_name not in _REDUCE_METHODS:
+            continue
+        for klass in t.__mro__:
+            raw = vars(klass).get(code.co_name)
+            raw = getattr(raw, "__func__", raw)
+            if getattr(raw, "__code__", None) is code:
+                return klass.__qualname__, code.co_name
+    for name in _REDUCE_METHODS[:3]:
+        for klass in t.__mro__:
+            if klass is object:
+                break
+            if name in vars(klass):
+                return klass.__qualname__, name
+    return None
+
+
+def _first_line(cause: BaseException) -> str:
+    text = str(cause).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def explain_failure(culprit: Any, cause: BaseException) -> Hint:
+    """(reason, fix) for ``culprit``, whose pickling failed with ``cause``.
+
+    Parameters
+    ----------
+    culprit:
+        The object that failed (the end of the error's path).
+    cause:
+        The exception its pickling raised.
+
+    Returns
+    -------
+    tuple of str
+        Why it cannot ship, and what to do instead.
+    """
+    known = unshippable(culprit)
     if known is not None:
         return known
-    first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    kind = type(cause).__name__
+    message = _first_line(cause)
+    said = f"{kind}: {message}" if message else kind
+    if kind == "TypeError" and message.startswith("cannot pickle "):
+        return (
+            f"{type_name(culprit)} is a C type without pickle support",
+            "ship what it is made from and rebuild it inside the worker, or register a "
+            "reducer with copyreg.pickle()",
+        )
+    method = _raising_method(culprit, cause)
+    if method is not None:
+        klass, name = method
+        return (
+            f"{klass}.{name} raised {said}",
+            f"ship what it is made from and rebuild it inside the worker, or change {klass}.{name}",
+        )
     return (
-        f"{type(cause).__name__}: {first_line}",
-        "ship what it is made from and rebuild it in the worker, or give its class "
+        said,
+        "ship what it is made from and rebuild it inside the worker, or give its class "
         "__reduce__ / __getstate__",
+    )
+
+
+# ------------------------------------------------------------ load failures
+
+_ATTRIBUTE_MISSING = re.compile(r"Can't get attribute '([^']+)' on <module '([^']+)'")
+# Frames of the loader itself: the culprit is the first frame below them.
+_LOADER_MODULES = frozenset(
+    {"picklable._unpickler", "picklable._allow", "pickle", "picklable._reconstruct", "copyreg"}
+)
+
+
+def package_version(module: str) -> str:
+    """``'<package> <version>'`` of the distribution that provides ``module`` here, or
+    ``'<package>'`` alone when no version is known."""
+    top = module.partition(".")[0]
+    found = sys.modules.get(top)
+    version = getattr(found, "__version__", None)
+    if not isinstance(version, str):
+        try:
+            from importlib import metadata
+
+            names = metadata.packages_distributions().get(top) or [top]
+            version = metadata.version(names[0])
+        except Exception:
+            version = None
+    return f"{top} {version}" if version else f"{top}, version unknown"
+
+
+def _builder_frame(exc: BaseException) -> types.FrameType | None:
+    """The frame of the code the loader called when ``exc`` was raised (a
+    ``__setstate__``, a constructor, a reducer's rebuild function)."""
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
+    candidates = [
+        f
+        for f in frames
+        if f.f_globals.get("__name__") not in _LOADER_MODULES and not f.f_code.co_filename.startswith("<frozen")
+    ]
+    return candidates[0] if candidates else None
+
+
+def _frame_name(frame: types.FrameType) -> str:
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", code.co_name)
+    module = frame.f_globals.get("__name__", "?")
+    return f"{module}.{qualname}"
+
+
+def load_failure(exc: BaseException) -> tuple[str, str, str]:
+    """(message, reason, hint) for an exception raised while loading a payload.
+
+    Parameters
+    ----------
+    exc:
+        What the unpickler raised.
+
+    Returns
+    -------
+    tuple of str
+        The message of the :class:`~picklable.UnpicklingError` that replaces
+        it: what could not be imported or built here, and the fix.
+    """
+    text = _first_line(exc)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        name = exc.name
+        top = name.partition(".")[0]
+        if top != name and top in sys.modules:
+            installed = package_version(top)
+            return (
+                f"Cannot load: module {name!r} is not importable here, but {top!r} is "
+                f"({installed}): the sender has another version. Fix: install the sender's "
+                f"version of {top!r} here.",
+                f"module {name!r} not importable ({installed} here)",
+                f"install the sender's version of {top!r}",
+            )
+        return (
+            f"Cannot load: module {name!r} is not importable here. Fix: install it in the "
+            "receiving environment, or ship the sender's module by value with "
+            "picklable.register_by_value().",
+            f"module {name!r} not importable",
+            "install it in the receiving environment",
+        )
+    missing = _ATTRIBUTE_MISSING.search(str(exc)) if isinstance(exc, AttributeError) else None
+    if missing is not None:
+        attribute, module = missing.groups()
+        installed = package_version(module)
+        top = module.partition(".")[0]
+        return (
+            f"Cannot load {module}.{attribute}: module {module!r} here ({installed}) has no "
+            f"{attribute!r} (renamed or removed, or the sender has another version). Fix: "
+            f"install the sender's version of {top!r} here, or keep the old name as an alias.",
+            f"{module}.{attribute} not found here ({installed})",
+            f"install the sender's version of {top!r}",
+        )
+    if isinstance(exc, ValueError) and text.startswith("unsupported pickle protocol"):
+        return (
+            f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
+            "Python version, or dump with a protocol this Python knows (protocol=5).",
+            text,
+            "dump with a protocol both sides know",
+        )
+    if isinstance(exc, (pickle.UnpicklingError, EOFError)):
+        kind = type(exc).__name__
+        return (
+            f"Cannot load: the payload is damaged or not a pickle ({kind}: {exc}). Fix: check "
+            "that the bytes arrive unchanged (and whole).",
+            "damaged or truncated payload",
+            "check that the bytes arrive unchanged",
+        )
+    kind = type_name(exc)
+    said = f"{kind}: {text}" if text else kind
+    frame = _builder_frame(exc)
+    if frame is not None:
+        name = _frame_name(frame)
+        module = frame.f_globals.get("__name__", "")
+        module = module if isinstance(module, str) else ""
+        top = module.partition(".")[0]
+        if not top or top in ("__main__", "__mp_main__"):
+            return (
+                f"Cannot load: {name} raised {said}. The payload holds an object this "
+                f"code cannot rebuild. Fix: make {name.partition('.')[2] or name} accept what the "
+                "sender's version stored, or run the same code on both sides.",
+                f"{name} raised {said}",
+                "run the same code on both sides",
+            )
+        installed = package_version(module)
+        return (
+            f"Cannot load: {name} raised {said}. The payload holds an object this environment "
+            f"cannot rebuild (here: {installed}; the sender may have another version). Fix: "
+            f"install the sender's version of {top!r} here.",
+            f"{name} raised {said}",
+            f"install the sender's version of {top!r}",
+        )
+    return (
+        f"Cannot load: rebuilding an object raised {said}. Its class here differs from the "
+        "sender's (another version of its package?). Fix: install the same versions on both sides.",
+        f"{said} while rebuilding",
+        "install the same versions of the packages on both sides",
     )
