@@ -51,33 +51,20 @@ def load(file: IO[bytes], *, buffers: Iterable[Any] | None = None) -> Any:
 
 
 def unpickling_error(exc: BaseException) -> UnpicklingError:
-    """Translate a load failure into what is missing and how to fix it."""
-    if isinstance(exc, ModuleNotFoundError):
-        return UnpicklingError(
-            f"Cannot load: module {exc.name!r} is not importable here. Fix: install it "
-            "in the receiving environment, or ship the sender's module by value with "
-            "picklable.register_by_value().",
-            reason=f"module {exc.name!r} not importable",
-            hint="install it in the receiving environment",
-        )
-    if isinstance(exc, AttributeError) and "Can't get attribute" in str(exc):
-        return UnpicklingError(
-            f"Cannot load: {exc}. The sender had this attribute; this environment does "
-            "not (renamed, or another version of the package). Fix: install the same "
-            "version on both sides.",
-            reason=str(exc),
-            hint="install the same version on both sides",
-        )
-    if isinstance(exc, (pickle.UnpicklingError, EOFError)):
-        kind = type(exc).__name__
-        return UnpicklingError(
-            f"Cannot load: the payload is damaged or not a pickle ({kind}: {exc}).",
-            reason="damaged or truncated payload",
-            hint="check that the bytes arrive unchanged",
-        )
-    kind = f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins.")
-    return UnpicklingError(
-        f"Cannot load: rebuilding an object raised {kind}: {exc}",
-        reason=f"{kind} while rebuilding",
-        hint="see the chained exception",
-    )
+    """Translate a load failure into what is missing here and how to fix it.
+
+    Parameters
+    ----------
+    exc:
+        What the unpickler raised (its traceback names the code that failed).
+
+    Returns
+    -------
+    UnpicklingError
+        Saying which module, attribute or rebuild failed here, with the fix
+        (``.reason`` and ``.hint`` too); chain it to ``exc``.
+    """
+    from ._hints import load_failure
+
+    message, reason, hint = load_failure(exc)
+    return UnpicklingError(message, reason=reason, hint=hint)
