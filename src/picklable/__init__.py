@@ -22,6 +22,7 @@ __all__ = [
     "BrokenPoolError",
     "DEFAULT_PROTOCOL",
     "Envelope",
+    "Explanation",
     "Pickler",
     "PicklingError",
     "Pool",
@@ -34,6 +35,7 @@ __all__ = [
     "decorator",
     "dump",
     "dumps",
+    "explain",
     "list_registry_by_value",
     "load",
     "loads",
@@ -49,6 +51,7 @@ __all__ = [
 # imports the serializer alone.
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._decorators import Wrapper, decorator
+    from ._explain import Explanation, explain
     from ._wrappers import with_state
     from ._envelope import Envelope, ship
     from .executors import (
@@ -62,6 +65,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     )
 
 _LAZY: dict[str, str] = {
+    "Explanation": "._explain",
+    "explain": "._explain",
     "Wrapper": "._decorators",
     "decorator": "._decorators",
     "with_state": "._wrappers",
