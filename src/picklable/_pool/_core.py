@@ -649,7 +649,10 @@ class Core:
                 per_item = elapsed / unit.count
                 old = self.cost.get(unit.digest)
                 self.cost[unit.digest] = per_item if old is None else 0.7 * old + 0.3 * per_item
-            self._settle(unit, kind == 86, frame[17:])
+            try:
+                self._settle(unit, kind == 86, frame[17:])
+            except Exception as exc:  # never lose a unit to a bug or a hostile object
+                _settle_failed(unit, exc)
             return
         if kind == 82:  # b"R"
             worker.ready = True
@@ -744,16 +747,19 @@ class Core:
                 running.attempts += 1
                 self.pending.appendleft(running)
             else:
-                running.job.fail(
-                    running,
-                    WorkerDiedError(
-                        running.job.describe(running),
-                        exitcode,
-                        pid=worker.process.pid,
-                        worker_index=worker.index,
-                        attempts=running.attempts + 1,
-                    ),
-                )
+                try:
+                    running.job.fail(
+                        running,
+                        WorkerDiedError(
+                            running.job.describe(running),
+                            exitcode,
+                            pid=worker.process.pid,
+                            worker_index=worker.index,
+                            attempts=running.attempts + 1,
+                        ),
+                    )
+                except Exception as exc:
+                    _settle_failed(running, exc)
         if self.broken is None and self.state != _TERMINATE and self._needs_workers():
             self._replace(worker.index)
 
@@ -831,6 +837,18 @@ class Core:
     def _forget_after_fork(self) -> None:
         # The workers' sockets are closed by _launch's own fork hook.
         self._fd_finalizer()
+
+
+def _settle_failed(unit: Unit, exc: BaseException) -> None:
+    error = BrokenPoolError(
+        f"the result of task {unit.job.describe(unit)} could not be delivered: {type(exc).__name__}: {exc}",
+        reason="result could not be delivered",
+    )
+    error.__cause__ = exc
+    try:
+        unit.job.fail(unit, error)
+    except Exception:
+        pass
 
 
 def _close_fds(*fds: int) -> None:

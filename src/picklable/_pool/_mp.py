@@ -331,7 +331,8 @@ class Pool:
         self._core.join(timeout)
 
     def __enter__(self) -> Pool:
-        self._check_running()
+        if self._state != "RUN":
+            raise ValueError("Pool not running")
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

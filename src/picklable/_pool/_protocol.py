@@ -119,11 +119,32 @@ def safe_str(obj: Any) -> str:
 def error_info(exc: BaseException, codec: Codec, skip_frames: int = 0) -> ErrorInfo:
     """What the worker sends for ``exc``: the exception itself if it can travel.
 
-    The payload is loaded once here before it is sent: an exception class that
-    pickle cannot rebuild (an ``__init__`` with other arguments than ``args``)
-    fails here, in the worker, and the parent gets a :class:`RemoteError`
-    with the reason instead of a payload it cannot load.
+    The payload is loaded once here before it is sent: an exception that
+    cannot be rebuilt fails here, in the worker, and the parent gets a
+    :class:`RemoteError` with the reason instead of a payload it cannot load.
+    Never raises: a hostile exception (a ``__setattr__`` that refuses, a
+    ``__str__`` that raises) must not take the worker down.
     """
+    name = "<unknown exception>"
+    try:
+        name = type_name(type(exc))
+        message = safe_str(exc)
+        text = _format(exc, skip_frames)
+    except BaseException as why:  # pragma: no cover - only a very hostile exception
+        return (None, name, "<unprintable>", "", f"cannot describe it: {type(why).__name__}")
+    try:
+        data: bytes | None = codec.encode(exc)
+        rebuilt = codec.decode(data)  # type: ignore[arg-type]
+        if type(rebuilt) is not type(exc):
+            raise TypeError(f"it loads as {type_name(type(rebuilt))}, not {name}")
+        reason = ""
+    except BaseException as why:
+        data = None
+        reason = f"{type_name(type(why))}: {safe_str(why)}"
+    return (data, name, message, text, reason)
+
+
+def _format(exc: BaseException, skip_frames: int) -> str:
     import traceback
 
     tb = exc.__traceback__
@@ -132,24 +153,16 @@ def error_info(exc: BaseException, codec: Codec, skip_frames: int = 0) -> ErrorI
             tb = tb.tb_next
     if skip_frames:
         # The worker loop's own frame is of no interest, in the text or in a
-        # traceback shipped with the exception.
-        exc.__traceback__ = tb
+        # traceback shipped with the exception. with_traceback bypasses a
+        # __setattr__ that refuses (frozen exceptions).
+        try:
+            exc.with_traceback(tb)
+        except BaseException:
+            pass
     try:
-        text = "".join(traceback.format_exception(type(exc), exc, tb))
-    except Exception as why:  # a broken __str__ or __repr__ in the chain
-        text = f"{type_name(type(exc))}: <traceback could not be formatted: {why!r}>\n"
-    name = type_name(type(exc))
-    message = safe_str(exc)
-    try:
-        data: bytes | None = codec.encode(exc)
-        rebuilt = codec.decode(data)
-        if type(rebuilt) is not type(exc):
-            raise TypeError(f"it loads as {type_name(type(rebuilt))}, not {name}")
-        reason = ""
-    except BaseException as why:
-        data = None
-        reason = f"{type_name(type(why))}: {safe_str(why)}"
-    return (data, name, message, text, reason)
+        return "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException as why:  # a broken __str__ or __repr__ in the chain
+        return f"{type_name(type(exc))}: <traceback could not be formatted: {type(why).__name__}>\n"
 
 
 def rebuild_error(info: ErrorInfo, codec: Codec) -> BaseException:
@@ -167,10 +180,14 @@ def rebuild_error(info: ErrorInfo, codec: Codec) -> BaseException:
         exc = RemoteError(name, message, reason or "unknown", text)
     remote = RemoteTraceback(text)
     # The text already shows the whole chain; a cause rebuilt with the
-    # exception stays reachable without being printed twice.
+    # exception stays reachable without being printed twice. Set through
+    # BaseException's own descriptor: an exception class may refuse setattr.
     remote.cause = exc.__cause__
-    exc.__cause__ = remote
+    _CAUSE.__set__(exc, remote)
     return exc
+
+
+_CAUSE = BaseException.__dict__["__cause__"]
 
 
 def task_frame(kind: bytes, unit_id: int, digest: bytes, payload: bytes) -> bytes:

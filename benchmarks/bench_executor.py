@@ -1,0 +1,298 @@
+"""Process pools side by side: picklable.Pool / ProcessPoolExecutor vs stdlib and loky.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_executor.py [--quick] [--json FILE]
+
+Three measures, all with 2 workers and the spawn start method, printed as
+ratios against the stdlib in the same run (the targets of issue 6):
+
+1. Throughput: 20,000 trivial tasks, chunksize 1, on warm pools. The baseline
+   is ``multiprocessing.Pool.map`` with a module-level function (it cannot take
+   a lambda); picklable takes a lambda. Target <= 1.3x. Each case is timed
+   several times, interleaved with the others, and the best time is kept (the
+   least disturbed by other processes on a shared machine).
+2. Start-up to first result: a fresh interpreter per measure, timing from
+   ``Pool(2)`` to the result of one ``apply``. The stdlib script applies a
+   builtin; picklable's applies a lambda. Median of several runs, interleaved.
+   Target <= 1.1x. The import of picklable itself is shown apart.
+3. Efficiency: 200 tasks of 5 ms CPU each (a busy loop on ``thread_time``),
+   chunksize 1: ideal time / wall time, where ideal = 200 x 5 ms / 2 workers.
+   Target >= 95%. The stdlib's figure is printed beside it: on a loaded
+   machine both drop for reasons outside the pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor as StdExecutor
+from pathlib import Path
+from typing import Any
+
+import picklable
+
+WORKERS = 2
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def trivial(x: int) -> int:
+    return x
+
+
+def spin(ms: float) -> float:
+    """Burn ``ms`` milliseconds of this thread's CPU time."""
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
+        pass
+    return ms
+
+
+# --------------------------------------------------------------- throughput
+
+
+def throughput(n: int, repeats: int, with_loky: bool) -> list[dict[str, Any]]:
+    spawn = multiprocessing.get_context("spawn")
+    lam = lambda x: x  # noqa: E731 -- the point: a lambda
+    cases: list[tuple[str, Callable[[], Any], Callable[[Any], Any], Callable[[Any], None]]] = [
+        (
+            "stdlib Pool.map, module function (baseline)",
+            lambda: spawn.Pool(WORKERS),
+            lambda p: p.map(trivial, range(n), chunksize=1),
+            lambda p: (p.terminate(), p.join()),
+        ),
+        (
+            "picklable.Pool.map, lambda",
+            lambda: picklable.Pool(WORKERS),
+            lambda p: p.map(lam, range(n), chunksize=1),
+            lambda p: (p.terminate(), p.join()),
+        ),
+        (
+            "picklable.Pool.map, module function",
+            lambda: picklable.Pool(WORKERS),
+            lambda p: p.map(trivial, range(n), chunksize=1),
+            lambda p: (p.terminate(), p.join()),
+        ),
+        (
+            "picklable.Pool.imap_unordered, lambda",
+            lambda: picklable.Pool(WORKERS),
+            lambda p: sum(1 for _ in p.imap_unordered(lam, range(n))),
+            lambda p: (p.terminate(), p.join()),
+        ),
+        (
+            "picklable.ProcessPoolExecutor.map, lambda",
+            lambda: picklable.ProcessPoolExecutor(WORKERS),
+            lambda p: list(p.map(lam, range(n))),
+            lambda p: p.shutdown(),
+        ),
+        (
+            "stdlib Pool.map, picklable.ship(lambda)",
+            lambda: spawn.Pool(WORKERS),
+            lambda p: p.map(picklable.ship(lam), range(n), chunksize=1),
+            lambda p: (p.terminate(), p.join()),
+        ),
+        (
+            "stdlib ProcessPoolExecutor.map, module function",
+            lambda: StdExecutor(WORKERS, mp_context=spawn),
+            lambda p: list(p.map(trivial, range(n))),
+            lambda p: p.shutdown(),
+        ),
+    ]
+    if with_loky:
+        import loky
+
+        cases.append(
+            (
+                "loky executor map, lambda",
+                lambda: loky.get_reusable_executor(WORKERS),
+                lambda p: list(p.map(lam, range(n))),
+                lambda p: None,
+            )
+        )
+    best: dict[str, float] = {}
+    for label, make, run, stop in cases:
+        pool = make()
+        try:
+            run_small(pool, run, label)
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                out = run(pool)
+                times.append(time.perf_counter() - start)
+                check = out if isinstance(out, int) else len(out)
+                assert check == n, (label, check)
+            best[label] = min(times)
+        finally:
+            stop(pool)
+    base = best[cases[0][0]]
+    return [
+        {"case": label, "seconds": t, "us_per_task": t / n * 1e6, "ratio": t / base}
+        for label, t in best.items()
+    ]
+
+
+def run_small(pool: Any, run: Callable[[Any], Any], label: str) -> None:
+    # Warm the pool: workers started, functions loaded, first-use costs paid.
+    del run, label
+    if isinstance(pool, multiprocessing.pool.Pool) or isinstance(pool, picklable.Pool):
+        pool.map(abs, range(64), chunksize=1)
+    else:
+        list(pool.map(abs, range(64)))
+
+
+# ----------------------------------------------------------------- start-up
+
+# Each script prints: seconds to import the pool's modules, seconds from
+# Pool(2) to the first result. The stdlib's worker re-imports this script
+# (as __mp_main__); picklable's does not.
+_STARTUP_STDLIB = """
+import time
+t0 = time.perf_counter()
+import multiprocessing
+import multiprocessing.pool
+if __name__ == "__main__":
+    t1 = time.perf_counter()
+    pool = multiprocessing.get_context("spawn").Pool(2)
+    assert pool.apply(abs, (-1,)) == 1
+    t2 = time.perf_counter()
+    print(t1 - t0, t2 - t1)
+    pool.terminate()
+"""
+
+_STARTUP_PICKLABLE = """
+import time
+t0 = time.perf_counter()
+import picklable
+picklable.Pool
+if __name__ == "__main__":
+    t1 = time.perf_counter()
+    pool = picklable.Pool(2)
+    assert pool.apply(lambda x: abs(x), (-1,)) == 1
+    t2 = time.perf_counter()
+    print(t1 - t0, t2 - t1)
+    pool.terminate()
+"""
+
+
+def startup(repeats: int) -> list[dict[str, Any]]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    runs: dict[str, list[tuple[float, float]]] = {"stdlib": [], "picklable": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        scripts = {}
+        for name, source in (("stdlib", _STARTUP_STDLIB), ("picklable", _STARTUP_PICKLABLE)):
+            path = Path(tmp) / f"start_{name}.py"
+            path.write_text(source)
+            scripts[name] = path
+        for _ in range(repeats):
+            for name, path in scripts.items():
+                out = subprocess.run(
+                    [sys.executable, str(path)], capture_output=True, text=True, env=env, check=True, cwd=tmp
+                ).stdout.split()
+                runs[name].append((float(out[0]), float(out[1])))
+    base = statistics.median(t for _, t in runs["stdlib"])
+    base_total = statistics.median(i + t for i, t in runs["stdlib"])
+    rows = []
+    for name, label in (
+        ("stdlib", "stdlib Pool(2) -> first apply(abs) (baseline)"),
+        ("picklable", "picklable.Pool(2) -> first apply(lambda)"),
+    ):
+        imp = statistics.median(i for i, _ in runs[name])
+        t = statistics.median(t for _, t in runs[name])
+        total = statistics.median(i + t for i, t in runs[name])
+        rows.append(
+            {
+                "case": label,
+                "seconds": t,
+                "ratio": t / base,
+                "import_seconds": imp,
+                "with_import_seconds": total,
+                "with_import_ratio": total / base_total,
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------- efficiency
+
+
+def efficiency(tasks: int, ms: float, repeats: int) -> list[dict[str, Any]]:
+    ideal = tasks * ms / 1000 / WORKERS
+    spawn = multiprocessing.get_context("spawn")
+    burn = lambda x: spin(x)  # noqa: E731
+    cases = [
+        ("stdlib Pool.map, chunksize 1", spawn.Pool(WORKERS), spin),
+        ("picklable.Pool.map, chunksize 1, lambda", picklable.Pool(WORKERS), burn),
+    ]
+    rows = []
+    try:
+        for _, pool, fn in cases:
+            pool.map(fn, [0.1] * 8, chunksize=1)
+        best = {label: float("inf") for label, _, _ in cases}
+        for _ in range(repeats):
+            for label, pool, fn in cases:
+                start = time.perf_counter()
+                pool.map(fn, [ms] * tasks, chunksize=1)
+                best[label] = min(best[label], time.perf_counter() - start)
+        for label, _, _ in cases:
+            rows.append({"case": label, "seconds": best[label], "ideal": ideal, "efficiency": ideal / best[label]})
+    finally:
+        for _, pool, _ in cases:
+            pool.terminate()
+            pool.join()
+    return rows
+
+
+# -------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no loky")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    repeats = 2 if args.quick else 5
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}")
+    print(f"{WORKERS} workers, spawn start method\n")
+
+    n = 20_000
+    rows = throughput(n, repeats, with_loky=not args.quick)
+    print(f"Throughput: {n:,} trivial tasks, chunksize 1 (best of {repeats}; target: lambda <= 1.3x baseline)")
+    print(f"  {'case':50} {'seconds':>8} {'us/task':>8} {'ratio':>7}")
+    for row in rows:
+        print(f"  {row['case']:50} {row['seconds']:8.3f} {row['us_per_task']:8.1f} {row['ratio']:6.2f}x")
+
+    start_rows = startup(3 if args.quick else 7)
+    print("\nStart-up to first result, fresh interpreter each (median; target <= 1.1x baseline)")
+    print("  (import: the parent's import of the pool modules, before Pool(); +import: both together)")
+    print(f"  {'case':50} {'seconds':>8} {'ratio':>7} {'import':>8} {'+import':>8} {'ratio':>7}")
+    for row in start_rows:
+        print(
+            f"  {row['case']:50} {row['seconds']:8.3f} {row['ratio']:6.2f}x {row['import_seconds']:8.3f} "
+            f"{row['with_import_seconds']:8.3f} {row['with_import_ratio']:6.2f}x"
+        )
+
+    eff_rows = efficiency(200, 5.0, 2 if args.quick else 3)
+    print("\nEfficiency: 200 tasks of 5 ms CPU (best; target >= 95% of ideal)")
+    print(f"  {'case':50} {'seconds':>8} {'ideal':>7} {'effic.':>7}")
+    for row in eff_rows:
+        print(f"  {row['case']:50} {row['seconds']:8.3f} {row['ideal']:7.3f} {row['efficiency']:6.1%}")
+
+    if args.json:
+        args.json.write_text(
+            json.dumps({"load": load, "throughput": rows, "startup": start_rows, "efficiency": eff_rows}, indent=2)
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Tasks for the pool tests: they run in pool workers, so they live in a light module.
+
+(A function of a test module travels by reference, and would make every worker
+import pytest and the test module.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import picklable
+
+INIT_INDEX: int | None = None
+LOADS = 0
+
+
+def identity(x: Any) -> Any:
+    return x
+
+
+def raise_from(factory: Any) -> None:
+    """Raise what ``factory()`` returns."""
+    raise factory()
+
+
+def pid(_: Any = None) -> int:
+    return os.getpid()
+
+
+def index_and_pid(_: Any = None) -> tuple[int | None, int]:
+    return picklable.worker_index(), os.getpid()
+
+
+def sleep_then(x: Any, seconds: float) -> Any:
+    time.sleep(seconds)
+    return x
+
+
+def die(how: str) -> None:
+    """End this worker process the way ``how`` says."""
+    import faulthandler
+
+    faulthandler.disable()  # a fork worker inherits pytest's: keep the test output clean
+    if how == "exit":
+        os._exit(3)
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if how == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "term":
+        os.kill(os.getpid(), signal.SIGTERM)
+    if how == "abort":
+        os.abort()
+    time.sleep(60)  # "hang": killed from outside by the test
+    raise AssertionError("still alive")
+
+
+def die_if(x: int, bad: frozenset[int]) -> int:
+    if x in bad:
+        os._exit(9)
+    return x
+
+
+def die_once(marker: str, x: Any) -> Any:
+    """Kill the worker the first time (per marker file), succeed after."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("died once")
+        os._exit(5)
+    return x
+
+
+def write_pid_then_sleep(path: str, seconds: float) -> int:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def remember_index(base: int) -> None:
+    """Initializer: keep this worker's index (plus ``base``), as a per-worker resource would."""
+    global INIT_INDEX
+    index = picklable.worker_index()
+    assert index is not None
+    INIT_INDEX = base + index
+
+
+def init_index(_: Any = None) -> int | None:
+    return INIT_INDEX
+
+
+def failing_init() -> None:
+    from picklable_testpkg.errors import KwOnlyError
+
+    raise KwOnlyError("initializer failed", code=5)
+
+
+def exiting_init() -> None:
+    os._exit(4)
+
+
+def return_lock(_: Any = None) -> Any:
+    return {"ok": 1, "lock": threading.Lock()}
+
+
+class CountsLoads:
+    """A callable whose every load in a process is counted (in ``LOADS``)."""
+
+    def __init__(self) -> None:
+        self.tag = "counted"
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        global LOADS
+        LOADS += 1
+        self.__dict__.update(state)
+
+    def __call__(self, x: Any) -> tuple[int, int]:
+        return os.getpid(), LOADS
+
+
+def _only_in_parent(value: Any) -> Any:
+    if picklable.worker_index() is not None:
+        raise RuntimeError("this object cannot be loaded in a worker")
+    return value
+
+
+def _only_in_worker(value: Any) -> Any:
+    if picklable.worker_index() is None:
+        raise RuntimeError("this object cannot be loaded outside a worker")
+    return value
+
+
+class ParentOnly:
+    """Loads in the parent, fails to load in a worker."""
+
+    def __reduce__(self) -> Any:
+        return (_only_in_parent, ("parent-only",))
+
+
+class WorkerOnly:
+    """Loads in a worker, fails to load in the parent."""
+
+    def __reduce__(self) -> Any:
+        return (_only_in_worker, ("worker-only",))
+
+
+def make_worker_only(_: Any = None) -> WorkerOnly:
+    return WorkerOnly()
