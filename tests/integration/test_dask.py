@@ -1,0 +1,376 @@
+"""picklable.dask on a real LocalCluster: 2 worker processes, tasks shipped through picklable.
+
+One cluster for the module (about a second to start). Each test shows what plain
+Dask does with the same object where it matters: for wrapt-wrapped functions it
+silently drops the wrapper, for factory-made methods it hands the worker a copy.
+The sacred test runs a real ``__main__`` script that connects to this cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import textwrap
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+import dask
+import distributed
+import pytest
+
+import picklable
+import picklable.dask as pdask
+from picklable._reconstruct import _interpreter_record
+from picklable_testpkg import api
+from picklable_testpkg.errors import KwOnlyError
+from picklable_testpkg.wrapped import tagged
+from support import dask_tasks
+from support.child import run_script
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[distributed.LocalCluster]:
+    """Two worker processes, one thread each; logs silenced (failing tasks log errors)."""
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.CRITICAL,
+    ) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(cluster: distributed.LocalCluster) -> Iterator[distributed.Client]:
+    with distributed.Client(cluster) as connected:
+        connected.wait_for_workers(2)
+        yield connected
+
+
+@pytest.fixture(scope="module")
+def workers(client: distributed.Client) -> list[str]:
+    return sorted(client.scheduler_info()["workers"])
+
+
+class TestSubmit:
+    """picklable.dask.submit: functions Dask cannot ship exactly."""
+
+    def test_lambda_and_closure(self, client):
+        """A lambda and a closure over a local object run on a worker."""
+        offset = {"by": 40}
+        assert pdask.submit(client, lambda x: x + offset["by"], 2).result() == 42
+
+    def test_runs_on_worker_processes(self, client, workers):
+        """Tasks run in the worker processes, not in the test process."""
+        pids = {
+            pdask.submit(client, dask_tasks.pid, workers=[w], pure=False).result() for w in workers
+        }
+        assert len(pids) == 2 and os.getpid() not in pids
+
+    def test_local_wrapt_function_keeps_its_wrapper(self, client):
+        """A wrapt-decorated local function runs its wrapper on the worker; plain Dask drops it."""
+
+        @tagged
+        def double(x):
+            return 2 * x
+
+        assert pdask.submit(client, double, 4).result() == ("tagged", 8)
+        # Plain Dask: pickle refuses the proxy, cloudpickle copies the inner function.
+        assert client.submit(double, 4).result() == 8
+
+    def test_factory_method_arrives_by_identity(self, client):
+        """Frame.mean (made by a factory) is the worker's own object; plain Dask sends a copy."""
+        assert pdask.submit(client, dask_tasks.is_frame_mean, api.Frame.mean).result() is True
+        assert client.submit(dask_tasks.is_frame_mean, api.Frame.mean).result() is False
+
+    def test_factory_method_as_the_task(self, client):
+        """The factory-made method itself is the submitted function."""
+        assert pdask.submit(client, api.Frame.mean, api.Frame([1, 2]), 3).result() == (
+            "mean",
+            [1, 2],
+            (3,),
+        )
+
+    def test_result_arrives_by_identity(self, client):
+        """A result only picklable ships exactly (Frame.mean) is the client's own object."""
+        assert pdask.submit(client, dask_tasks.frame_mean).result() is api.Frame.mean
+
+    def test_future_arguments_resolve_through_boxes(self, client, workers):
+        """Boxed results of futures reach later tasks opened, top level and nested."""
+        make = pdask.submit(client, lambda: lambda y: y * 3, workers=[workers[0]])
+        assert pdask.submit(client, lambda fn: fn(5), make, workers=[workers[0]]).result() == 15
+        nested = pdask.submit(
+            client, lambda d: [f(2) for f in d["fns"]], {"fns": [make, make]}, workers=[workers[1]]
+        )
+        assert nested.result() == [6, 6]
+
+    def test_gather(self, client):
+        """client.gather unwraps boxed results like Future.result."""
+        futures = [pdask.submit(client, dask_tasks.frame_mean, pure=False) for _ in range(3)]
+        assert all(r is api.Frame.mean for r in client.gather(futures))
+
+
+class TestMap:
+    """picklable.dask.map: one shipped function for many items."""
+
+    def test_map_closure(self, client):
+        """A closure mapped over 200 items gives Dask's answer."""
+        k = 3
+        futures = pdask.map(client, lambda x: x * k, range(200))
+        assert client.gather(futures) == [x * 3 for x in range(200)]
+
+    def test_function_loaded_once_per_worker(self, client):
+        """Every task on a worker calls the same loaded function (load-once cache)."""
+        marker = object()
+
+        def who(_):
+            return os.getpid(), id(marker)
+
+        seen: dict[int, set[int]] = {}
+        for pid, ident in client.gather(pdask.map(client, who, range(40))):
+            seen.setdefault(pid, set()).add(ident)
+        assert seen and all(len(idents) == 1 for idents in seen.values())
+
+    def test_items_needing_picklable(self, client):
+        """Items that Dask would copy (wrapt-wrapped local functions) travel with picklable."""
+
+        @tagged
+        def inc(x):
+            return x + 1
+
+        futures = pdask.map(client, lambda f, x: f(x), [inc, inc], [1, 2])
+        assert client.gather(futures) == [("tagged", 2), ("tagged", 3)]
+
+
+class TestExceptions:
+    """A task's exception reaches the client as itself, with the worker's traceback."""
+
+    def test_keyword_only_init_with_cause(self, client):
+        """Type, attributes, cause and the worker's frames (function name, line) arrive."""
+        future = pdask.submit(client, dask_tasks.fail_kw_only, 7)
+        exc = future.exception()
+        assert type(exc) is KwOnlyError
+        assert (exc.args, exc.code) == (("task 7 failed",), 7)
+        assert type(exc.__cause__) is ValueError
+        text = "".join(traceback.format_exception(exc))
+        assert 'dask_tasks.py", line' in text and "in fail_kw_only" in text
+        assert 'raise KwOnlyError(f"task {code} failed", code=code) from exc' in text
+        assert "invalid literal for int()" in text  # the cause, with its own frames
+
+        with pytest.raises(KwOnlyError) as info:
+            future.result()
+        assert info.value.code == 7
+        raised = "".join(traceback.format_exception(info.value))
+        assert "in fail_kw_only" in raised and "test_dask.py" in raised  # worker and client frames
+
+    def test_unpicklable_exception_is_a_remote_error(self, client):
+        """An exception holding a lock arrives as RemoteError naming it, with the traceback text."""
+        exc = pdask.submit(client, dask_tasks.fail_with_lock).exception()
+        assert type(exc) is picklable.RemoteError
+        assert exc.type_name == "support.dask_tasks.HoldsLock"
+        assert exc.message == "cannot travel"
+        assert "lock" in exc.reason
+        assert "in fail_with_lock" in exc.remote_traceback
+        assert "in fail_with_lock" in "".join(traceback.format_exception(exc))
+
+    def test_code_from_another_python_is_refused(self, client):
+        """Code from another Python minor version: UnpicklingError naming both sides."""
+        shipped = pdask.ShippedFunction.of(lambda: 1)
+        ours = _interpreter_record()
+        impl, version, rest = ours.split(" ", 2)
+        major, minor = version.split(".")
+        theirs = f"{impl} {major}.{int(minor) + 1} {rest}"
+        assert len(theirs) == len(ours) and ours.encode() in shipped.payload
+        payload = shipped.payload.replace(ours.encode(), theirs.encode())
+        forged = pdask.ShippedFunction(
+            payload, b"forged-digest-01", "forged", shipped.origin, False
+        )
+        with pytest.raises(picklable.UnpicklingError) as info:
+            distributed.Client.submit(client, forged).result()
+        message = str(info.value)
+        assert f"{impl} {major}.{int(minor) + 1}" in message
+        assert f"this interpreter is {impl} {version}" in message
+        assert "same Python minor version" in message
+
+
+class TestDelayed:
+    """picklable.dask.delayed builds Delayed objects that compute on the cluster."""
+
+    def test_compute_on_cluster_mixed_with_plain_delayed(self, client):
+        """Picklable tasks feed a plain dask.delayed sum; wrapt wrappers run on the workers."""
+
+        @tagged
+        def square(x):
+            return x * x
+
+        step = pdask.delayed(lambda x: square(x)[1])
+        total = dask.delayed(sum)([step(i) for i in range(5)])
+        assert total.compute() == 30
+
+    def test_result_and_exception(self, client):
+        """A boxed result and a task's exception come back from dask.compute."""
+        (result,) = dask.compute(pdask.delayed(dask_tasks.frame_mean)())
+        assert result is api.Frame.mean
+        with pytest.raises(KwOnlyError) as info:
+            dask.compute(pdask.delayed(dask_tasks.fail_kw_only)(3))
+        assert info.value.code == 3
+
+    def test_nout(self, client):
+        """nout=2 splits a result, boxed or not."""
+        pair = pdask.delayed(lambda: (api.Frame.mean, 2), nout=2)()
+        first, second = pair
+        assert dask.compute(first, second) == (api.Frame.mean, 2)
+
+
+class TestClient:
+    """picklable.dask.Client: submit and map of a distributed.Client, through picklable."""
+
+    def test_submit_and_map(self, cluster):
+        """A second client (by address) submits and maps local functions."""
+        with pdask.Client(cluster.scheduler_address) as client:
+            assert isinstance(client, distributed.Client)
+
+            @tagged
+            def double(x):
+                return 2 * x
+
+            assert client.submit(double, 5).result() == ("tagged", 10)
+            assert client.gather(client.map(double, [1, 2])) == [("tagged", 2), ("tagged", 4)]
+            with pytest.raises(KwOnlyError):
+                client.submit(dask_tasks.fail_kw_only, 1).result()
+
+
+SACRED_TASKS = [
+    ({"a": 1, "b": 5}, []),
+    ({"a": 2, "b": 6}, []),
+    ({"a": 3, "b": 7}, []),
+    ({"b": 8}, ["large"]),
+]
+SACRED_EXPECTED = [
+    {"value": 15, "label": "base"},
+    {"value": 26, "label": "base"},
+    {"value": 37, "label": "base"},
+    {"value": 10008, "label": "large"},
+]
+
+MAIN_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys, traceback
+    import distributed
+    import wrapt
+    from sacred import Experiment
+    from sacred.observers import FileStorageObserver
+    import picklable.dask
+
+    ex = Experiment("dask_main_experiment", save_git_info=False)
+
+    @ex.config
+    def config():
+        a = 2
+        b = 3
+        label = "base"
+
+    @ex.named_config
+    def large():
+        a = 1000
+        label = "large"
+
+    @ex.capture
+    def scaled(a, b, factor=10):
+        return a * factor + b
+
+    @ex.main
+    def main(a, label, _run):
+        _run.log_scalar("a", a)
+        return {"value": scaled(), "label": label}
+
+    def run_config(experiment, updates, named):
+        run = experiment.run(config_updates=updates, named_configs=named,
+                             options={"--loglevel": "ERROR", "--capture": "sys"})
+        return {"result": run.result, "run_id": run._id, "pid": os.getpid(),
+                "experiment": experiment.path}
+
+    @wrapt.decorator
+    def marked(wrapped, instance, args, kwargs):
+        return ["marked", wrapped(*args, **kwargs)]
+
+    @marked
+    def triple(x):
+        return 3 * x
+
+    class JobError(Exception):
+        def __init__(self, job, *, attempt):
+            super().__init__(f"job {job} failed")
+            self.job, self.attempt = job, attempt
+
+    def explode(job):
+        raise JobError(job, attempt=2)
+
+    if __name__ == "__main__":
+        address, runs, tasks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+        ex.observers.append(FileStorageObserver(runs))
+        report = {}
+        with picklable.dask.Client(address) as client:
+            workers = sorted(client.scheduler_info()["workers"])
+            futures = [client.submit(run_config, ex, updates, named, workers=[workers[i % 2]])
+                       for i, (updates, named) in enumerate(tasks)]
+            report["runs"] = client.gather(futures)
+            report["wrapped"] = client.submit(triple, 3).result()
+            report["plain_wrapped"] = distributed.Client.submit(client, triple, 3).result()
+            try:
+                client.submit(explode, 9).result()
+            except JobError as exc:  # the __main__ class itself comes back
+                report["error"] = {"job": exc.job, "attempt": exc.attempt,
+                                   "text": "".join(traceback.format_exception(exc))}
+        print(json.dumps(report))
+    """
+)
+
+
+class TestMainScript:
+    """A __main__ script, as a user runs one, connecting to the cluster by address."""
+
+    def test_sacred_experiment_wrapt_and_exception(self, cluster, client, tmp_path):
+        """4 configs of a __main__ Experiment run on both workers; wrapper and exception arrive."""
+        runs = tmp_path / "runs"
+        out = run_script(
+            MAIN_SCRIPT,
+            tmp_path,
+            args=(cluster.scheduler_address, str(runs), json.dumps(SACRED_TASKS)),
+            timeout=180,
+        )
+        report = json.loads(out.strip().splitlines()[-1])
+        results = report["runs"]
+        assert [r["result"] for r in results] == SACRED_EXPECTED
+        assert {r["experiment"] for r in results} == {"dask_main_experiment"}
+        worker_pids = set(client.run(os.getpid).values())
+        assert {r["pid"] for r in results} == worker_pids and len(worker_pids) == 2
+        check_run_directories(results, runs)
+
+        assert report["wrapped"] == ["marked", 9]
+        assert report["plain_wrapped"] == 9  # plain Dask dropped the wrapper
+
+        error = report["error"]
+        assert (error["job"], error["attempt"]) == (9, 2)
+        assert 'script.py", line' in error["text"] and "in explode" in error["text"]
+        assert "raise JobError(job, attempt=2)" in error["text"]
+
+
+def check_run_directories(results: list[dict], runs: Path) -> None:
+    """One FileStorageObserver directory per run, holding that run's config and result."""
+    run_dirs = sorted(p for p in runs.iterdir() if p.name.isdigit())
+    assert [p.name for p in run_dirs] == ["1", "2", "3", "4"]
+    by_id = {str(r["run_id"]): r for r in results}
+    assert set(by_id) == {"1", "2", "3", "4"}
+    for run_dir in run_dirs:
+        result = by_id[run_dir.name]
+        updates, _ = SACRED_TASKS[SACRED_EXPECTED.index(result["result"])]
+        config = json.loads((run_dir / "config.json").read_text())
+        assert all(config[key] == value for key, value in updates.items())
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["status"] == "COMPLETED" and info["result"] == result["result"]
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        assert metrics["a"]["values"] == [config["a"]]
