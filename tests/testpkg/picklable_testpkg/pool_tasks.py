@@ -150,3 +150,18 @@ class WorkerOnly:
 
 def make_worker_only(_: Any = None) -> WorkerOnly:
     return WorkerOnly()
+
+
+def same_as_frame_mean(fn: Any) -> bool:
+    """Whether ``fn`` is this process's ``api.Frame.mean`` (a factory-made method)."""
+    from picklable_testpkg import api
+
+    return fn is api.Frame.mean
+
+
+def load_twice_and_call(payload: bytes, arg: Any) -> tuple[bool, Any]:
+    """Unpickle ``payload`` twice with stdlib pickle: same object? and its call on ``arg``."""
+    import pickle
+
+    first = pickle.loads(payload)
+    return first is pickle.loads(payload), first(arg)

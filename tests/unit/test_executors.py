@@ -1,0 +1,285 @@
+"""Tests for `picklable.executors` and `picklable._pool` pieces that need no worker.
+
+Frames, the codec and error round trips, error messages, the progress bar,
+argument checks (made before any process starts). The pools themselves are
+tested with real workers in tests/xproc/test_pools.py.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import signal
+import threading
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+import picklable
+from picklable import executors
+from picklable._pool import _protocol as P
+from picklable._pool._core import QUEUE_BUDGET, _Inbox
+from picklable._pool._errors import describe_exit
+from picklable._pool._jobs import Failure, ItemsJob, call_repr
+from picklable._pool._mp import callable_name, start_method
+from picklable._pool._progress import Progress
+from picklable_testpkg import errors
+
+
+def frame(body: bytes) -> bytes:
+    return P.LENGTH.pack(len(body)) + body
+
+
+class TestInbox:
+    def test_whole_frames_in_one_chunk(self):
+        """Several complete frames in one read come out in order."""
+        inbox = _Inbox()
+        got = inbox.feed(frame(b"Vone") + frame(b"Rtwo"))
+        assert [bytes(f) for f in got] == [b"Vone", b"Rtwo"]
+
+    def test_frame_split_across_reads(self):
+        """A frame cut anywhere (even inside its length) is put back together."""
+        data = frame(b"A" * 1000) + frame(b"B")
+        for cut in (3, 8, 9, 500, 1007, 1008):
+            inbox = _Inbox()
+            first = inbox.feed(data[:cut])
+            rest = inbox.feed(data[cut:])
+            assert [bytes(f) for f in first + rest] == [b"A" * 1000, b"B"]
+
+    def test_large_frame_in_many_reads(self):
+        """A frame larger than a read buffer arrives whole."""
+        body = bytes(range(256)) * 4096
+        data = frame(body)
+        inbox = _Inbox()
+        out = []
+        for start in range(0, len(data), 65536):
+            out += inbox.feed(data[start : start + 65536])
+        assert [bytes(f) for f in out] == [body]
+
+
+class TestCodec:
+    def test_round_trip(self):
+        """encode/decode round-trips lambdas with picklable."""
+        codec = P.Codec()
+        assert codec.decode(codec.encode(lambda x: x + 1))(1) == 2
+
+    def test_codec_pickles_by_reference(self):
+        """The codec ships to workers with plain pickle."""
+        assert type(pickle.loads(pickle.dumps(P.Codec()))) is P.Codec
+
+    def test_task_frame_layout(self):
+        """A task frame carries kind, id and digest before the payload."""
+        data = P.task_frame(P.MAP, 7, b"d" * 16, b"payload")
+        (length,) = P.LENGTH.unpack_from(data)
+        assert length == len(data) - 8
+        assert P.TASK_BODY.unpack_from(data, 8) == (b"M", 7, b"d" * 16)
+        assert data.endswith(b"payload")
+
+
+def raised(exc: BaseException) -> BaseException:
+    try:
+        raise exc
+    except BaseException as caught:
+        return caught
+
+
+class TestErrorInfo:
+    def test_exception_round_trip(self):
+        """A raised exception comes back with its type, attributes and traceback text."""
+        codec = P.Codec()
+        info = P.error_info(raised(errors.KwOnlyError("bad", code=3)), codec)
+        exc = P.rebuild_error(info, codec)
+        assert type(exc) is errors.KwOnlyError and exc.code == 3
+        assert isinstance(exc.__cause__, executors.RemoteTraceback)
+        assert "KwOnlyError: bad" in exc.__cause__.text
+
+    def test_unshippable_exception_becomes_remote_error(self):
+        """An exception holding a lock turns into RemoteError with the reason."""
+        codec = P.Codec()
+        exc = ValueError("locked")
+        exc.lock = threading.Lock()  # type: ignore[attr-defined]
+        info = P.error_info(raised(exc), codec)
+        assert info[0] is None and "lock" in info[4]
+        rebuilt = P.rebuild_error(info, codec)
+        assert isinstance(rebuilt, executors.RemoteError)
+        assert (rebuilt.type_name, rebuilt.message) == ("ValueError", "locked")
+        assert "could not be shipped back" in str(rebuilt) and "Fix:" in str(rebuilt)
+
+    def test_frozen_exception(self):
+        """An exception refusing setattr still gets its cause and traceback."""
+        codec = P.Codec()
+        rebuilt = P.rebuild_error(P.error_info(raised(errors.FrozenError("f", field="x")), codec, 1), codec)
+        assert type(rebuilt) is errors.FrozenError
+        assert isinstance(rebuilt.__cause__, executors.RemoteTraceback)
+
+    def test_broken_str(self):
+        """An exception whose __str__ raises is described, not fatal."""
+
+        class Ugly(Exception):
+            def __str__(self) -> str:
+                raise RuntimeError("no")
+
+        info = P.error_info(raised(Ugly()), P.Codec())
+        assert info[1].endswith("Ugly") and "str() failed" in info[2]
+
+    def test_payload_that_cannot_load_in_the_parent(self):
+        """A payload that fails to load here becomes RemoteError saying so."""
+        codec = P.Codec()
+        info = (b"not a pickle", "mod.Err", "message", "Traceback ...", "")
+        rebuilt = P.rebuild_error(info, codec)
+        assert isinstance(rebuilt, executors.RemoteError)
+        assert "could not be loaded in the parent" in rebuilt.reason
+
+
+class TestErrors:
+    def test_worker_died_message(self):
+        """WorkerDiedError names the worker, the task, the signal and the fix."""
+        err = executors.WorkerDiedError("work(3)", -signal.SIGKILL, pid=42, worker_index=1)
+        text = str(err)
+        assert text.startswith("Worker 1 (pid 42) died while running task work(3): killed by signal SIGKILL")
+        assert "OOM killer" in text and "retries=N" in text
+        assert (err.signal, err.exitcode, err.attempts) == ("SIGKILL", -9, 1)
+
+    def test_worker_died_is_broken_process_pool(self):
+        """Code written for concurrent.futures catches it."""
+        assert issubclass(executors.WorkerDiedError, BrokenProcessPool)
+        assert issubclass(executors.BrokenPoolError, BrokenProcessPool)
+
+    @pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads), (picklable.dumps, picklable.loads)])
+    def test_errors_pickle_with_their_fields(self, dumps, loads):
+        """The pool's errors travel on with their fields."""
+        died = loads(dumps(executors.WorkerDiedError("t", 3, pid=1, worker_index=0, attempts=2)))
+        assert (died.task, died.exitcode, died.pid, died.worker_index, died.attempts) == ("t", 3, 1, 0, 2)
+        remote = loads(dumps(executors.RemoteError("m.E", "msg", "why", "tb")))
+        assert (remote.type_name, remote.message, remote.reason, remote.remote_traceback) == ("m.E", "msg", "why", "tb")
+        broken = loads(dumps(executors.BrokenPoolError("gone", reason="terminated")))
+        assert (str(broken), broken.reason) == ("gone", "terminated")
+
+    @pytest.mark.parametrize(
+        "code, words",
+        [(3, "exited with code 3"), (-signal.SIGSEGV, "SIGSEGV (a crash in native code)"), (None, "killed")],
+    )
+    def test_describe_exit(self, code, words):
+        """Exit codes and signals are said in words."""
+        assert words in describe_exit(code)
+
+
+class TestProgress:
+    def test_render(self):
+        """The bar shows label, percent, count and rate."""
+        bar = Progress("map(f)", total=20, stream=io.StringIO())
+        bar.count = 10
+        text = bar.render(bar.started + 2.0)
+        assert text.startswith("map(f)  50%|" + "#" * 15) and "10/20" in text and "5.0/s" in text
+
+    def test_lines_when_not_a_terminal(self):
+        """Without a terminal it writes a line per tenth and a final line."""
+        stream = io.StringIO()
+        bar = Progress("map(f)", total=100, stream=stream)
+        for _ in range(100):
+            bar._last = 0.0  # let every advance draw
+            bar.advance(1)
+        bar.close()
+        lines = stream.getvalue().splitlines()
+        assert 10 <= len(lines) <= 12 and "100/100" in lines[-1]
+
+    def test_unknown_total(self):
+        """An imap over a generator shows the count without a percentage."""
+        bar = Progress("imap(f)", stream=io.StringIO())
+        bar.count = 3
+        assert "%" not in bar.render(bar.started + 1) and " 3 " in bar.render(bar.started + 1)
+
+
+class TestItemsJob:
+    def test_outcomes_in_order_and_first_error(self):
+        """Outcomes land at their index; the first failure is remembered."""
+        job = ItemsJob("map(f)", None)
+        job.reserve(3)
+        job.seal()
+        boom = ValueError("x")
+        job.fail_range(1, 1, boom)
+        assert job.first_error is boom and not job._check_finished()
+        job._settle(0, ["a"])
+        job._settle(2, ["c"])
+        assert job._check_finished()
+        assert job.values[0] == "a" and type(job.values[1]) is Failure and job.values[2] == "c"
+
+    def test_wait_item_times_out(self):
+        """Waiting for a missing item past the deadline raises TimeoutError."""
+        job = ItemsJob("map(f)", None)
+        job.reserve(1)
+        with pytest.raises(TimeoutError):
+            job.wait_item(0, deadline=0.0)
+
+    def test_call_repr_is_short(self):
+        """Task names shorten long arguments."""
+        text = call_repr("work", (list(range(1000)), "x" * 500))
+        assert text.startswith("work([0, 1, 2, 3, ...], 'xxx") and len(text) < 120
+
+
+class TestArguments:
+    @pytest.mark.parametrize(
+        "kwargs, error",
+        [
+            ({"processes": 0}, ValueError),
+            ({"maxtasksperchild": 0}, ValueError),
+            ({"context": "thread"}, ValueError),
+            ({"context": 3}, TypeError),
+            ({"initializer": 5}, TypeError),
+            ({"retries": -1}, ValueError),
+        ],
+    )
+    def test_pool_rejects_bad_arguments(self, kwargs, error):
+        """Bad arguments fail before any worker starts."""
+        with pytest.raises(error):
+            picklable.Pool(**kwargs)
+
+    def test_unshippable_initializer(self):
+        """An initializer that cannot ship fails at once, naming the culprit."""
+        lock = threading.Lock()
+        with pytest.raises(picklable.PicklingError):
+            picklable.Pool(1, initializer=lambda: lock)
+
+    @pytest.mark.parametrize(
+        "kwargs", [{"max_workers": 0}, {"max_tasks_per_child": 0}, {"mp_context": "nope"}, {"retries": -2}]
+    )
+    def test_executor_rejects_bad_arguments(self, kwargs):
+        """The executor checks its arguments first too."""
+        with pytest.raises(ValueError):
+            picklable.ProcessPoolExecutor(**kwargs)
+
+    def test_start_method(self):
+        """spawn by default; names and multiprocessing contexts are accepted."""
+        import multiprocessing
+
+        assert start_method(None) == "spawn"
+        assert start_method("fork") == "fork"
+        assert start_method(multiprocessing.get_context("forkserver")) == "forkserver"
+
+    def test_callable_name(self):
+        """Task names use the qualified name, or the type for other callables."""
+        assert callable_name(len) == "len"
+        assert callable_name(lambda: 0) == "TestArguments.test_callable_name.<locals>.<lambda>"
+        assert callable_name(errors.KwOnlyError("x", code=1).__class__) == "KwOnlyError"
+
+
+class TestPublicNames:
+    def test_exports(self):
+        """The pool API is exported lazily from picklable."""
+        for name in ("Pool", "ProcessPoolExecutor", "WorkerDiedError", "BrokenPoolError", "RemoteError", "worker_index"):
+            assert getattr(picklable, name) is getattr(executors, name)
+            assert name in picklable.__all__
+
+    def test_worker_index_outside_a_worker(self):
+        """worker_index() is None in a process that is not a pool worker."""
+        assert picklable.worker_index() is None
+
+    def test_pools_do_not_pickle(self):
+        """Pools refuse to be pickled, as multiprocessing's do."""
+        with picklable.Pool(1) as pool:
+            with pytest.raises(NotImplementedError):
+                pickle.dumps(pool)
+
+    def test_budget_is_small(self):
+        """The queue budget keeps tail imbalance to a few milliseconds."""
+        assert 0 < QUEUE_BUDGET <= 0.01
