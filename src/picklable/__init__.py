@@ -39,6 +39,7 @@ __all__ = [
     "list_registry_by_value",
     "load",
     "loads",
+    "new_key",
     "register_by_value",
     "ship",
     "unregister_by_value",
@@ -51,6 +52,7 @@ __all__ = [
 # imports the serializer alone.
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._decorators import Wrapper, decorator
+    from ._signing import new_key
     from ._explain import Explanation, explain
     from ._wrappers import with_state
     from ._envelope import Envelope, ship
@@ -70,6 +72,7 @@ _LAZY: dict[str, str] = {
     "Wrapper": "._decorators",
     "decorator": "._decorators",
     "with_state": "._wrappers",
+    "new_key": "._signing",
     "Envelope": "._envelope",
     "ship": "._envelope",
     "BrokenPoolError": ".executors",

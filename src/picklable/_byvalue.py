@@ -343,7 +343,11 @@ def _abc_registry(cls: type) -> list[type]:
         registry = abc._get_dump(cls)[0]  # type: ignore[attr-defined]
     except Exception:
         return []
-    return [ref() for ref in registry if ref() is not None]
+    found = [ref() for ref in registry]
+    # The registry is a set of weak references: its order is per process.
+    return sorted(
+        (c for c in found if c is not None), key=lambda c: (str(c.__module__), str(c.__qualname__))
+    )
 
 
 def reduce_class(pickler: Pickler, cls: type) -> tuple[Any, ...]:

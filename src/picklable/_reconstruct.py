@@ -102,6 +102,14 @@ def _check_interpreter(record: str) -> None:
     ``record`` is ``"<implementation> <major.minor> <bytecode magic> <picklable version>"``;
     the first three must match here, the picklable version is informative.
     """
+    if type(record) is not str:
+        raise UnpicklingError(
+            f"Cannot load: code shipped by value comes with a {type(record).__name__} "
+            "where the interpreter record (a str) should be: the payload is damaged "
+            "or was not made by picklable.",
+            reason="damaged payload: no interpreter record",
+            hint="check that the bytes arrive unchanged",
+        )
     theirs = record.split(" ")
     ours = _HERE.split(" ")
     if theirs[:3] == ours[:3]:
@@ -132,7 +140,28 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
     code = _codes.get(data)
     if code is not None:
         return code
-    code = marshal.loads(data)
+    if type(data) is not bytes:
+        raise UnpicklingError(
+            f"Cannot load: code shipped by value comes as {type(data).__name__}, not bytes: "
+            "the payload is damaged or was not made by picklable.",
+            reason="damaged payload: code is not bytes",
+            hint="check that the bytes arrive unchanged",
+        )
+    try:
+        code = marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise UnpicklingError(
+            f"Cannot load: the marshal bytes of code shipped by value are damaged ({exc}).",
+            reason="damaged payload: bad code bytes",
+            hint="check that the bytes arrive unchanged",
+        ) from exc
+    if type(code) is not types.CodeType:
+        raise UnpicklingError(
+            f"Cannot load: the bytes of code shipped by value hold a {type(code).__name__}, "
+            "not a code object: the payload is damaged or was not made by picklable.",
+            reason="damaged payload: not code",
+            hint="check that the bytes arrive unchanged",
+        )
     if len(_codes) >= _CODES_LIMIT:
         _codes.clear()
     _codes[data] = code
