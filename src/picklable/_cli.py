@@ -223,9 +223,100 @@ def _run_audit(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if failed else EXIT_OK
 
 
+# explain and inspect -----------------------------------------------------------
+
+
+def _import_target(target: str) -> Any:
+    """The object named ``module:attr.path`` (or ``module.attr``, or a module)."""
+    import importlib
+
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like python -m: modules of the current directory
+    module_name, colon, path = target.partition(":")
+    if not colon:
+        # module.attr: the longest importable prefix is the module.
+        parts = target.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            module_name, path = ".".join(parts[:cut]), ".".join(parts[cut:])
+            break
+        else:
+            _fatal(f"cannot import {target!r}: no importable module in it")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:
+        _fatal(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}")
+    for step in path.split(".") if path else ():
+        try:
+            obj = getattr(obj, step)
+        except AttributeError:
+            _fatal(f"{module_name}:{path}: {step!r} not found")
+    return obj
+
+
+def _add_explain(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="tell how an object ships: by reference, by value, taken apart, or not at all",
+        description=(
+            "Import TARGET and tell how each part of it ships (by reference via which "
+            "module:path, by value and why, taken apart as a wrapper, or not at all and how to "
+            "fix it), the state that stays behind, and the bytes each part adds, largest first."
+        ),
+        epilog="Exit status: 0 when it ships, 1 when something in it cannot ship, 2 on errors.",
+    )
+    parser.add_argument("target", metavar="TARGET", help="module:attr.path (or module.attr) of the object")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--max-nodes", type=_positive_int, default=2000, metavar="N", help="parts examined one by one (default: 2000)")
+    parser.set_defaults(handler=_run_explain)
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    from ._explain import explain
+
+    obj = _import_target(args.target)
+    name = args.target.replace(":", ".").rpartition(".")[2] or args.target
+    report = explain(obj, name=name if name.isidentifier() else None, max_nodes=args.max_nodes)
+    sys.stdout.write(report.to_json() + "\n" if args.json else report.render())
+    return EXIT_OK if report.ships else EXIT_FINDINGS
+
+
+def _add_inspect(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "inspect",
+        help="tell what a payload imports and calls when loaded, without loading it",
+        description=(
+            "Read the pickle opcodes of FILE (never loading it) and print the modules it "
+            "imports, the callables it calls, the objects it reaches by reference, and the "
+            "code it carries by value (function names decoded with marshal.loads, which builds "
+            "code objects without running them; --no-code skips that)."
+        ),
+        epilog="Exit status: 0 nothing flagged, 1 by-value code, a dangerous call or a damaged payload, 2 on errors.",
+    )
+    parser.add_argument("file", metavar="FILE", help="a payload file ('-': standard input)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--no-code", dest="decode_code", action="store_false", help="do not decode by-value bytecode")
+    parser.set_defaults(handler=_run_inspect)
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    from ._inspect import inspect_payload
+
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        _fatal(f"cannot read {args.file}: {exc.strerror or exc}")
+    report = inspect_payload(data, decode_code=args.decode_code)
+    sys.stdout.write(report.to_json() + "\n" if args.json else report.render(args.file))
+    return EXIT_FINDINGS if report.flags or report.error else EXIT_OK
+
+
 # parser -----------------------------------------------------------------------
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_audit]
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_audit, _add_explain, _add_inspect]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -514,7 +514,11 @@ def pickling_error(root: Any, error: BaseException, name: str | None = None) -> 
         path, culprit, cause = find_culprit(root, error, name)
     except Exception:  # the walk itself must never hide the original error
         path, culprit, cause = name or root_name(root), root, error
-    if isinstance(cause, PicklingError) and cause.reason:
+    known = _hints.unshippable(culprit)
+    if known is not None:  # what it is tells more than how pickling it failed
+        what = type_name(culprit)
+        reason, hint = known
+    elif isinstance(cause, PicklingError) and cause.reason:
         reason, hint = cause.reason, cause.hint
         what = cause.type_name or type_name(culprit)
     elif isinstance(cause, RecursionError):

@@ -37,6 +37,9 @@ _OPAQUE_PACKAGES = frozenset(
     {"numpy", "pandas", "polars", "pyarrow", "torch", "tensorflow", "jax", "jaxlib", "scipy", "xarray", "cupy"}
 )
 _SCALARS = (type(None), bool, int, float, complex)
+# Parts deeper than this are counted in their ancestor at this depth: no one reads
+# a deeper tree, and rendering it would recurse as deep.
+_MAX_DEPTH = 48
 # Rendering: children shown per node before the rest are summed up in one line.
 _SHOWN_CHILDREN = 12
 
@@ -411,9 +414,9 @@ class _Builder:
 
     def build(self, root: Any, name: str) -> Node:
         top = self.node(root, name, name)
-        stack = [(root, top)]
+        stack = [(root, top, 0)]
         while stack:
-            obj, node = stack.pop()
+            obj, node, depth = stack.pop()
             complete = True
             how = Shipping(node.how, node.via, node.why)
             known = _hints.unshippable(obj) if node.how != "reference" else None
@@ -421,7 +424,7 @@ class _Builder:
                 node.state_left_behind = tuple(_left_behind(obj))
             elif known is not None:
                 pass  # confirmed (or not) when measured
-            elif _opaque(obj, how):
+            elif _opaque(obj, how) or depth >= _MAX_DEPTH:
                 complete = False
             else:
                 pending = []
@@ -448,7 +451,7 @@ class _Builder:
                         continue
                     child_node = self.node(child, node.path + suffix, suffix)
                     node.children.append(child_node)
-                    pending.append((child, child_node))
+                    pending.append((child, child_node, depth + 1))
                 stack.extend(reversed(pending))
             self.order.append((obj, node, complete))
         self.measure()
@@ -472,7 +475,9 @@ class _Builder:
             node.size = own + sum(c.size or 0 for c in real)
 
     def fail(self, obj: Any, node: Node, exc: BaseException, complete: bool) -> None:
-        if complete or _hints.unshippable(obj) is not None or node.how == "fails":
+        # Too deep to walk piece by piece (each try would fail at the recursion limit).
+        too_deep = isinstance(exc, RecursionError)
+        if complete or too_deep or _hints.unshippable(obj) is not None or node.how == "fails":
             self.mark(node, obj, exc)
             node.children.clear()
             return

@@ -270,7 +270,7 @@ def _database(obj: Any) -> Hint | None:
     )
     if cursor_like:
         return (
-            f"a database cursor ({type_name(obj)}) holds an open database connection",
+            "a database cursor holds an open database connection",
             "pass the query and the database path or URL, and run it inside the worker",
         )
     connection_like = has("cursor", "commit", "rollback", "close") or (
@@ -278,7 +278,7 @@ def _database(obj: Any) -> Hint | None:
     )
     if connection_like:
         return (
-            f"a database connection ({type_name(obj)}) holds an open connection to the database",
+            "a database connection holds an open connection to the database",
             "pass the database path or URL and connect inside the worker (once per worker, in the "
             "pool initializer)",
         )

@@ -150,3 +150,7 @@ def make_ten() -> tuple[list[Case], Any]:
             conn = None
 
     return cases, close
+
+
+# For ``picklable explain picklable_testpkg.unshippable:locked_settings``.
+locked_settings = Settings(name="nightly", lock=threading.Lock())
