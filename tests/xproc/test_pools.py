@@ -143,6 +143,12 @@ class TestPoolAPI:
         with pytest.raises(ZeroDivisionError):
             pool.map(lambda x: 1 / x, [1, 0, 2])
 
+    def test_large_payloads_both_ways(self, pool):
+        """Arguments and results far larger than socket buffers, many at once, never deadlock."""
+        blobs = [bytes([i]) * 8_000_000 for i in range(4)]
+        out = pool.map(lambda b: b[:1] * len(b), blobs, chunksize=1)
+        assert [(len(b), b[0]) for b in out] == [(8_000_000, i) for i in range(4)]
+
     def test_empty_map(self, pool):
         """An empty iterable gives an empty list."""
         assert pool.map(lambda x: x, []) == []

@@ -324,6 +324,8 @@ class Core:
             return
         self.pending.append(unit)
         self.wake()
+        if not self.thread.is_alive():
+            self._orphaned()
 
     def submit_feed(self, feed: Feed) -> None:
         """Queue the items of a map (thread-safe)."""
@@ -332,6 +334,18 @@ class Core:
             return
         self.feeds.append(feed)
         self.wake()
+        if not self.thread.is_alive():
+            self._orphaned()
+
+    def _orphaned(self) -> None:
+        # Submitted while the pool was closing down (a race with close() in
+        # another thread): nobody will run it, so it fails instead of waiting.
+        error = self.broken or BrokenPoolError("the pool was shut down before this task ran", reason="shut down")
+        while self.pending:
+            unit = self.pending.popleft()
+            unit.job.fail(unit, error)
+        while self.feeds:
+            self.feeds.popleft().fail_rest(error)
 
     def wake(self) -> None:
         # One byte per sleep, not per submission: the manager resets the flag
