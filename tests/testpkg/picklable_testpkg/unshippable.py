@@ -142,6 +142,7 @@ def make_ten() -> tuple[list[Case], Any]:
 
     def close() -> None:
         global conn
+        root.children.clear()  # close() keeps the parent alive until then: its weakref stays live
         log.close()
         sock.close()
         rows.close()
