@@ -96,7 +96,7 @@ def catch(kind):
     return {"type": None}
 '''
 
-# The session's map over each executor: KIND is "pool" or "executor".
+# The session's map over each executor: KIND is "pool", "executor" or "dask".
 POOLS = '''
 pool = picklable.Pool(2)
 executor = picklable.ProcessPoolExecutor(2)
@@ -105,13 +105,48 @@ def mapped(kind, fn, items):
         return pool.map(fn, items)
     if kind == "executor":
         return list(executor.map(fn, items))
+    if kind == "dask":
+        return client.gather(client.map(fn, items))
     raise ValueError(kind)
+def everywhere(kind, fn, workers=2):
+    """Map fn(item) -> (pid, value) until every worker ran it; the values seen."""
+    pids, values = set(), set()
+    for round in range(100):
+        for pid, value in mapped(kind, fn, range(round * 4, round * 4 + 4)):
+            pids.add(pid)
+            values.add(value)
+        if len(pids) >= workers:
+            return sorted(values)
+    raise RuntimeError(f"tasks reached {len(pids)} of {workers} workers")
 '''
 
+# A Dask LocalCluster of 2 worker processes and a picklable.dask.Client on it.
+DASK = '''
+import logging
+import distributed
+import picklable.dask
+cluster = distributed.LocalCluster(
+    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+)
+client = picklable.dask.Client(cluster)
+client.wait_for_workers(2)
+'''
+
+# Closes what POOLS and DASK started, whatever of it exists.
 CLOSE_POOLS = '''
 try:
-    pool.terminate()
-    pool.join()
+    if "pool" in globals():
+        pool.terminate()
+        pool.join()
 finally:
-    executor.shutdown(wait=True, cancel_futures=True)
+    try:
+        if "executor" in globals():
+            executor.shutdown(wait=True, cancel_futures=True)
+    finally:
+        try:
+            if "client" in globals():
+                client.close()
+        finally:
+            if "cluster" in globals():
+                cluster.close()
 '''

@@ -227,6 +227,8 @@ class Shell:
         self._pexpect = pexpect
         self.transcript: list[str] = []
         env = dict(env, TERM="dumb", PAGER="cat")
+        ipython_dir = workdir / "ipython-dir"  # a fresh profile: no user startup files
+        ipython_dir.mkdir(exist_ok=True)
         self.child = pexpect.spawn(
             str(Path(sys.executable).with_name("ipython")),
             [
@@ -235,7 +237,7 @@ class Shell:
                 "--colors=NoColor",
                 "--no-confirm-exit",
                 "--HistoryManager.hist_file=:memory:",
-                f"--ipython-dir={workdir / 'ipython-dir'}",
+                f"--ipython-dir={ipython_dir}",
             ],
             cwd=str(workdir),
             env=env,
@@ -245,6 +247,8 @@ class Shell:
             dimensions=(40, 2000),  # no wrapped lines in the echo
             echo=False,
         )
+        # Lines go out as fast as the pty takes them: the shell reads them in order.
+        self.child.delaybeforesend = None
         self.pid: int = self.child.pid
         try:
             self._wait_prompt(60)
@@ -300,7 +304,7 @@ class Shell:
             )
             printed = self.type_cell(probe, timeout=timeout)
             found = re.search(re.escape(_VALUES) + r" (.*)$", printed, re.MULTILINE)
-            if found is None or _error_shown(printed):
+            if found is None or _error_shown(printed.replace(found.group(0), "")):
                 raise SessionError(f"evaluating {expressions} in the IPython shell failed:\n{printed}")
             out.values = ast.literal_eval(found.group(1).strip())
         return out

@@ -22,18 +22,20 @@ from support.child import child_env
 from . import cells
 from .drivers import Kernel
 
-KINDS = ["pool", "executor"]
+KINDS = ["pool", "executor", "dask"]
 
 CLEANUP = cells.CLOSE_POOLS
 
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    """One kernel with the definitions, a picklable.Pool and a ProcessPoolExecutor."""
+    """One kernel with the definitions, a picklable.Pool, a ProcessPoolExecutor and a
+    Dask LocalCluster with a picklable.dask.Client."""
     session = Kernel(tmp_path_factory.mktemp("kernel"), child_env())
     try:
         session.run(cells.DEFINITIONS)
         session.run(cells.POOLS)
+        session.run(cells.DASK)
         session.run(cells.CATCH)
     except BaseException:
         session.close(CLEANUP)
@@ -90,8 +92,11 @@ class TestShipping:
         assert got["type"] == "JobError", got.get("formatted")
         assert got["same class"] is True
         assert (got["job"], got["attempt"], got["message"]) == (5, 2, "job 5 failed")
-        assert got["cause"] == "RemoteTraceback"
-        assert "in fails" in got["cause text"] and "JobError: job 5 failed" in got["cause text"]
+        if kind == "dask":  # Dask attaches the worker's frames to the exception itself
+            assert got["cause"] is None
+        else:  # the pools add the worker's traceback text as __cause__
+            assert got["cause"] == "RemoteTraceback"
+            assert "in fails" in got["cause text"] and "JobError: job 5 failed" in got["cause text"]
         formatted = got["formatted"]
         assert "/ipykernel_" in formatted and ", in fails\n" in formatted
         assert "raise JobError(job, attempt=2)" in formatted  # from the kernel's linecache
@@ -146,17 +151,21 @@ class TestRedefinition:
         ),
     )
     def test_class_whose_method_global_changed(self, kernel, kind):
-        """A class shipped again after a global its method reads was reassigned uses the new value."""
-        code = "RATE = 2\nclass Scaler:\n    def apply(self, x):\n        return x * RATE\ndef apply(x):\n    return Scaler().apply(x)\n"
-        assert value(kernel, f"mapped({kind!r}, apply, [1, 2])", code) == [2, 4]
-        assert value(kernel, f"mapped({kind!r}, apply, [1, 2])", "RATE = 5\n") == [5, 10]
+        """A class shipped again after a global its method reads was reassigned uses the new value
+        (in every worker, all of which had loaded the class before)."""
+        code = (
+            "RATE = 2\nclass Scaler:\n    def apply(self, x):\n        return x * RATE\n"
+            "def apply_rate(_):\n    return os.getpid(), Scaler().apply(1)\n"
+        )
+        assert value(kernel, f"everywhere({kind!r}, apply_rate)", code) == [2]
+        assert value(kernel, f"everywhere({kind!r}, apply_rate)", "RATE = 5\n") == [5]
 
     @pytest.mark.xfail(strict=True, reason="same core bug: the worker keeps the class as first loaded")
     def test_class_attribute_set_later(self, kernel, kind):
-        """A class attribute set in a later cell reaches workers that already had the class."""
-        code = "class Config:\n    size = 1\ndef size(_):\n    return Config.size\n"
-        assert value(kernel, f"mapped({kind!r}, size, [0])", code) == [1]
-        assert value(kernel, f"mapped({kind!r}, size, [0])", "Config.size = 3\n") == [3]
+        """A class attribute set in a later cell reaches the workers that already had the class."""
+        code = "class Config:\n    size = 1\ndef size(_):\n    return os.getpid(), Config.size\n"
+        assert value(kernel, f"everywhere({kind!r}, size)", code) == [1]
+        assert value(kernel, f"everywhere({kind!r}, size)", "Config.size = 3\n") == [3]
 
 
 class TestGlobalsShipped:
