@@ -449,9 +449,9 @@ class TestLifecycle:
     def test_initializer_exception_breaks_the_pool(self, method):
         """An initializer that raises fails every task with BrokenPoolError (cause: its error)."""
         with picklable.Pool(2, initializer=pool_tasks.failing_init, context=method) as pool:
-            result = pool.apply_async(pool_tasks.identity, (1,))
+            # Raised by get(), or by apply_async() itself once the pool knows.
             with pytest.raises(BrokenPoolError) as info:
-                result.get(WAIT)
+                pool.apply_async(pool_tasks.identity, (1,)).get(WAIT)
             assert isinstance(info.value.__cause__, errors.KwOnlyError)
             assert info.value.__cause__.code == 5
             with pytest.raises(BrokenPoolError):
@@ -560,9 +560,8 @@ class TestExecutor:
     def test_initializer_failure_breaks_the_executor(self, method):
         """A failing initializer fails futures with BrokenProcessPool."""
         with picklable.ProcessPoolExecutor(1, mp_context=method, initializer=pool_tasks.failing_init) as ex:
-            future = ex.submit(pool_tasks.identity, 1)
             with pytest.raises(BrokenProcessPool):
-                future.result(WAIT)
+                ex.submit(pool_tasks.identity, 1).result(WAIT)
             with pytest.raises(BrokenProcessPool):
                 ex.submit(pool_tasks.identity, 1)
 

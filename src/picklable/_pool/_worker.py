@@ -11,14 +11,12 @@ goes away (end of file on the socket).
 
 from __future__ import annotations
 
+import _signal
 import os
 import pickle
-import signal
-import socket
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from . import _protocol as P
@@ -50,13 +48,55 @@ def worker_index() -> int | None:
     return _index
 
 
-@dataclass(frozen=True)
 class WorkerConfig:
-    """What a worker needs at start (shipped with plain pickle)."""
+    """What a worker needs at start (shipped with plain pickle).
 
-    index: int
-    codec: P.Codec
-    initializer: bytes | None  # codec payload of (initializer, initargs)
+    Attributes
+    ----------
+    index:
+        The worker's slot, returned by :func:`worker_index`.
+    codec:
+        The pool's :class:`~._protocol.Codec`.
+    initializer:
+        Codec payload of ``(initializer, initargs)``, or None.
+    """
+
+    __slots__ = ("index", "codec", "initializer")
+
+    def __init__(self, index: int, codec: P.Codec, initializer: bytes | None) -> None:
+        self.index = index
+        self.codec = codec
+        self.initializer = initializer
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WorkerConfig, (self.index, self.codec, self.initializer))
+
+
+class _Channel:
+    """The worker's end of its socket, used through its file descriptor.
+
+    Plain ``os.read``/``os.write`` on a blocking socket: a spawned worker does
+    not need to import :mod:`socket` (and :mod:`selectors`) to start.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def recv(self, size: int) -> bytes:
+        return os.read(self.fd, size)
+
+    def recv_into(self, view: memoryview) -> int:
+        return os.readv(self.fd, [view])
+
+    def sendall(self, data: bytes | memoryview) -> None:
+        sent = os.write(self.fd, data)
+        if sent == len(data):
+            return
+        view = memoryview(data)[sent:]
+        while view:
+            view = view[os.write(self.fd, view) :]
 
 
 def spawned_main(fd: int) -> None:
@@ -66,22 +106,22 @@ def spawned_main(fd: int) -> None:
     :class:`WorkerConfig`; the parent's ``__main__`` is not re-imported (objects
     of ``__main__`` travel by value).
     """
-    sock = socket.socket(fileno=fd)
-    header = _recv_exactly(sock, 8)
+    channel = _Channel(fd)
+    header = _recv_exactly(channel, 8)
     if header is None:
         return
-    body = _recv_exactly(sock, P.LENGTH.unpack(header)[0])
+    body = _recv_exactly(channel, P.LENGTH.unpack(header)[0])
     if body is None:
         return
     path, config = pickle.loads(body)
     sys.path[:] = path
-    sys.exit(run(sock, config))
+    sys.exit(serve(channel, config))
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
+def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
     chunks = []
     while size:
-        chunk = sock.recv(size)
+        chunk = channel.recv(size)
         if not chunk:
             return None
         chunks.append(chunk)
@@ -89,13 +129,18 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def run(sock: socket.socket, config: WorkerConfig) -> int:
-    """Serve tasks from ``sock`` until told to stop; return the exit code."""
+def run(sock: Any, config: WorkerConfig) -> int:
+    """Serve tasks on ``sock`` (a :class:`socket.socket`) until told to stop; return the exit code."""
+    sock.setblocking(True)
+    return serve(_Channel(sock.detach()), config)
+
+
+def serve(sock: _Channel, config: WorkerConfig) -> int:
+    """Serve tasks on the channel until told to stop; return the exit code."""
     global _index
     _index = config.index
     # Ctrl-C reaches the whole process group; the parent decides what stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sock.setblocking(True)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     codec = config.codec
     if config.initializer is not None:
         try:
@@ -113,7 +158,7 @@ def run(sock: socket.socket, config: WorkerConfig) -> int:
     return 0
 
 
-def _serve(sock: socket.socket, codec: P.Codec) -> None:
+def _serve(sock: _Channel, codec: P.Codec) -> None:
     functions: dict[bytes, Any] = {}
     # A function that failed to load: the error each of its tasks gets.
     broken: dict[bytes, P.ErrorInfo] = {}
@@ -201,7 +246,7 @@ class _Failed:
         self.info = info
 
 
-def _send_outcomes(sock: socket.socket, codec: P.Codec, unit_id: int, elapsed: float, items: list[Any]) -> None:
+def _send_outcomes(sock: _Channel, codec: P.Codec, unit_id: int, elapsed: float, items: list[Any]) -> None:
     """Answer a task whose items did not all succeed, or whose result cannot travel.
 
     Each item travels on its own, so one unpicklable result fails that item only.
@@ -219,7 +264,7 @@ def _send_outcomes(sock: socket.socket, codec: P.Codec, unit_id: int, elapsed: f
     _send(sock, P.RESULT_HEAD.pack(17 + len(data), P.ERRORS, unit_id, elapsed), data)
 
 
-def _send_errors(sock: socket.socket, encode: Any, unit_id: int, info: P.ErrorInfo) -> None:
+def _send_errors(sock: _Channel, encode: Any, unit_id: int, info: P.ErrorInfo) -> None:
     """Fail a task that could not start (its function or payload did not load).
 
     The item count is unknown without the payload: the parent applies the one
@@ -229,7 +274,7 @@ def _send_errors(sock: socket.socket, encode: Any, unit_id: int, info: P.ErrorIn
     _send(sock, P.RESULT_HEAD.pack(17 + len(data), P.ERRORS, unit_id, 0.0), data)
 
 
-def _send(sock: socket.socket, head: bytes, data: bytes) -> None:
+def _send(sock: _Channel, head: bytes, data: bytes) -> None:
     if len(data) < 1 << 16:
         sock.sendall(head + data)
     else:
@@ -237,7 +282,7 @@ def _send(sock: socket.socket, head: bytes, data: bytes) -> None:
         sock.sendall(data)
 
 
-def _frames(sock: socket.socket) -> Iterator[memoryview]:
+def _frames(sock: _Channel) -> Iterator[memoryview]:
     """The frames arriving on ``sock``, as views; ends when the parent goes away."""
     recv = sock.recv
     recv_into = sock.recv_into
