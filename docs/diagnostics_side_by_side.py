@@ -80,7 +80,7 @@ def dill_output(case: Any) -> str:
     lines = _captured(traced).splitlines()
     if len(lines) > _MAX_TRACE_LINES:
         keep = _MAX_TRACE_LINES // 2
-        lines = lines[:keep] + [f"... ({len(lines) - 2 * keep} lines cut here) ..."] + lines[-keep:]
+        lines = [*lines[:keep], f"... ({len(lines) - 2 * keep} lines cut here) ...", *lines[-keep:]]
     blocks.append(">>> dill.detect.trace(True); dill.dumps(obj)\n" + "\n".join(lines))
     return "\n\n".join(blocks)
 

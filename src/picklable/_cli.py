@@ -268,9 +268,17 @@ def _add_explain(subparsers: Any) -> None:
         ),
         epilog="Exit status: 0 when it ships, 1 when something in it cannot ship, 2 on errors.",
     )
-    parser.add_argument("target", metavar="TARGET", help="module:attr.path (or module.attr) of the object")
+    parser.add_argument(
+        "target", metavar="TARGET", help="module:attr.path (or module.attr) of the object"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--max-nodes", type=_positive_int, default=2000, metavar="N", help="parts examined one by one (default: 2000)")
+    parser.add_argument(
+        "--max-nodes",
+        type=_positive_int,
+        default=2000,
+        metavar="N",
+        help="parts examined one by one (default: 2000)",
+    )
     parser.set_defaults(handler=_run_explain)
 
 
@@ -294,11 +302,19 @@ def _add_inspect(subparsers: Any) -> None:
             "code it carries by value (function names decoded with marshal.loads, which builds "
             "code objects without running them; --no-code skips that)."
         ),
-        epilog="Exit status: 0 nothing flagged, 1 by-value code, a dangerous call or a damaged payload, 2 on errors.",
+        epilog=(
+            "Exit status: 0 nothing flagged, 1 by-value code, a dangerous call or a damaged "
+            "payload, 2 on errors."
+        ),
     )
     parser.add_argument("file", metavar="FILE", help="a payload file ('-': standard input)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--no-code", dest="decode_code", action="store_false", help="do not decode by-value bytecode")
+    parser.add_argument(
+        "--no-code",
+        dest="decode_code",
+        action="store_false",
+        help="do not decode by-value bytecode",
+    )
     parser.set_defaults(handler=_run_inspect)
 
 

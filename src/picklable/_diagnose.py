@@ -26,17 +26,39 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import _byvalue, _hints, _locator, _reducers, _wrappers
+from . import _byvalue, _hints, _reducers, _wrappers
 from ._locator import MAIN_MODULES, importable_by_own_name, locate
 from ._reconstruct import _walk, format_path
 from .exceptions import PicklingError
 
-__all__ = ["Shipping", "children", "find_culprit", "pickling_error", "root_name", "shipping", "type_name"]
+__all__ = [
+    "Shipping",
+    "children",
+    "find_culprit",
+    "pickling_error",
+    "root_name",
+    "shipping",
+    "type_name",
+]
 
 _MAX_CHILDREN = 10_000
 # Saved by the C pickler itself: never a culprit, never a wrapper.
 PLAIN_TYPES = frozenset(
-    {type(None), bool, int, float, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset}
+    {
+        type(None),
+        bool,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bytearray,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+    }
 )
 
 type_name = _hints.type_name
@@ -45,7 +67,9 @@ type_name = _hints.type_name
 def root_name(obj: Any) -> str:
     """The name a path starts with: the object's own name for functions,
     classes and modules, else ``obj``."""
-    if (callable(obj) and not isinstance(obj, types.MethodType)) or isinstance(obj, types.ModuleType):
+    if (callable(obj) and not isinstance(obj, types.MethodType)) or isinstance(
+        obj, types.ModuleType
+    ):
         try:
             name = obj.__name__
         except Exception:
@@ -132,7 +156,10 @@ def why_not_importable(obj: Any) -> str:
         return "a lambda has no importable name, and no importable path leads to it"
     if "<locals>" in qualname:
         outer = qualname.split(".<locals>")[0]
-        return f"defined inside {outer}() (<locals> in its qualname), and no importable path leads to it"
+        return (
+            f"defined inside {outer}() (<locals> in its qualname), "
+            "and no importable path leads to it"
+        )
     home = sys.modules.get(module)
     if home is None:
         return f"its module {module!r} is not imported here"
@@ -165,7 +192,9 @@ def _function(obj: types.FunctionType) -> Shipping:
     if via is not None:
         return Shipping("reference", via)
     if _wrappers.function_reducer(obj) is not None:
-        return Shipping("wrapper", why="a singledispatch function: its base function and registry, rebuilt")
+        return Shipping(
+            "wrapper", why="a singledispatch function: its base function and registry, rebuilt"
+        )
     return Shipping("value", why=why_not_importable(obj))
 
 
@@ -195,7 +224,9 @@ def _module(module: types.ModuleType) -> Shipping:
         return Shipping("fails", why="the receiving process has its own __main__")
     if sys.modules.get(name) is module:
         return Shipping("reference", name)
-    return Shipping("value", why="a module built in memory, not importable: its namespace is copied")
+    return Shipping(
+        "value", why="a module built in memory, not importable: its namespace is copied"
+    )
 
 
 def _callable_instance(obj: Any) -> Shipping:
@@ -257,7 +288,9 @@ def shipping(obj: Any) -> Shipping:
         return Shipping("wrapper", why="a partial: its function and arguments")
     if handler is _reducers.reduce_callable_instance:
         return _callable_instance(obj)
-    if t is types.BuiltinFunctionType and isinstance(getattr(obj, "__self__", None), types.ModuleType):
+    if t is types.BuiltinFunctionType and isinstance(
+        getattr(obj, "__self__", None), types.ModuleType
+    ):
         return Shipping("reference", f"{obj.__self__.__name__}:{obj.__qualname__}")
     if handler is None and callable(obj):
         # Callables of C types (numpy ufuncs, array-function dispatchers) reduce to their name.
@@ -275,14 +308,21 @@ def shipping(obj: Any) -> Shipping:
 
 
 def _state_pieces(state: Any) -> Iterator[tuple[str, Any]]:
-    if isinstance(state, tuple) and len(state) == 2 and (state[0] is None or isinstance(state[0], dict)):
+    if (
+        isinstance(state, tuple)
+        and len(state) == 2
+        and (state[0] is None or isinstance(state[0], dict))
+    ):
         dict_state, slot_state = state
     else:
         dict_state, slot_state = state, None
     for part in (dict_state, slot_state):
         if isinstance(part, dict):
             for key, value in part.items():
-                yield (f".{key}" if isinstance(key, str) and key.isidentifier() else f"[{key!r}]"), value
+                yield (
+                    (f".{key}" if isinstance(key, str) and key.isidentifier() else f"[{key!r}]"),
+                    value,
+                )
         elif part is not None:
             yield ".__getstate__()", part
 
@@ -326,17 +366,21 @@ def _instance_pieces(obj: Any) -> Iterator[tuple[str, Any]]:
         return
     args = reduced[1] if len(reduced) > 1 else ()
     state = reduced[2] if len(reduced) > 2 else None
-    if reduced[0] is copyreg.__newobj__ or getattr(reduced[0], "__name__", "") == "__newobj__":
+    if (
+        reduced[0] is getattr(copyreg, "__newobj__", None)
+        or getattr(reduced[0], "__name__", "") == "__newobj__"
+    ):
         args = args[1:]  # the class itself
     fields = getattr(type(obj), "_fields", None)
     named = isinstance(obj, tuple) and isinstance(fields, tuple) and len(fields) == len(args or ())
+    field_names: tuple[Any, ...] = fields if named and isinstance(fields, tuple) else ()
     try:
         attributes = dict(vars(obj))
     except TypeError:
         attributes = {}
     for i, arg in enumerate(args or ()):
         if named:
-            yield f".{fields[i]}", arg
+            yield f".{field_names[i]}", arg
             continue
         # Name an argument after the attribute that holds it, when one does.
         name = next((k for k, v in attributes.items() if v is arg and isinstance(k, str)), None)
@@ -453,7 +497,9 @@ def children(obj: Any, how: Shipping | None = None) -> Iterator[tuple[str, Any]]
 # ----------------------------------------------------------------- culprit
 
 
-def find_culprit(root: Any, error: BaseException | None = None, name: str | None = None) -> tuple[str, Any, BaseException]:
+def find_culprit(
+    root: Any, error: BaseException | None = None, name: str | None = None
+) -> tuple[str, Any, BaseException]:
     """Return (path, culprit, its error) for an object that fails to pickle.
 
     Parameters
@@ -528,4 +574,6 @@ def pickling_error(root: Any, error: BaseException, name: str | None = None) -> 
     else:
         what = type_name(culprit)
         reason, hint = _hints.explain_failure(culprit, cause)
-    return PicklingError(message(what, path, reason, hint), path=path, type_name=what, reason=reason, hint=hint)
+    return PicklingError(
+        message(what, path, reason, hint), path=path, type_name=what, reason=reason, hint=hint
+    )

@@ -34,7 +34,19 @@ __all__ = ["Explanation", "Node", "explain"]
 _SMALL = 1024
 # Packages whose objects are data to the user: their insides are not told.
 _OPAQUE_PACKAGES = frozenset(
-    {"numpy", "pandas", "polars", "pyarrow", "torch", "tensorflow", "jax", "jaxlib", "scipy", "xarray", "cupy"}
+    {
+        "numpy",
+        "pandas",
+        "polars",
+        "pyarrow",
+        "torch",
+        "tensorflow",
+        "jax",
+        "jaxlib",
+        "scipy",
+        "xarray",
+        "cupy",
+    }
 )
 _SCALARS = (type(None), bool, int, float, complex)
 # Parts deeper than this are counted in their ancestor at this depth: no one reads
@@ -250,7 +262,8 @@ def _details(node: Node) -> list[str]:
     if node.state_left_behind:
         names = ", ".join(node.state_left_behind)
         out.append(
-            f"state left behind: {names} (the receiver has its own; picklable.with_state() carries it)"
+            f"state left behind: {names} (the receiver has its own; picklable.with_state() carries "
+            "it)"
         )
     return out
 
@@ -268,15 +281,22 @@ def _label(node: Node, parent_size: int | None, top: bool) -> str:
     return "  ".join(parts)
 
 
-def _render(node: Node, lead: str, child_lead: str, lines: list[str], top: bool = False, parent_size: int | None = None) -> None:
+def _render(
+    node: Node,
+    lead: str,
+    child_lead: str,
+    lines: list[str],
+    top: bool = False,
+    parent_size: int | None = None,
+) -> None:
     lines.append(lead + _label(node, parent_size, top))
     shown = node.children[:_SHOWN_CHILDREN]
     hidden = node.children[_SHOWN_CHILDREN:]
     more = node.omitted + len(hidden)
     more_size = node.omitted_size + sum(c.size or 0 for c in hidden)
     has_after = bool(shown) or more > 0
-    for detail in _details(node):
-        lines.append(child_lead + ("│   " if has_after else "    ") + detail)
+    bar = "│   " if has_after else "    "
+    lines.extend(child_lead + bar + detail for detail in _details(node))
     for i, child in enumerate(shown):
         last = i == len(shown) - 1 and more == 0
         _render(
@@ -287,20 +307,28 @@ def _render(node: Node, lead: str, child_lead: str, lines: list[str], top: bool 
             parent_size=node.size,
         )
     if more:
-        lines.append(f"{child_lead}└── ... {more} more part{'s' if more != 1 else ''}, {human_size(more_size)}")
+        lines.append(
+            f"{child_lead}└── ... {more} more part{'s' if more != 1 else ''}, "
+            f"{human_size(more_size)}"
+        )
 
 
 def _html(node: Node) -> str:
-    style = {"fails": "color:#b00;font-weight:bold", "value": "color:#a60", "reference": "color:#070"}.get(
-        node.how, ""
-    )
+    style = {
+        "fails": "color:#b00;font-weight:bold",
+        "value": "color:#a60",
+        "reference": "color:#070",
+    }.get(node.how, "")
     how = _how_text(node)
     size = "" if node.how in ("fails", "shared") or node.size is None else human_size(node.size)
     label = (
-        f"<code>{html.escape(node.name)}</code> <span style='color:#555'>{html.escape(node.type)}</span> "
+        f"<code>{html.escape(node.name)}</code> <span "
+        f"style='color:#555'>{html.escape(node.type)}</span> "
         f"<span style='{style}'>{html.escape(how)}</span> <b>{size}</b>"
     )
-    details = "".join(f"<div style='padding-left:1.5em;color:#444'>{html.escape(d)}</div>" for d in _details(node))
+    details = "".join(
+        f"<div style='padding-left:1.5em;color:#444'>{html.escape(d)}</div>" for d in _details(node)
+    )
     inner = "".join(_html(child) for child in node.children)
     if node.omitted:
         inner += f"<li>... {node.omitted} more parts, {human_size(node.omitted_size)}</li>"
@@ -334,9 +362,9 @@ def _trivial(obj: Any) -> bool:
         return len(obj) < _SMALL
     if t in (list, tuple, dict, set, frozenset):
         return not obj
-    if t is types.BuiltinFunctionType or (isinstance(obj, type) and obj.__module__ == "builtins"):
-        return True
-    return False
+    return bool(
+        t is types.BuiltinFunctionType or (isinstance(obj, type) and obj.__module__ == "builtins")
+    )
 
 
 def _opaque(obj: Any, how: Shipping) -> bool:
@@ -407,8 +435,13 @@ class _Builder:
 
     def node(self, obj: Any, path: str, name: str) -> Node:
         self.count += 1
-        how = shipping(obj)
-        node = Node(path=path, name=name, type=_describe(obj), how=how.how, via=how.via, why=how.why)
+        try:
+            how = shipping(obj)
+        except Exception:  # odd objects (a __getattr__ that raises anything) are data
+            how = Shipping("data")
+        node = Node(
+            path=path, name=name, type=_describe(obj), how=how.how, via=how.via, why=how.why
+        )
         self.parts[id(obj)] = (obj, node)
         return node
 
@@ -443,7 +476,14 @@ class _Builder:
                         # tells something (a function, a wrapper), not for plain data.
                         if seen[1] is not node and seen[1].how not in ("data", "shared"):
                             node.children.append(
-                                Node(path=node.path + suffix, name=suffix, type=seen[1].type, how="shared", via=seen[1].path, size=0)
+                                Node(
+                                    path=node.path + suffix,
+                                    name=suffix,
+                                    type=seen[1].type,
+                                    how="shared",
+                                    via=seen[1].path,
+                                    size=0,
+                                )
                             )
                         continue
                     if self.count >= self.max_nodes:
@@ -486,7 +526,7 @@ class _Builder:
         if path == node.path:
             self.mark(node, obj, exc)
             return
-        inner = Node(path=path, name=path[len(node.path):], type=_describe(culprit), how="fails")
+        inner = Node(path=path, name=path[len(node.path) :], type=_describe(culprit), how="fails")
         self.mark(inner, culprit, cause)
         node.children.insert(0, inner)
 

@@ -98,11 +98,13 @@ def _sync(obj: Any) -> Hint | None:
             klass = getattr(threading, kind)
             if isinstance(klass, type) and issubclass(t, klass):
                 # BoundedSemaphore subclasses Semaphore: report the most precise name.
-                kind = "BoundedSemaphore" if issubclass(t, threading.BoundedSemaphore) else kind
+                precise = "BoundedSemaphore" if issubclass(t, threading.BoundedSemaphore) else kind
                 return (
-                    f"a threading.{kind} holds a lock, which only works inside this process",
-                    "create it inside the worker (e.g. in the pool initializer), or share a "
-                    f"multiprocessing.Manager().{kind}() between processes",
+                    f"a threading.{precise} holds a lock, which only works inside this process",
+                    (
+                        "create it inside the worker (e.g. in the pool initializer), or share a "
+                        f"multiprocessing.Manager().{precise}() between processes"
+                    ),
                 )
         if issubclass(t, threading.Thread):
             return (
@@ -113,7 +115,11 @@ def _sync(obj: Any) -> Hint | None:
     if queue is not None and issubclass(t, queue.Queue):
         return (
             "a queue.Queue only connects threads of this process",
-            "share a multiprocessing.Manager().Queue() between processes, or create it inside the worker",
+            (
+                "share a multiprocessing.Manager().Queue() between processes, or create it inside "
+                "the "
+                "worker"
+            ),
         )
     return None
 
@@ -124,16 +130,18 @@ def _multiprocessing(obj: Any) -> Hint | None:
             "a Process object belongs to the process that made it (OS handles, authkey)",
             "pass its target and arguments, and start processes where they are needed",
         )
-    shared = _instance_of(obj, "multiprocessing.synchronize", "SemLock", "Condition", "Event", "Barrier") or (
-        _instance_of(obj, "multiprocessing.queues", "Queue", "SimpleQueue")
-    )
+    shared = _instance_of(
+        obj, "multiprocessing.synchronize", "SemLock", "Condition", "Event", "Barrier"
+    ) or (_instance_of(obj, "multiprocessing.queues", "Queue", "SimpleQueue"))
     if shared:
         kind = type(obj).__name__
         managed = "Queue" if kind == "SimpleQueue" else kind
         return (
             f"a multiprocessing {kind} reaches other processes when they start, not by pickling",
-            "give it to the pool's initializer (initargs) or to Process(args=...), or use "
-            f"multiprocessing.Manager().{managed}()",
+            (
+                "give it to the pool's initializer (initargs) or to Process(args=...), or use "
+                f"multiprocessing.Manager().{managed}()"
+            ),
         )
     if _instance_of(obj, "concurrent.futures", "Executor"):
         return (
@@ -226,9 +234,15 @@ def _running_code(obj: Any) -> Hint | None:
     if t is types.FrameType:
         code = obj.f_code
         return (
-            f"frame of {code.co_name}() ({code.co_filename}:{obj.f_lineno}) belongs to the running interpreter",
-            "pass the values you need from it (e.g. dict(frame.f_locals)), or the exception "
-            "itself: picklable ships tracebacks",
+            (
+                f"frame of {code.co_name}() ({code.co_filename}:{obj.f_lineno}) belongs to the "
+                "running "
+                "interpreter"
+            ),
+            (
+                "pass the values you need from it (e.g. dict(frame.f_locals)), or the exception "
+                "itself: picklable ships tracebacks"
+            ),
         )
     asyncio = _module("asyncio")
     if asyncio is not None:
@@ -258,7 +272,10 @@ def _database(obj: Any) -> Hint | None:
     if top == "sqlalchemy" and has("connect", "dispose") and hasattr(obj, "url"):
         return (
             "a SQLAlchemy Engine holds a pool of open database connections",
-            "pass the URL (engine.url) and call create_engine() inside the worker (pool initializer)",
+            (
+                "pass the URL (engine.url) and call create_engine() inside the worker (pool "
+                "initializer)"
+            ),
         )
     if top == "sqlalchemy" and has("execute", "commit", "rollback"):
         return (
@@ -279,8 +296,11 @@ def _database(obj: Any) -> Hint | None:
     if connection_like:
         return (
             "a database connection holds an open connection to the database",
-            "pass the database path or URL and connect inside the worker (once per worker, in the "
-            "pool initializer)",
+            (
+                "pass the database path or URL and connect inside the worker (once per worker, in "
+                "the "
+                "pool initializer)"
+            ),
         )
     return None
 
@@ -289,15 +309,19 @@ def _ctypes(obj: Any) -> Hint | None:
     ctypes = _module("ctypes")
     if ctypes is None:
         return None
-    if isinstance(obj, ctypes._Pointer):  # type: ignore[attr-defined]
+    if isinstance(obj, ctypes._Pointer):
         return (
             "a ctypes pointer holds a raw address in this process's memory",
             "ship the value it points to (ptr.contents) and make the pointer inside the worker",
         )
-    if isinstance(obj, ctypes._CFuncPtr):  # type: ignore[attr-defined]
+    if isinstance(obj, ctypes._CFuncPtr):
         return (
             "a ctypes function pointer is an address in this process",
-            "ship the library path and the function name, and look it up with ctypes.CDLL inside the worker",
+            (
+                "ship the library path and the function name, and look it up with ctypes.CDLL "
+                "inside "
+                "the worker"
+            ),
         )
     if isinstance(obj, ctypes.CDLL):
         return (
@@ -306,8 +330,15 @@ def _ctypes(obj: Any) -> Hint | None:
         )
     if isinstance(obj, ctypes._SimpleCData.__mro__[1]):  # _CData: any ctypes instance
         return (
-            f"a ctypes {type(obj).__name__} that contains pointers holds raw addresses of this process",
-            "ship plain values (the fields, or bytes(obj) without pointers) and rebuild it inside the worker",
+            (
+                f"a ctypes {type(obj).__name__} that contains pointers holds raw addresses of this "
+                "process"
+            ),
+            (
+                "ship plain values (the fields, or bytes(obj) without pointers) and rebuild it "
+                "inside "
+                "the worker"
+            ),
         )
     return None
 
@@ -384,7 +415,13 @@ def unshippable(obj: Any) -> Hint | None:
 
 # --------------------------------------------------------- from the failure
 
-_REDUCE_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__", "__getnewargs_ex__", "__getnewargs__")
+_REDUCE_METHODS = (
+    "__reduce_ex__",
+    "__reduce__",
+    "__getstate__",
+    "__getnewargs_ex__",
+    "__getnewargs__",
+)
 
 
 def _raising_method(culprit: Any, cause: BaseException) -> tuple[str, str] | None:
@@ -443,8 +480,10 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
     if kind == "TypeError" and message.startswith("cannot pickle "):
         return (
             f"{type_name(culprit)} is a C type without pickle support",
-            "ship what it is made from and rebuild it inside the worker, or register a "
-            "reducer with copyreg.pickle()",
+            (
+                "ship what it is made from and rebuild it inside the worker, or register a "
+                "reducer with copyreg.pickle()"
+            ),
         )
     method = _raising_method(culprit, cause)
     if method is not None:
@@ -455,8 +494,10 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
         )
     return (
         said,
-        "ship what it is made from and rebuild it inside the worker, or give its class "
-        "__reduce__ / __getstate__",
+        (
+            "ship what it is made from and rebuild it inside the worker, or give its class "
+            "__reduce__ / __getstate__"
+        ),
     )
 
 
@@ -493,7 +534,8 @@ def _builder_frame(exc: BaseException) -> types.FrameType | None:
     candidates = [
         f
         for f in frames
-        if f.f_globals.get("__name__") not in _LOADER_MODULES and not f.f_code.co_filename.startswith("<frozen")
+        if f.f_globals.get("__name__") not in _LOADER_MODULES
+        and not f.f_code.co_filename.startswith("<frozen")
     ]
     return candidates[0] if candidates else None
 
@@ -526,16 +568,20 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
         if top != name and top in sys.modules:
             installed = package_version(top)
             return (
-                f"Cannot load: module {name!r} is not importable here, but {top!r} is "
-                f"({installed}): the sender has another version. Fix: install the sender's "
-                f"version of {top!r} here.",
+                (
+                    f"Cannot load: module {name!r} is not importable here, but {top!r} is "
+                    f"({installed}): the sender has another version. Fix: install the sender's "
+                    f"version of {top!r} here."
+                ),
                 f"module {name!r} not importable ({installed} here)",
                 f"install the sender's version of {top!r}",
             )
         return (
-            f"Cannot load: module {name!r} is not importable here. Fix: install it in the "
-            "receiving environment, or ship the sender's module by value with "
-            "picklable.register_by_value().",
+            (
+                f"Cannot load: module {name!r} is not importable here. Fix: install it in the "
+                "receiving environment, or ship the sender's module by value with "
+                "picklable.register_by_value()."
+            ),
             f"module {name!r} not importable",
             "install it in the receiving environment",
         )
@@ -545,24 +591,30 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
         installed = package_version(module)
         top = module.partition(".")[0]
         return (
-            f"Cannot load {module}.{attribute}: module {module!r} here ({installed}) has no "
-            f"{attribute!r} (renamed or removed, or the sender has another version). Fix: "
-            f"install the sender's version of {top!r} here, or keep the old name as an alias.",
+            (
+                f"Cannot load {module}.{attribute}: module {module!r} here ({installed}) has no "
+                f"{attribute!r} (renamed or removed, or the sender has another version). Fix: "
+                f"install the sender's version of {top!r} here, or keep the old name as an alias."
+            ),
             f"{module}.{attribute} not found here ({installed})",
             f"install the sender's version of {top!r}",
         )
     if isinstance(exc, ValueError) and text.startswith("unsupported pickle protocol"):
         return (
-            f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
-            "Python version, or dump with a protocol this Python knows (protocol=5).",
+            (
+                f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
+                "Python version, or dump with a protocol this Python knows (protocol=5)."
+            ),
             text,
             "dump with a protocol both sides know",
         )
     if isinstance(exc, (pickle.UnpicklingError, EOFError)):
         kind = type(exc).__name__
         return (
-            f"Cannot load: the payload is damaged or not a pickle ({kind}: {exc}). Fix: check "
-            "that the bytes arrive unchanged (and whole).",
+            (
+                f"Cannot load: the payload is damaged or not a pickle ({kind}: {exc}). Fix: check "
+                "that the bytes arrive unchanged (and whole)."
+            ),
             "damaged or truncated payload",
             "check that the bytes arrive unchanged",
         )
@@ -576,23 +628,31 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
         top = module.partition(".")[0]
         if not top or top in ("__main__", "__mp_main__"):
             return (
-                f"Cannot load: {name} raised {said}. The payload holds an object this "
-                f"code cannot rebuild. Fix: make {name.partition('.')[2] or name} accept what the "
-                "sender's version stored, or run the same code on both sides.",
+                (
+                    f"Cannot load: {name} raised {said}. The payload holds an object this "
+                    f"code cannot rebuild. Fix: make {name.partition('.')[2] or name} accept what "
+                    "the "
+                    "sender's version stored, or run the same code on both sides."
+                ),
                 f"{name} raised {said}",
                 "run the same code on both sides",
             )
         installed = package_version(module)
         return (
-            f"Cannot load: {name} raised {said}. The payload holds an object this environment "
-            f"cannot rebuild (here: {installed}; the sender may have another version). Fix: "
-            f"install the sender's version of {top!r} here.",
+            (
+                f"Cannot load: {name} raised {said}. The payload holds an object this environment "
+                f"cannot rebuild (here: {installed}; the sender may have another version). Fix: "
+                f"install the sender's version of {top!r} here."
+            ),
             f"{name} raised {said}",
             f"install the sender's version of {top!r}",
         )
     return (
-        f"Cannot load: rebuilding an object raised {said}. Its class here differs from the "
-        "sender's (another version of its package?). Fix: install the same versions on both sides.",
+        (
+            f"Cannot load: rebuilding an object raised {said}. Its class here differs from the "
+            "sender's (another version of its package?). Fix: install the same versions on both "
+            "sides."
+        ),
         f"{said} while rebuilding",
         "install the same versions of the packages on both sides",
     )

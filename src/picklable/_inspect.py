@@ -169,9 +169,14 @@ class PayloadReport:
     def render(self, source: str = "payload") -> str:
         """The report as text, as ``picklable inspect`` prints it."""
         lines = [
-            f"{source}: {self.pickles} pickle{'s' if self.pickles != 1 else ''}, {self.size:,} bytes, "
+            f"{source}: {self.pickles} pickle{'s' if self.pickles != 1 else ''}, {self.size:,} "
+            "bytes, "
             f"protocol {self.protocol}"
-            + (f", {self.buffers} out-of-band buffer{'s' if self.buffers != 1 else ''}" if self.buffers else "")
+            + (
+                f", {self.buffers} out-of-band buffer{'s' if self.buffers != 1 else ''}"
+                if self.buffers
+                else ""
+            )
         ]
         if self.error:
             lines.append(f"error: {self.error}")
@@ -195,7 +200,9 @@ class PayloadReport:
             lines.extend(f"  {r}" for r in self.references)
         if self.functions or self.classes:
             lines.append("")
-            lines.append("By-value code (bytecode from the sender; runs in this process when called):")
+            lines.append(
+                "By-value code (bytecode from the sender; runs in this process when called):"
+            )
             for fn in self.functions:
                 where = f"{fn.filename}:{fn.line}" if fn.filename else ""
                 label = fn.qualname or fn.name
@@ -235,8 +242,7 @@ def _literal(value: Any) -> Any:
     if isinstance(value, (str, bytes, int, float, bool, type(None))):
         return value
     if isinstance(value, tuple):
-        items = tuple(_literal(v) for v in value)
-        return items
+        return tuple(_literal(v) for v in value)
     return None
 
 
@@ -262,7 +268,9 @@ class _Machine:
                     return items
             raise ValueError("MARK expected on the stack")
 
-        for opcode, arg, position in pickletools.genops(stream):
+        for opcode, raw_arg, raw_position in pickletools.genops(stream):
+            arg: Any = raw_arg
+            position = raw_position or 0
             name = opcode.name
             if name == "PROTO":
                 self.report.protocol = max(self.report.protocol, arg)
@@ -272,7 +280,7 @@ class _Machine:
                 stack.append(_MARK)
             elif name == "STOP":
                 return
-            elif name in ("POP",):
+            elif name == "POP":
                 stack.pop()
             elif name == "POP_MARK":
                 pop_mark()
@@ -284,11 +292,11 @@ class _Machine:
                 memo[len(memo)] = stack[-1]
             elif name in ("GET", "BINGET", "LONG_BINGET"):
                 stack.append(memo[arg])
-            elif name in ("NONE",):
+            elif name == "NONE":
                 stack.append(None)
             elif name in ("NEWTRUE", "NEWFALSE"):
                 stack.append(name == "NEWTRUE")
-            elif name in ("EMPTY_LIST",):
+            elif name == "EMPTY_LIST":
                 stack.append([])
             elif name == "EMPTY_DICT":
                 stack.append({})
@@ -298,15 +306,13 @@ class _Machine:
                 stack.append([])  # symbolic members may not be hashable
             elif name == "LIST":
                 stack.append(pop_mark())
-            elif name == "TUPLE":
-                stack.append(tuple(pop_mark()))
-            elif name == "FROZENSET":
+            elif name == "TUPLE" or name == "FROZENSET":
                 stack.append(tuple(pop_mark()))
             elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
                 n = int(name[-1])
-                items = tuple(stack[-n:])
+                top = tuple(stack[-n:])
                 del stack[-n:]
-                stack.append(items)
+                stack.append(top)
             elif name == "DICT":
                 items = pop_mark()
                 stack.append(self._dict(items))
@@ -437,7 +443,11 @@ class _Machine:
     def _built(self, target: Call, state: Any) -> None:
         """A by-value function's state names its real qualname and module."""
         func = target.func
-        if not (isinstance(func, Global) and func.module == _RECONSTRUCT and func.name == "_make_function"):
+        if not (
+            isinstance(func, Global)
+            and func.module == _RECONSTRUCT
+            and func.name == "_make_function"
+        ):
             return
         slots = state[1] if isinstance(state, tuple) and len(state) == 2 else None
         if not isinstance(slots, dict) or not self.report.functions:
@@ -483,7 +493,8 @@ class _Machine:
         report.classes = list(self.classes)
         if report.functions or report.classes:
             report.flags.append(
-                f"by-value code: {len(report.functions)} function(s), {len(report.classes)} class(es); "
+                f"by-value code: {len(report.functions)} function(s), {len(report.classes)} "
+                "class(es); "
                 "their bytecode comes from the sender and runs here when called (class creation "
                 "runs metaclass code at load)"
             )
@@ -495,7 +506,9 @@ class _Machine:
                 or top in _DANGEROUS_MODULES
                 or any(module == m and attr.startswith(p) for m, p in _DANGEROUS_PREFIXES)
             ):
-                report.flags.append(f"{name} is called at load: it can run code or touch the system")
+                report.flags.append(
+                    f"{name} is called at load: it can run code or touch the system"
+                )
 
 
 def _callable_name(func: Any) -> str:

@@ -19,7 +19,6 @@ import textwrap
 import threading
 import types
 import weakref
-from pathlib import Path
 
 import pytest
 
@@ -50,7 +49,8 @@ def message_of(obj):
 def sync_message(kind, path="obj"):
     return (
         f"Cannot pickle threading.{kind} - at {path}: a threading.{kind} holds a lock, which only "
-        f"works inside this process. Fix: create it inside the worker (e.g. in the pool initializer), "
+        "works inside this process. Fix: create it inside the worker (e.g. in the pool "
+        "initializer), "
         f"or share a multiprocessing.Manager().{kind}() between processes."
     )
 
@@ -108,7 +108,8 @@ class TestLocksAndThreads:
     def test_thread(self):
         """A Thread object: pass its target, start the thread in the worker."""
         assert message_of(threading.Thread(target=print)) == (
-            "Cannot pickle threading.Thread - at obj: a Thread runs in (or is made for) this process "
+            "Cannot pickle threading.Thread - at obj: a Thread runs in (or is made for) this "
+            "process "
             "only. Fix: pass its target and arguments, and start the thread inside the worker."
         )
 
@@ -116,8 +117,10 @@ class TestLocksAndThreads:
         """A Process object, not the AuthenticationString deep inside it."""
         process = multiprocessing.Process(target=print)
         assert message_of([process]) == (
-            "Cannot pickle multiprocessing.context.Process - at obj[0]: a Process object belongs to "
-            "the process that made it (OS handles, authkey). Fix: pass its target and arguments, and "
+            "Cannot pickle multiprocessing.context.Process - at obj[0]: a Process object belongs "
+            "to "
+            "the process that made it (OS handles, authkey). Fix: pass its target and arguments, "
+            "and "
             "start processes where they are needed."
         )
 
@@ -127,8 +130,10 @@ class TestLocksAndThreads:
         try:
             assert message_of({"q": queue}) == (
                 "Cannot pickle multiprocessing.queues.Queue - at obj['q']: a multiprocessing Queue "
-                "reaches other processes when they start, not by pickling. Fix: give it to the pool's "
-                "initializer (initargs) or to Process(args=...), or use multiprocessing.Manager().Queue()."
+                "reaches other processes when they start, not by pickling. Fix: give it to the "
+                "pool's "
+                "initializer (initargs) or to Process(args=...), or use "
+                "multiprocessing.Manager().Queue()."
             )
         finally:
             queue.close()
@@ -140,15 +145,17 @@ class TestOSResources:
         """A socket: pass the address, connect in the worker."""
         with socket.socket() as sock:
             assert message_of(sock) == (
-                "Cannot pickle socket.socket - at obj: a socket holds an OS connection. Fix: pass the "
+                "Cannot pickle socket.socket - at obj: a socket holds an OS connection. Fix: pass "
+                "the "
                 "address and connect inside the worker."
             )
 
     def test_connected_socket_names_the_peer(self):
         """A connected socket's fix names the address it is connected to."""
-        with socket.create_server(("127.0.0.1", 0)) as server, socket.create_connection(
-            server.getsockname()
-        ) as client:
+        with (
+            socket.create_server(("127.0.0.1", 0)) as server,
+            socket.create_connection(server.getsockname()) as client,
+        ):
             peer = client.getpeername()
             assert message_of({"conn": client}) == (
                 "Cannot pickle socket.socket - at obj['conn']: a socket holds an OS connection. "
@@ -172,21 +179,24 @@ class TestOSResources:
         path.write_text("a,b\n")
         with open(path, mode, buffering=buffering) as handle:
             assert message_of({"log": handle}) == (
-                f"Cannot pickle {type_name} - at obj['log']: open file {str(path)!r} holds an OS file "
+                f"Cannot pickle {type_name} - at obj['log']: open file {str(path)!r} holds an OS "
+                "file "
                 f"descriptor. Fix: {FILE_FIX.format(str(path))}."
             )
 
     def test_standard_stream(self):
         """sys.__stderr__ is this process's own stream: use the worker's."""
         assert message_of([sys.__stderr__]) == (
-            "Cannot pickle _io.TextIOWrapper - at obj[0]: it is this process's sys.stderr. Fix: use "
+            "Cannot pickle _io.TextIOWrapper - at obj[0]: it is this process's sys.stderr. Fix: "
+            "use "
             "sys.stderr inside the worker (each process has its own)."
         )
 
     def test_memoryview(self):
         """A memoryview: ship bytes or the object it views."""
         assert message_of(memoryview(b"abc")) == (
-            "Cannot pickle memoryview - at obj: a memoryview is a window on another object's memory. "
+            "Cannot pickle memoryview - at obj: a memoryview is a window on another object's "
+            "memory. "
             "Fix: ship bytes(view) or the object it views."
         )
 
@@ -201,7 +211,8 @@ class TestRunningCode:
         gen = rows()
         assert message_of({"rows": gen}) == (
             "Cannot pickle generator - at obj['rows']: generator "
-            "TestRunningCode.test_generator.<locals>.rows() holds a running frame. Fix: pass a list of "
+            "TestRunningCode.test_generator.<locals>.rows() holds a running frame. Fix: pass a "
+            "list of "
             "its items, or the generator function and its arguments."
         )
 
@@ -214,8 +225,10 @@ class TestRunningCode:
         coro = fetch()
         try:
             assert message_of([coro]) == (
-                "Cannot pickle coroutine - at obj[0]: coroutine TestRunningCode.test_coroutine.<locals>."
-                "fetch() holds a running frame. Fix: pass the coroutine function and its arguments, and "
+                "Cannot pickle coroutine - at obj[0]: coroutine "
+                "TestRunningCode.test_coroutine.<locals>."
+                "fetch() holds a running frame. Fix: pass the coroutine function and its "
+                "arguments, and "
                 "await it in the worker."
             )
         finally:
@@ -229,7 +242,8 @@ class TestRunningCode:
 
         agen = ticks()
         assert message_of(agen) == (
-            "Cannot pickle async_generator - at obj: async generator TestRunningCode.test_async_generator"
+            "Cannot pickle async_generator - at obj: async generator "
+            "TestRunningCode.test_async_generator"
             ".<locals>.ticks() holds a running frame. Fix: pass the function that makes it and its "
             "arguments."
         )
@@ -242,14 +256,14 @@ class TestRunningCode:
 
         frame = captured()
         assert message_of({"frame": frame}) == (
-            f"Cannot pickle frame - at obj['frame']: frame of captured() ({__file__}:{frame.f_lineno}) "
+            "Cannot pickle frame - at obj['frame']: frame of captured() "
+            f"({__file__}:{frame.f_lineno}) "
             "belongs to the running interpreter. Fix: pass the values you need from it (e.g. "
             "dict(frame.f_locals)), or the exception itself: picklable ships tracebacks."
         )
 
     def test_frame_of_a_traceback(self):
         """A traceback's frame kept apart from the traceback (tb.tb_frame) is a frame."""
-
 
         def fail():
             raise ValueError("x")
@@ -262,7 +276,10 @@ class TestRunningCode:
         frame = tb.tb_next.tb_frame  # fail()'s: finished, its line stays
         err = error_of({"where": frame})
         assert err.path == "obj['where']"
-        assert err.reason == f"frame of fail() ({__file__}:{frame.f_lineno}) belongs to the running interpreter"
+        assert (
+            err.reason
+            == f"frame of fail() ({__file__}:{frame.f_lineno}) belongs to the running interpreter"
+        )
 
     def test_frame_info_from_inspect_stack(self):
         """inspect.stack() records: the path names the namedtuple's `frame` field."""
@@ -277,7 +294,8 @@ class TestRunningCode:
         loop = asyncio.new_event_loop()
         try:
             assert message_of({"loop": loop}) == (
-                f"Cannot pickle {_hints.type_name(loop)} - at obj['loop']: an event loop runs in a thread "
+                f"Cannot pickle {_hints.type_name(loop)} - at obj['loop']: an event loop runs in a "
+                "thread "
                 "of this process. Fix: call asyncio.run() inside the worker."
             )
         finally:
@@ -286,11 +304,13 @@ class TestRunningCode:
 
 CONNECTION_MESSAGE = (
     "Cannot pickle {0} - at {1}: a database connection holds an open connection to the database. "
-    "Fix: pass the database path or URL and connect inside the worker (once per worker, in the pool "
+    "Fix: pass the database path or URL and connect inside the worker (once per worker, in the "
+    "pool "
     "initializer)."
 )
 CURSOR_MESSAGE = (
-    "Cannot pickle {0} - at {1}: a database cursor holds an open database connection. Fix: pass the "
+    "Cannot pickle {0} - at {1}: a database cursor holds an open database connection. Fix: pass "
+    "the "
     "query and the database path or URL, and run it inside the worker."
 )
 
@@ -301,7 +321,9 @@ class TestDatabases:
         conn = sqlite3.connect(":memory:")
         try:
             assert message_of(conn) == CONNECTION_MESSAGE.format("sqlite3.Connection", "obj")
-            assert message_of({"cur": conn.cursor()}) == CURSOR_MESSAGE.format("sqlite3.Cursor", "obj['cur']")
+            assert message_of({"cur": conn.cursor()}) == CURSOR_MESSAGE.format(
+                "sqlite3.Cursor", "obj['cur']"
+            )
         finally:
             conn.close()
 
@@ -312,7 +334,9 @@ class TestDatabases:
             assert message_of({"db": conn}) == CONNECTION_MESSAGE.format(
                 "picklable_testpkg.fakedb.Connection", "obj['db']"
             )
-            assert message_of([conn.cursor()]) == CURSOR_MESSAGE.format("picklable_testpkg.fakedb.Cursor", "obj[0]")
+            assert message_of([conn.cursor()]) == CURSOR_MESSAGE.format(
+                "picklable_testpkg.fakedb.Cursor", "obj[0]"
+            )
         finally:
             conn.close()
 
@@ -334,8 +358,10 @@ class TestCtypes:
         """A ctypes pointer: ship what it points to."""
         pointer = ctypes.pointer(ctypes.c_int(3))
         assert message_of({"ptr": pointer}) == (
-            f"Cannot pickle {_hints.type_name(pointer)} - at obj['ptr']: a ctypes pointer holds a raw "
-            "address in this process's memory. Fix: ship the value it points to (ptr.contents) and make "
+            f"Cannot pickle {_hints.type_name(pointer)} - at obj['ptr']: a ctypes pointer holds a "
+            "raw "
+            "address in this process's memory. Fix: ship the value it points to (ptr.contents) and "
+            "make "
             "the pointer inside the worker."
         )
 
@@ -344,7 +370,8 @@ class TestCtypes:
         callback = ctypes.CFUNCTYPE(None)(lambda: None)
         assert message_of(callback) == (
             f"Cannot pickle {_hints.type_name(callback)} - at obj: a ctypes function pointer is an "
-            "address in this process. Fix: ship the library path and the function name, and look it "
+            "address in this process. Fix: ship the library path and the function name, and look "
+            "it "
             "up with ctypes.CDLL inside the worker."
         )
 
@@ -356,8 +383,10 @@ class TestCtypes:
 
         node = Node(1, None)
         assert message_of([node]) == (
-            f"Cannot pickle {_hints.type_name(node)} - at obj[0]: a ctypes Node that contains pointers "
-            "holds raw addresses of this process. Fix: ship plain values (the fields, or bytes(obj) "
+            f"Cannot pickle {_hints.type_name(node)} - at obj[0]: a ctypes Node that contains "
+            "pointers "
+            "holds raw addresses of this process. Fix: ship plain values (the fields, or "
+            "bytes(obj) "
             "without pointers) and rebuild it inside the worker."
         )
 
@@ -365,8 +394,10 @@ class TestCtypes:
         """A CDLL handle: ship the library path."""
         lib = ctypes.CDLL(None)
         assert message_of({"lib": lib}) == (
-            "Cannot pickle ctypes.CDLL - at obj['lib']: a loaded library handle is valid in this process "
-            "only. Fix: ship the library path (None) and load it with ctypes.CDLL inside the worker."
+            "Cannot pickle ctypes.CDLL - at obj['lib']: a loaded library handle is valid in this "
+            "process "
+            "only. Fix: ship the library path (None) and load it with ctypes.CDLL inside the "
+            "worker."
         )
 
 
@@ -375,7 +406,8 @@ class TestReduceRaises:
         """The class whose __reduce__ raised, the exception and its message."""
         assert message_of({"handle": Refuses()}) == (
             f"Cannot pickle {__name__}.Refuses - at obj['handle']: Refuses.__reduce__ raised "
-            "NotImplementedError: Refuses objects stay in their process. Fix: ship what it is made from "
+            "NotImplementedError: Refuses objects stay in their process. Fix: ship what it is made "
+            "from "
             "and rebuild it inside the worker, or change Refuses.__reduce__."
         )
 
@@ -384,7 +416,8 @@ class TestReduceRaises:
         err = error_of([StateRefuses()])
         assert err.reason == "StateRefuses.__getstate__ raised RuntimeError: no state for you"
         assert err.hint == (
-            "ship what it is made from and rebuild it inside the worker, or change StateRefuses.__getstate__"
+            "ship what it is made from and rebuild it inside the worker, or change "
+            "StateRefuses.__getstate__"
         )
 
     def test_c_type_without_pickle_support(self):
@@ -392,8 +425,10 @@ class TestReduceRaises:
         import _queue
 
         assert message_of({"q": _queue.SimpleQueue()}) == (
-            "Cannot pickle _queue.SimpleQueue - at obj['q']: _queue.SimpleQueue is a C type without pickle "
-            "support. Fix: ship what it is made from and rebuild it inside the worker, or register a "
+            "Cannot pickle _queue.SimpleQueue - at obj['q']: _queue.SimpleQueue is a C type "
+            "without pickle "
+            "support. Fix: ship what it is made from and rebuild it inside the worker, or register "
+            "a "
             "reducer with copyreg.pickle()."
         )
 
@@ -409,15 +444,19 @@ class TestWeakReferences:
         """A weak reference, with the fix from DESIGN.md (by reference, or rebuilt empty)."""
         target = Worker()
         assert message_of({"parent": weakref.ref(target)}) == (
-            "Cannot pickle weakref.ReferenceType - at obj['parent']: a weak reference points into this "
+            "Cannot pickle weakref.ReferenceType - at obj['parent']: a weak reference points into "
+            "this "
             f"process without owning its target. Fix: {WEAK_FIX}."
         )
 
-    @pytest.mark.parametrize("kind", [weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet])
+    @pytest.mark.parametrize(
+        "kind", [weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet]
+    )
     def test_weak_containers_are_the_culprit(self, kind):
         """Weak containers are named themselves, not `_remove.__defaults__[0]`."""
         assert message_of({"cache": kind()}) == (
-            f"Cannot pickle {_hints.type_name(kind())} - at obj['cache']: a {kind.__name__} holds weak "
+            f"Cannot pickle {_hints.type_name(kind())} - at obj['cache']: a {kind.__name__} holds "
+            "weak "
             f"references into this process. Fix: {WEAK_FIX}."
         )
 
@@ -432,7 +471,8 @@ class TestPaths:
 
         err = error_of(job)
         assert str(err) == (
-            "Cannot pickle _thread.lock - at job.__closure__[0].cell_contents._lock: locks hold OS state. "
+            "Cannot pickle _thread.lock - at job.__closure__[0].cell_contents._lock: locks hold OS "
+            "state. "
             f"Fix: {LOCK_FIX}."
         )
         assert (err.path, err.type_name, err.reason, err.hint) == (
@@ -493,8 +533,10 @@ class TestPaths:
 
     def test_partial_keywords_namedtuple_fields_defaultdict(self):
         """partial arguments, namedtuple fields and defaultdict factories read as attributes."""
-        Pair = collections.namedtuple("Pair", "left right")
-        assert error_of(functools.partial(print, sep=threading.Lock())).path == "obj.keywords['sep']"
+        Pair = collections.namedtuple("Pair", "left right")  # noqa: PYI024 - the stdlib kind on purpose
+        assert (
+            error_of(functools.partial(print, sep=threading.Lock())).path == "obj.keywords['sep']"
+        )
         assert error_of(functools.partial(print, 1, threading.Lock())).path == "obj.args[1]"
         assert error_of(Pair(1, threading.Lock())).path == "obj.right"
         lock = threading.Lock()
@@ -527,7 +569,16 @@ class TestPaths:
 class TestHintsAndWalk:
     def test_ordinary_objects_are_not_unshippable(self):
         """The kind table says nothing about objects that ship."""
-        for obj in (1, "s", [1], {"a": 1}, Worker.__init__, api.plain, io.BytesIO(b"x"), ctypes.c_int(1)):
+        for obj in (
+            1,
+            "s",
+            [1],
+            {"a": 1},
+            Worker.__init__,
+            api.plain,
+            io.BytesIO(b"x"),
+            ctypes.c_int(1),
+        ):
             if not isinstance(obj, ctypes.c_int):
                 assert _hints.unshippable(obj) is None, obj
 
@@ -558,21 +609,29 @@ class TestShipping:
             return 1
 
         assert shipping(local).why == (
-            "defined inside TestShipping.test_why_by_value() (<locals> in its qualname), and no importable "
+            "defined inside TestShipping.test_why_by_value() (<locals> in its qualname), and no "
+            "importable "
             "path leads to it"
         )
-        assert shipping(lambda: 1).why == "a lambda has no importable name, and no importable path leads to it"
+        assert (
+            shipping(lambda: 1).why
+            == "a lambda has no importable name, and no importable path leads to it"
+        )
         main_function = types.FunctionType(local.__code__, {"__name__": "__main__"}, "job")
         main_function.__module__ = "__main__"
         main_function.__qualname__ = "job"
-        assert shipping(main_function).why == "defined in __main__, and the receiving process has its own __main__"
+        assert (
+            shipping(main_function).why
+            == "defined in __main__, and the receiving process has its own __main__"
+        )
         ghost = types.ModuleType("diagnose_ghost")
         exec("def f():\n    return 1\n", ghost.__dict__)
         original = ghost.f
         ghost.f = len
         monkeypatch.setitem(sys.modules, "diagnose_ghost", ghost)
         assert shipping(original).why == (
-            "diagnose_ghost.f is another object (a wrapper that took its name?), and no importable path "
+            "diagnose_ghost.f is another object (a wrapper that took its name?), and no importable "
+            "path "
             "leads to this one"
         )
 
@@ -643,7 +702,11 @@ class TestExplain:
         report = explain(payload, name="payload")
         assert not report.ships and report.size is None
         [problem] = report.problems
-        assert (problem.path, problem.type, problem.how) == ("payload['sync']['done']", "threading.Event", "fails")
+        assert (problem.path, problem.type, problem.how) == (
+            "payload['sync']['done']",
+            "threading.Event",
+            "fails",
+        )
         assert problem.why == "a threading.Event holds a lock, which only works inside this process"
         assert report.error == sync_message("Event", "payload['sync']['done']")
 
@@ -653,7 +716,12 @@ class TestExplain:
         def local(x):
             return x
 
-        payload = {"add": api.add, "counted": api.counted_square, "local": local, "p": functools.partial(api.plain, 1)}
+        payload = {
+            "add": api.add,
+            "counted": api.counted_square,
+            "local": local,
+            "p": functools.partial(api.plain, 1),
+        }
         report = explain(payload, name="payload")
         add = report.find("payload['add']")
         assert (add.how, add.via) == ("reference", "picklable_testpkg.api:add")
@@ -701,7 +769,12 @@ class TestExplain:
         data = json.loads(report.to_json())
         assert data["ships"] is False and data["size"] is None
         assert data["problems"] == [
-            {"path": "payload['lock']", "type": "_thread.lock", "why": "locks hold OS state", "fix": LOCK_FIX}
+            {
+                "path": "payload['lock']",
+                "type": "_thread.lock",
+                "why": "locks hold OS state",
+                "fix": LOCK_FIX,
+            }
         ]
         assert data["root"]["children"][0]["path"] == "payload['lock']"
 
@@ -731,7 +804,10 @@ class TestExplain:
         report = explain({"handle": Refuses(), "error": error}, name="payload")
         paths = {p.path: p.why for p in report.problems}
         assert paths == {
-            "payload['handle']": "Refuses.__reduce__ raised NotImplementedError: Refuses objects stay in their process",
+            "payload['handle']": (
+                "Refuses.__reduce__ raised NotImplementedError: "
+                "Refuses objects stay in their process"
+            ),
             "payload['error'].__cause__.lock": "locks hold OS state",
         }
 
@@ -764,7 +840,7 @@ class TestTenUnshippable:
                 assert err.path == case.path, case.label
                 assert err.hint and err.reason, case.label
                 report = explain(case.obj, name=case.name)
-                expected = case.name + case.path[len(case.path.split(".")[0].split("[")[0]):]
+                expected = case.name + case.path[len(case.path.split(".")[0].split("[")[0]) :]
                 assert [p.path for p in report.problems] == [expected], case.label
                 assert report.problems[0].fix, case.label
         finally:
@@ -773,7 +849,7 @@ class TestTenUnshippable:
 
 # ------------------------------------------------------------------- loads
 
-V1 = '''
+V1 = """
 __version__ = "1.0"
 
 
@@ -785,9 +861,9 @@ class Point:
 
 def old_name():
     return 1
-'''
+"""
 
-V2 = '''
+V2 = """
 __version__ = "2.0"
 
 
@@ -803,9 +879,9 @@ class Point:
 
 def new_name():
     return 1
-'''
+"""
 
-SENDER = '''
+SENDER = """
 import sys
 sys.path.insert(0, {v1!r})
 import picklable
@@ -827,7 +903,7 @@ payloads = {{
 for name, obj in payloads.items():
     with open(name + ".pkl", "wb") as out:
         out.write(picklable.dumps(obj))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -863,16 +939,22 @@ class TestLoadErrors:
         err = load_error(sent["missing"].read_bytes())
         assert str(err) == (
             "Cannot load: module 'diag_sender_only' is not importable here. Fix: install it in the "
-            "receiving environment, or ship the sender's module by value with picklable.register_by_value()."
+            "receiving environment, or ship the sender's module by value with "
+            "picklable.register_by_value()."
         )
-        assert (err.reason, err.hint) == ("module 'diag_sender_only' not importable", "install it in the receiving environment")
+        assert (err.reason, err.hint) == (
+            "module 'diag_sender_only' not importable",
+            "install it in the receiving environment",
+        )
 
     def test_attribute_renamed_in_another_version(self, sent):
         """The sender's version has a name this version renamed: both versions are told."""
         err = load_error(sent["renamed"].read_bytes())
         assert str(err) == (
-            "Cannot load diag_versioned.old_name: module 'diag_versioned' here (diag_versioned 2.0) has no "
-            "'old_name' (renamed or removed, or the sender has another version). Fix: install the sender's "
+            "Cannot load diag_versioned.old_name: module 'diag_versioned' here (diag_versioned "
+            "2.0) has no "
+            "'old_name' (renamed or removed, or the sender has another version). Fix: install the "
+            "sender's "
             "version of 'diag_versioned' here, or keep the old name as an alias."
         )
 
@@ -880,43 +962,54 @@ class TestLoadErrors:
         """A class whose __setstate__ refuses what the sender's version stored."""
         err = load_error(sent["point"].read_bytes())
         assert str(err) == (
-            "Cannot load: diag_versioned.Point.__setstate__ raised ValueError: Point state without 'version' "
-            "(made by diag_versioned 1.x?). The payload holds an object this environment cannot rebuild "
-            "(here: diag_versioned 2.0; the sender may have another version). Fix: install the sender's "
+            "Cannot load: diag_versioned.Point.__setstate__ raised ValueError: Point state without "
+            "'version' "
+            "(made by diag_versioned 1.x?). The payload holds an object this environment cannot "
+            "rebuild "
+            "(here: diag_versioned 2.0; the sender may have another version). Fix: install the "
+            "sender's "
             "version of 'diag_versioned' here."
         )
         assert err.hint == "install the sender's version of 'diag_versioned'"
 
     def test_submodule_missing_from_an_installed_package(self):
         """A submodule of a package installed here in another version (crafted bytes)."""
-        import numpy
+        import numpy as np
 
         err = load_error(b"cnumpy.no_such_submodule\nf\n.")
         assert str(err) == (
             "Cannot load: module 'numpy.no_such_submodule' is not importable here, but 'numpy' is "
-            f"(numpy {numpy.__version__}): the sender has another version. Fix: install the sender's "
+            f"(numpy {np.__version__}): the sender has another version. Fix: install the sender's "
             "version of 'numpy' here."
         )
 
     def test_module_missing_crafted(self):
         """A crafted payload naming a module that exists nowhere."""
-        assert load_error(b"cno_such_module_anywhere\nf\n.").reason == "module 'no_such_module_anywhere' not importable"
+        assert (
+            load_error(b"cno_such_module_anywhere\nf\n.").reason
+            == "module 'no_such_module_anywhere' not importable"
+        )
 
     @pytest.mark.parametrize(
         ("data", "said"),
-        [(b"\x80\x05garbage", "UnpicklingError: pickle data was truncated"), (b"", "EOFError: Ran out of input")],
+        [
+            (b"\x80\x05garbage", "UnpicklingError: pickle data was truncated"),
+            (b"", "EOFError: Ran out of input"),
+        ],
     )
     def test_damaged(self, data, said):
         """Damaged or truncated bytes: check the transport."""
         assert str(load_error(data)) == (
-            f"Cannot load: the payload is damaged or not a pickle ({said}). Fix: check that the bytes "
+            f"Cannot load: the payload is damaged or not a pickle ({said}). Fix: check that the "
+            "bytes "
             "arrive unchanged (and whole)."
         )
 
     def test_newer_protocol(self):
         """A protocol this Python does not know."""
         assert str(load_error(b"\x80\x09.")) == (
-            "Cannot load: unsupported pickle protocol: 9 (made by a newer Python). Fix: load it with the "
+            "Cannot load: unsupported pickle protocol: 9 (made by a newer Python). Fix: load it "
+            "with the "
             "sender's Python version, or dump with a protocol this Python knows (protocol=5)."
         )
 
@@ -924,14 +1017,19 @@ class TestLoadErrors:
         """A call that fails in C code (no frame to name): the generic rebuild message."""
         err = load_error(b"cbuiltins\nint\n(S'x'\ntR.")
         assert str(err) == (
-            "Cannot load: rebuilding an object raised ValueError: invalid literal for int() with base 10: "
-            "'x'. Its class here differs from the sender's (another version of its package?). Fix: install "
+            "Cannot load: rebuilding an object raised ValueError: invalid literal for int() with "
+            "base 10: "
+            "'x'. Its class here differs from the sender's (another version of its package?). Fix: "
+            "install "
             "the same versions on both sides."
         )
 
     def test_load_from_a_file_says_the_same(self, sent):
         """picklable.load translates the same way."""
-        with open(sent["missing"], "rb") as handle, pytest.raises(picklable.UnpicklingError) as info:
+        with (
+            open(sent["missing"], "rb") as handle,
+            pytest.raises(picklable.UnpicklingError) as info,
+        ):
             picklable.load(handle)
         assert info.value.reason == "module 'diag_sender_only' not importable"
 
@@ -944,7 +1042,13 @@ class TestInspect:
         """A __main__ function: its name, file, line and globals, decoded without running."""
         report = inspect_payload(sent["job"].read_bytes())
         [function] = report.functions
-        assert (function.qualname, function.module, function.line, function.reads, function.decoded) == (
+        assert (
+            function.qualname,
+            function.module,
+            function.line,
+            function.reads,
+            function.decoded,
+        ) == (
             "job",
             "__main__",
             9,
@@ -973,7 +1077,9 @@ class TestInspect:
         report = inspect_payload(picklable.dumps([api.add, api.plain, Local, os.path.join]))
         assert report.references == ["picklable_testpkg.api:add"]
         assert "picklable_testpkg.api.plain" in report.names
-        assert report.classes == [f"{__name__}.TestInspect.test_references_classes_and_modules.<locals>.Local"]
+        assert report.classes == [
+            f"{__name__}.TestInspect.test_references_classes_and_modules.<locals>.Local"
+        ]
         assert "posixpath" in report.modules or "ntpath" in report.modules
 
     def test_dangerous_call_is_flagged_and_never_run(self, tmp_path):
@@ -1007,7 +1113,9 @@ class TestInspect:
         report = inspect_payload(data)
         assert report.pickles == 2
         assert report.names == {"builtins.print": 1}
-        assert report.error.startswith(f"not a valid pickle after byte {len(pickle.dumps(1) + pickle.dumps([print]))}")
+        assert report.error.startswith(
+            f"not a valid pickle after byte {len(pickle.dumps(1) + pickle.dumps([print]))}"
+        )
 
     def test_to_json(self):
         """The report as JSON for programs."""

@@ -122,20 +122,49 @@ def make_ten() -> tuple[list[Case], Any]:
     child = TreeNode(root)
     root.children.append(child)
     cases = [
-        Case("closure over an object that holds a lock", "job", _make_job(Worker()),
-             "job.__closure__[0].cell_contents._lock"),
-        Case("experiment whose captured function reads a global connection", "ex", _make_experiment(),
-             "obj.captured_functions[2].__wrapped__.__globals__['conn']"),
-        Case("an Event deep in containers", "payload", {"key": Settings(attr=[0, 1, 2, threading.Event()])},
-             "obj['key'].attr[3]"),
-        Case("settings holding an open log file", "settings", Settings(level="INFO", log=log), "obj.log"),
-        Case("a task whose argument is a generator", "task", functools.partial(sum_rows, rows=rows),
-             "obj.keywords['rows']"),
+        Case(
+            "closure over an object that holds a lock",
+            "job",
+            _make_job(Worker()),
+            "job.__closure__[0].cell_contents._lock",
+        ),
+        Case(
+            "experiment whose captured function reads a global connection",
+            "ex",
+            _make_experiment(),
+            "obj.captured_functions[2].__wrapped__.__globals__['conn']",
+        ),
+        Case(
+            "an Event deep in containers",
+            "payload",
+            {"key": Settings(attr=[0, 1, 2, threading.Event()])},
+            "obj['key'].attr[3]",
+        ),
+        Case(
+            "settings holding an open log file",
+            "settings",
+            Settings(level="INFO", log=log),
+            "obj.log",
+        ),
+        Case(
+            "a task whose argument is a generator",
+            "task",
+            functools.partial(sum_rows, rows=rows),
+            "obj.keywords['rows']",
+        ),
         Case("a client holding a socket", "client", Client(sock), "obj._sock"),
-        Case("pool state holding a Thread", "state", {"threads": [threading.Thread(target=print)]},
-             "obj['threads'][0]"),
-        Case("settings holding a ctypes pointer", "buffer", Settings(ptr=ctypes.pointer(ctypes.c_int(7))),
-             "obj.ptr"),
+        Case(
+            "pool state holding a Thread",
+            "state",
+            {"threads": [threading.Thread(target=print)]},
+            "obj['threads'][0]",
+        ),
+        Case(
+            "settings holding a ctypes pointer",
+            "buffer",
+            Settings(ptr=ctypes.pointer(ctypes.c_int(7))),
+            "obj.ptr",
+        ),
         Case("a model whose backend's __reduce__ raises", "model", Model(), "obj.backend"),
         Case("a tree node with a weak reference to its parent", "node", child, "obj.parent"),
     ]
