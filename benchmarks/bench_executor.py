@@ -143,7 +143,7 @@ def throughput(n: int, repeats: int, with_loky: bool) -> list[dict[str, Any]]:
 def run_small(pool: Any, run: Callable[[Any], Any], label: str) -> None:
     # Warm the pool: workers started, functions loaded, first-use costs paid.
     del run, label
-    if isinstance(pool, multiprocessing.pool.Pool) or isinstance(pool, picklable.Pool):
+    if isinstance(pool, (multiprocessing.pool.Pool, picklable.Pool)):
         pool.map(abs, range(64), chunksize=1)
     else:
         list(pool.map(abs, range(64)))
@@ -196,7 +196,12 @@ def startup(repeats: int) -> list[dict[str, Any]]:
         for _ in range(repeats):
             for name, path in scripts.items():
                 out = subprocess.run(
-                    [sys.executable, str(path)], capture_output=True, text=True, env=env, check=True, cwd=tmp
+                    [sys.executable, str(path)],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    check=True,
+                    cwd=tmp,
                 ).stdout.split()
                 runs[name].append((float(out[0]), float(out[1])))
     base = statistics.median(t for _, t in runs["stdlib"])
@@ -228,7 +233,7 @@ def startup(repeats: int) -> list[dict[str, Any]]:
 def efficiency(tasks: int, ms: float, repeats: int) -> list[dict[str, Any]]:
     ideal = tasks * ms / 1000 / WORKERS
     spawn = multiprocessing.get_context("spawn")
-    burn = lambda x: spin(x)  # noqa: E731
+    burn = lambda x: spin(x)  # noqa: E731, PLW0108 -- picklable ships a lambda
     cases = [
         ("stdlib Pool.map, chunksize 1", spawn.Pool(WORKERS), spin),
         ("picklable.Pool.map, chunksize 1, lambda", picklable.Pool(WORKERS), burn),
@@ -244,7 +249,14 @@ def efficiency(tasks: int, ms: float, repeats: int) -> list[dict[str, Any]]:
                 pool.map(fn, [ms] * tasks, chunksize=1)
                 best[label] = min(best[label], time.perf_counter() - start)
         for label, _, _ in cases:
-            rows.append({"case": label, "seconds": best[label], "ideal": ideal, "efficiency": ideal / best[label]})
+            rows.append(
+                {
+                    "case": label,
+                    "seconds": best[label],
+                    "ideal": ideal,
+                    "efficiency": ideal / best[label],
+                }
+            )
     finally:
         for _, pool, _ in cases:
             pool.terminate()
@@ -262,35 +274,44 @@ def main() -> None:
     args = parser.parse_args()
     repeats = 2 if args.quick else 5
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}")
+    cpus = os.cpu_count()
+    print(
+        f"Python {platform.python_version()} on {platform.machine()}, {cpus} CPUs, load {load:.2f}"
+    )
     print(f"{WORKERS} workers, spawn start method\n")
 
     n = 20_000
     rows = throughput(n, repeats, with_loky=not args.quick)
-    print(f"Throughput: {n:,} trivial tasks, chunksize 1 (best of {repeats}; target: lambda <= 1.3x baseline)")
+    print(f"Throughput: {n:,} trivial tasks, chunksize 1 (best of {repeats})")
+    print("  target: picklable with a lambda <= 1.3x the baseline")
     print(f"  {'case':50} {'seconds':>8} {'us/task':>8} {'ratio':>7}")
     for row in rows:
-        print(f"  {row['case']:50} {row['seconds']:8.3f} {row['us_per_task']:8.1f} {row['ratio']:6.2f}x")
+        line = f"  {row['case']:50} {row['seconds']:8.3f} {row['us_per_task']:8.1f}"
+        print(f"{line} {row['ratio']:6.2f}x")
 
     start_rows = startup(3 if args.quick else 7)
     print("\nStart-up to first result, fresh interpreter each (median; target <= 1.1x baseline)")
-    print("  (import: the parent's import of the pool modules, before Pool(); +import: both together)")
+    print("  import: the parent's import of the pool modules, before Pool()")
+    print("  +import: import and start-up together, and its ratio")
     print(f"  {'case':50} {'seconds':>8} {'ratio':>7} {'import':>8} {'+import':>8} {'ratio':>7}")
     for row in start_rows:
-        print(
-            f"  {row['case']:50} {row['seconds']:8.3f} {row['ratio']:6.2f}x {row['import_seconds']:8.3f} "
-            f"{row['with_import_seconds']:8.3f} {row['with_import_ratio']:6.2f}x"
-        )
+        line = f"  {row['case']:50} {row['seconds']:8.3f} {row['ratio']:6.2f}x"
+        extra = f"{row['import_seconds']:8.3f} {row['with_import_seconds']:8.3f}"
+        print(f"{line} {extra} {row['with_import_ratio']:6.2f}x")
 
     eff_rows = efficiency(200, 5.0, 2 if args.quick else 3)
     print("\nEfficiency: 200 tasks of 5 ms CPU (best; target >= 95% of ideal)")
     print(f"  {'case':50} {'seconds':>8} {'ideal':>7} {'effic.':>7}")
     for row in eff_rows:
-        print(f"  {row['case']:50} {row['seconds']:8.3f} {row['ideal']:7.3f} {row['efficiency']:6.1%}")
+        line = f"  {row['case']:50} {row['seconds']:8.3f} {row['ideal']:7.3f}"
+        print(f"{line} {row['efficiency']:6.1%}")
 
     if args.json:
         args.json.write_text(
-            json.dumps({"load": load, "throughput": rows, "startup": start_rows, "efficiency": eff_rows}, indent=2)
+            json.dumps(
+                {"load": load, "throughput": rows, "startup": start_rows, "efficiency": eff_rows},
+                indent=2,
+            )
         )
 
 

@@ -25,10 +25,11 @@ def main():
         counted = picklable.ship(pool_tasks.CountsLoads())
         loads = {n for _, n in pool.map(counted, range(40), chunksize=1)}
         assert loads == {1}, loads
-        assert pool.apply(pool_tasks.same_as_frame_mean, (picklable.ship(api.Frame.mean),)) is True
+        mean = picklable.ship(api.Frame.mean)
+        assert pool.apply(pool_tasks.same_as_frame_mean, (mean,)) is True
     with concurrent.futures.ProcessPoolExecutor(2, mp_context=spawn) as ex:
         assert ex.submit(picklable.ship(lambda: "from main")).result() == "from main"
-        assert ex.submit(pool_tasks.same_as_frame_mean, picklable.ship(api.Frame.mean)).result() is True
+        assert ex.submit(pool_tasks.same_as_frame_mean, mean).result() is True
     print("ok")
 
 if __name__ == "__main__":
@@ -81,13 +82,16 @@ from picklable_testpkg import api, pool_tasks
 def main(mode):
     parallel = Parallel(n_jobs=2)
     offset = 5
-    assert parallel(delayed(picklable.ship(lambda x: x * offset))(i) for i in range(6)) == [0, 5, 10, 15, 20, 25]
-    same = parallel(delayed(pool_tasks.same_as_frame_mean)(picklable.ship(api.Frame.mean)) for _ in range(4))
+    scaled = picklable.ship(lambda x: x * offset)
+    assert parallel(delayed(scaled)(i) for i in range(6)) == [0, 5, 10, 15, 20, 25]
+    check = delayed(pool_tasks.same_as_frame_mean)
+    same = parallel(check(picklable.ship(api.Frame.mean)) for _ in range(4))
     assert same == [True] * 4, same
     if mode == "picklable":
-        assert parallel(delayed(pool_tasks.same_as_frame_mean)(api.Frame.mean) for _ in range(2)) == [True, True]
+        assert parallel(check(api.Frame.mean) for _ in range(2)) == [True, True]
     # n_jobs=1 runs in this process: the envelope is called as the object.
-    assert Parallel(n_jobs=1)(delayed(picklable.ship(lambda x: -x))(i) for i in range(3)) == [0, -1, -2]
+    negate = picklable.ship(lambda x: -x)
+    assert Parallel(n_jobs=1)(delayed(negate)(i) for i in range(3)) == [0, -1, -2]
     print("ok", mode)
 
 if __name__ == "__main__":
@@ -96,7 +100,7 @@ if __name__ == "__main__":
 
 
 def test_envelope_through_stdlib_pools(tmp_path):
-    """multiprocessing and concurrent.futures (spawn) carry ship() envelopes, loaded once per worker."""
+    """multiprocessing and concurrent.futures carry ship() envelopes, loaded once per worker."""
     assert run_script(STDLIB, tmp_path).split() == ["ok"]
 
 
@@ -111,6 +115,6 @@ def test_loky_with_envelope(tmp_path):
 
 
 def test_joblib_parallel(tmp_path):
-    """joblib.Parallel carries envelopes, with its default pickler and with LOKY_PICKLER=picklable."""
+    """joblib.Parallel carries envelopes, with its default pickler and LOKY_PICKLER=picklable."""
     assert run_script(JOBLIB, tmp_path, args=("default",)).split() == ["ok", "default"]
     assert run_script(JOBLIB, tmp_path, args=("picklable",)).split() == ["ok", "picklable"]

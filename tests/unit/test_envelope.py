@@ -48,7 +48,9 @@ class TestShip:
     def test_repr(self):
         """The repr names the type, the size and the digest."""
         env = picklable.ship([1, 2])
-        assert repr(env).startswith("<picklable.Envelope of builtins.list, ") and env.digest.hex()[:12] in repr(env)
+        assert repr(env).startswith("<picklable.Envelope of builtins.list, ") and env.digest.hex()[
+            :12
+        ] in repr(env)
 
 
 class TestOpenEnvelope:
@@ -87,4 +89,9 @@ class TestOpenEnvelope:
         env = picklable.ship(lambda x: x * 7)
         payload = pickle.dumps(env)
         assert child.run(pool_tasks.load_twice_and_call, payload, 3) == (True, 21)
-        assert child.run(checks.is_importable_object, pickle.dumps(picklable.ship(api.Frame.mean)), "picklable_testpkg.api", "Frame.mean")
+        assert child.run(
+            checks.is_importable_object,
+            pickle.dumps(picklable.ship(api.Frame.mean)),
+            "picklable_testpkg.api",
+            "Frame.mean",
+        )

@@ -108,7 +108,9 @@ class TestErrorInfo:
     def test_frozen_exception(self):
         """An exception refusing setattr still gets its cause and traceback."""
         codec = P.Codec()
-        rebuilt = P.rebuild_error(P.error_info(raised(errors.FrozenError("f", field="x")), codec, 1), codec)
+        rebuilt = P.rebuild_error(
+            P.error_info(raised(errors.FrozenError("f", field="x")), codec, 1), codec
+        )
         assert type(rebuilt) is errors.FrozenError
         assert isinstance(rebuilt.__cause__, executors.RemoteTraceback)
 
@@ -136,7 +138,9 @@ class TestErrors:
         """WorkerDiedError names the worker, the task, the signal and the fix."""
         err = executors.WorkerDiedError("work(3)", -signal.SIGKILL, pid=42, worker_index=1)
         text = str(err)
-        assert text.startswith("Worker 1 (pid 42) died while running task work(3): killed by signal SIGKILL")
+        assert text.startswith(
+            "Worker 1 (pid 42) died while running task work(3): killed by signal SIGKILL"
+        )
         assert "OOM killer" in text and "retries=N" in text
         assert (err.signal, err.exitcode, err.attempts) == ("SIGKILL", -9, 1)
 
@@ -145,19 +149,36 @@ class TestErrors:
         assert issubclass(executors.WorkerDiedError, BrokenProcessPool)
         assert issubclass(executors.BrokenPoolError, BrokenProcessPool)
 
-    @pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads), (picklable.dumps, picklable.loads)])
+    @pytest.mark.parametrize(
+        ("dumps", "loads"), [(pickle.dumps, pickle.loads), (picklable.dumps, picklable.loads)]
+    )
     def test_errors_pickle_with_their_fields(self, dumps, loads):
         """The pool's errors travel on with their fields."""
         died = loads(dumps(executors.WorkerDiedError("t", 3, pid=1, worker_index=0, attempts=2)))
-        assert (died.task, died.exitcode, died.pid, died.worker_index, died.attempts) == ("t", 3, 1, 0, 2)
+        assert (died.task, died.exitcode, died.pid, died.worker_index, died.attempts) == (
+            "t",
+            3,
+            1,
+            0,
+            2,
+        )
         remote = loads(dumps(executors.RemoteError("m.E", "msg", "why", "tb")))
-        assert (remote.type_name, remote.message, remote.reason, remote.remote_traceback) == ("m.E", "msg", "why", "tb")
+        assert (remote.type_name, remote.message, remote.reason, remote.remote_traceback) == (
+            "m.E",
+            "msg",
+            "why",
+            "tb",
+        )
         broken = loads(dumps(executors.BrokenPoolError("gone", reason="terminated")))
         assert (str(broken), broken.reason) == ("gone", "terminated")
 
     @pytest.mark.parametrize(
-        "code, words",
-        [(3, "exited with code 3"), (-signal.SIGSEGV, "SIGSEGV (a crash in native code)"), (None, "killed")],
+        ("code", "words"),
+        [
+            (3, "exited with code 3"),
+            (-signal.SIGSEGV, "SIGSEGV (a crash in native code)"),
+            (None, "killed"),
+        ],
     )
     def test_describe_exit(self, code, words):
         """Exit codes and signals are said in words."""
@@ -219,7 +240,7 @@ class TestItemsJob:
 
 class TestArguments:
     @pytest.mark.parametrize(
-        "kwargs, error",
+        ("kwargs", "error"),
         [
             ({"processes": 0}, ValueError),
             ({"maxtasksperchild": 0}, ValueError),
@@ -241,11 +262,17 @@ class TestArguments:
             picklable.Pool(1, initializer=lambda: lock)
 
     @pytest.mark.parametrize(
-        "kwargs", [{"max_workers": 0}, {"max_tasks_per_child": 0}, {"mp_context": "nope"}, {"retries": -2}]
+        ("kwargs", "words"),
+        [
+            ({"max_workers": 0}, "max_workers"),
+            ({"max_tasks_per_child": 0}, "max_tasks_per_child"),
+            ({"mp_context": "nope"}, "start method"),
+            ({"retries": -2}, "retries"),
+        ],
     )
-    def test_executor_rejects_bad_arguments(self, kwargs):
+    def test_executor_rejects_bad_arguments(self, kwargs, words):
         """The executor checks its arguments first too."""
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=words):
             picklable.ProcessPoolExecutor(**kwargs)
 
     def test_start_method(self):
@@ -266,7 +293,14 @@ class TestArguments:
 class TestPublicNames:
     def test_exports(self):
         """The pool API is exported lazily from picklable."""
-        for name in ("Pool", "ProcessPoolExecutor", "WorkerDiedError", "BrokenPoolError", "RemoteError", "worker_index"):
+        for name in (
+            "Pool",
+            "ProcessPoolExecutor",
+            "WorkerDiedError",
+            "BrokenPoolError",
+            "RemoteError",
+            "worker_index",
+        ):
             assert getattr(picklable, name) is getattr(executors, name)
             assert name in picklable.__all__
 
@@ -276,9 +310,8 @@ class TestPublicNames:
 
     def test_pools_do_not_pickle(self):
         """Pools refuse to be pickled, as multiprocessing's do."""
-        with picklable.Pool(1) as pool:
-            with pytest.raises(NotImplementedError):
-                pickle.dumps(pool)
+        with picklable.Pool(1) as pool, pytest.raises(NotImplementedError):
+            pickle.dumps(pool)
 
     def test_budget_is_small(self):
         """The queue budget keeps tail imbalance to a few milliseconds."""

@@ -10,6 +10,7 @@ work in the script. Spawned workers do not re-import the script, so it needs no
 from __future__ import annotations
 
 import pytest
+
 from support.child import run_script
 
 SCRIPT = """

@@ -74,7 +74,9 @@ class _Worker:
         "eof_at",
     )
 
-    def __init__(self, index: int, process: _launch.Process, sock: socket.socket, boot: bytes) -> None:
+    def __init__(
+        self, index: int, process: _launch.Process, sock: socket.socket, boot: bytes
+    ) -> None:
         self.index = index
         self.process = process
         self.sock = sock
@@ -143,7 +145,19 @@ class Feed:
     appends chunks to :attr:`chunks` and sets :attr:`done` at the end.
     """
 
-    __slots__ = ("job", "digest", "function", "kind", "items", "pos", "chunksize", "retries", "chunks", "done", "closed")
+    __slots__ = (
+        "job",
+        "digest",
+        "function",
+        "kind",
+        "items",
+        "pos",
+        "chunksize",
+        "retries",
+        "chunks",
+        "done",
+        "closed",
+    )
 
     def __init__(
         self,
@@ -309,7 +323,13 @@ class Core:
         return hashlib.blake2b(payload, digest_size=16).digest(), payload
 
     def call_unit(
-        self, job: Job, digest: bytes, function: bytes, args: tuple[Any, ...], kwargs: dict[str, Any], retries: int
+        self,
+        job: Job,
+        digest: bytes,
+        function: bytes,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        retries: int,
     ) -> Unit:
         """A unit for one call; raises if the arguments cannot be shipped."""
         unit_id = next(self.ids)
@@ -340,7 +360,9 @@ class Core:
     def _orphaned(self) -> None:
         # Submitted while the pool was closing down (a race with close() in
         # another thread): nobody will run it, so it fails instead of waiting.
-        error = self.broken or BrokenPoolError("the pool was shut down before this task ran", reason="shut down")
+        error = self.broken or BrokenPoolError(
+            "the pool was shut down before this task ran", reason="shut down"
+        )
         while self.pending:
             unit = self.pending.popleft()
             unit.job.fail(unit, error)
@@ -469,7 +491,8 @@ class Core:
             self._start_worker(index)
         except Exception as exc:
             error = BrokenPoolError(
-                f"cannot start a new worker to replace worker {index}: {type(exc).__name__}: {exc}. "
+                f"cannot start a new worker to replace worker {index}: "
+                f"{type(exc).__name__}: {exc}. "
                 "Fix: check the resources of the machine (processes, open files, memory).",
                 reason="cannot start workers",
             )
@@ -516,7 +539,15 @@ class Core:
                 continue
             frame = P.task_frame(feed.kind, unit_id, feed.digest, payload)
             unit = Unit(
-                unit_id, feed.job, feed.digest, feed.function, frame, start, len(chunk), chunk, feed.retries
+                unit_id,
+                feed.job,
+                feed.digest,
+                feed.function,
+                frame,
+                start,
+                len(chunk),
+                chunk,
+                feed.retries,
             )
             pending.append(unit)
             return unit
@@ -594,10 +625,7 @@ class Core:
             return
         while out:
             try:
-                if len(out) == 1:
-                    sent = sock.send(out[0])
-                else:
-                    sent = sock.sendmsg(_first(out, 512))
+                sent = sock.send(out[0]) if len(out) == 1 else sock.sendmsg(_first(out, 512))
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
@@ -704,7 +732,9 @@ class Core:
         job.settle(unit, outcomes)
 
     def _protocol_error(self, worker: _Worker, what: str) -> None:
-        sys.stderr.write(f"picklable pool: worker {worker.index} broke the protocol ({what}); replacing it\n")
+        sys.stderr.write(
+            f"picklable pool: worker {worker.index} broke the protocol ({what}); replacing it\n"
+        )
         worker.process.kill()
 
     def _initializer_failed(self, worker: _Worker, payload: Any) -> None:
@@ -855,7 +885,8 @@ class Core:
 
 def _settle_failed(unit: Unit, exc: BaseException) -> None:
     error = BrokenPoolError(
-        f"the result of task {unit.job.describe(unit)} could not be delivered: {type(exc).__name__}: {exc}",
+        f"the result of task {unit.job.describe(unit)} could not be delivered: "
+        f"{type(exc).__name__}: {exc}",
         reason="result could not be delivered",
     )
     error.__cause__ = exc

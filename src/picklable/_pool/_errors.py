@@ -56,7 +56,9 @@ class RemoteError(Exception):
         The traceback text, formatted in the worker.
     """
 
-    def __init__(self, type_name: str, message: str, reason: str, remote_traceback: str = "") -> None:
+    def __init__(
+        self, type_name: str, message: str, reason: str, remote_traceback: str = ""
+    ) -> None:
         super().__init__(
             f"{type_name}: {message} (raised in a worker; the exception could not be shipped "
             f"back as itself: {reason}). Fix: let the exception class rebuild from its args "

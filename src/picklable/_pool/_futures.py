@@ -1,4 +1,4 @@
-"""``picklable.ProcessPoolExecutor``: the API of :mod:`concurrent.futures`, shipping with picklable."""
+"""``picklable.ProcessPoolExecutor``: the API of :mod:`concurrent.futures`, with picklable."""
 
 from __future__ import annotations
 
@@ -76,7 +76,9 @@ class ProcessPoolExecutor(Executor):
         init = P.Codec().encode((initializer, tuple(initargs))) if initializer is not None else None
         self._max_workers = max_workers
         self._retries = retries
-        self._core = Core(max_workers, method, init, max_tasks_per_child, "picklable.ProcessPoolExecutor")
+        self._core = Core(
+            max_workers, method, init, max_tasks_per_child, "picklable.ProcessPoolExecutor"
+        )
         self._shutdown = False
         # Collected without shutdown(): finish the queued work in the background.
         self._finalizer = weakref.finalize(self, self._core.close)
@@ -84,7 +86,10 @@ class ProcessPoolExecutor(Executor):
 
     def __repr__(self) -> str:
         state = "shutdown" if self._shutdown else "running"
-        return f"<picklable.ProcessPoolExecutor {state} max_workers={self._max_workers} method={self._core.method}>"
+        return (
+            f"<picklable.ProcessPoolExecutor {state} max_workers={self._max_workers} "
+            f"method={self._core.method}>"
+        )
 
     def __reduce__(self) -> Any:
         raise NotImplementedError("executor objects cannot be passed between processes or pickled")
@@ -119,7 +124,7 @@ class ProcessPoolExecutor(Executor):
         core.submit(unit)
         return future
 
-    def map(  # type: ignore[override]
+    def map(
         self,
         fn: Callable[..., Any],
         *iterables: Iterable[Any],

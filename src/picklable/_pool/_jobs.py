@@ -330,7 +330,11 @@ class ItemsJob(Job):
         return not self.cancelled
 
     def describe(self, unit: Unit) -> str:
-        where = f"item {unit.start}" if unit.count == 1 else f"items {unit.start}-{unit.start + unit.count - 1}"
+        where = (
+            f"item {unit.start}"
+            if unit.count == 1
+            else f"items {unit.start}-{unit.start + unit.count - 1}"
+        )
         if unit.count == 1:
             (item,) = unit.args
             call = call_repr(self.fn_name, item if self.star else (item,))

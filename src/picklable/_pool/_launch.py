@@ -72,7 +72,7 @@ def _pidfd(pid: int) -> int | None:
     if not _HAS_PIDFD:
         return None
     try:
-        return int(os.pidfd_open(pid))  # type: ignore[attr-defined]
+        return int(os.pidfd_open(pid))
     except OSError:
         return None
 

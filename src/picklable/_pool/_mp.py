@@ -6,7 +6,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from . import _protocol as P
@@ -20,7 +20,10 @@ from ._jobs import (
     MapResult,
 )
 
-__all__ = ["Pool", "callable_name", "start_method", "feed_iterable"]
+__all__ = ["Pool", "callable_name", "feed_iterable", "start_method"]
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 def start_method(context: Any) -> str:
@@ -32,7 +35,9 @@ def start_method(context: Any) -> str:
     else:
         getter = getattr(context, "get_start_method", None)
         if getter is None:
-            raise TypeError(f"context must be a start method name or a multiprocessing context, not {context!r}")
+            raise TypeError(
+                f"context must be a start method name or a multiprocessing context, not {context!r}"
+            )
         method = getter()
     if method not in ("spawn", "forkserver", "fork"):
         raise ValueError(f"unknown start method {method!r}: use 'spawn', 'forkserver' or 'fork'")
@@ -129,7 +134,9 @@ class Pool:
             processes = os.cpu_count() or 1
         if processes < 1:
             raise ValueError("Number of processes must be at least 1")
-        if maxtasksperchild is not None and (not isinstance(maxtasksperchild, int) or maxtasksperchild <= 0):
+        if maxtasksperchild is not None and (
+            not isinstance(maxtasksperchild, int) or maxtasksperchild <= 0
+        ):
             raise ValueError("maxtasksperchild must be a positive int or None")
         if initializer is not None and not callable(initializer):
             raise TypeError("initializer must be a callable")
@@ -145,7 +152,10 @@ class Pool:
         self._finalizer.atexit = False  # _core's exit hook handles interpreter exit
 
     def __repr__(self) -> str:
-        return f"<picklable.Pool state={self._state} processes={self._processes} method={self._core.method}>"
+        return (
+            f"<picklable.Pool state={self._state} processes={self._processes} "
+            f"method={self._core.method}>"
+        )
 
     def __reduce__(self) -> Any:
         raise NotImplementedError("pool objects cannot be passed between processes or pickled")
@@ -159,7 +169,12 @@ class Pool:
 
     # --- one call
 
-    def apply(self, func: Callable[..., Any], args: Iterable[Any] = (), kwds: Mapping[str, Any] | None = None) -> Any:
+    def apply(
+        self,
+        func: Callable[..., Any],
+        args: Iterable[Any] = (),
+        kwds: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Call ``func(*args, **kwds)`` in a worker and return its result."""
         return self.apply_async(func, args, kwds).get()
 
@@ -194,7 +209,12 @@ class Pool:
     # --- the map family
 
     def map(
-        self, func: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int | None = None, *, progress: bool = False
+        self,
+        func: Callable[[Any], Any],
+        iterable: Iterable[Any],
+        chunksize: int | None = None,
+        *,
+        progress: bool = False,
     ) -> list[Any]:
         """``[func(x) for x in iterable]``, computed by the workers.
 
@@ -206,7 +226,10 @@ class Pool:
         progress:
             Show a progress bar on stderr.
         """
-        return self._map_async(func, iterable, chunksize, None, None, False, progress).get()
+        values: list[Any] = self._map_async(
+            func, iterable, chunksize, None, None, False, progress
+        ).get()
+        return values
 
     def map_async(
         self,
@@ -230,7 +253,10 @@ class Pool:
         progress: bool = False,
     ) -> list[Any]:
         """``[func(*args) for args in iterable]``, computed by the workers."""
-        return self._map_async(func, iterable, chunksize, None, None, True, progress).get()
+        values: list[Any] = self._map_async(
+            func, iterable, chunksize, None, None, True, progress
+        ).get()
+        return values
 
     def starmap_async(
         self,
@@ -246,16 +272,28 @@ class Pool:
         return self._map_async(func, iterable, chunksize, callback, error_callback, True, progress)
 
     def imap(
-        self, func: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1, *, progress: bool = False
+        self,
+        func: Callable[[Any], Any],
+        iterable: Iterable[Any],
+        chunksize: int = 1,
+        *,
+        progress: bool = False,
     ) -> IMapIterator:
         """Results of ``func`` over ``iterable``, in order, as they become available."""
         return IMapIterator(self._items_job(func, iterable, chunksize, False, False, progress))
 
     def imap_unordered(
-        self, func: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1, *, progress: bool = False
+        self,
+        func: Callable[[Any], Any],
+        iterable: Iterable[Any],
+        chunksize: int = 1,
+        *,
+        progress: bool = False,
     ) -> IMapUnorderedIterator:
         """Results of ``func`` over ``iterable``, in the order they finish."""
-        return IMapUnorderedIterator(self._items_job(func, iterable, chunksize, True, False, progress))
+        return IMapUnorderedIterator(
+            self._items_job(func, iterable, chunksize, True, False, progress)
+        )
 
     def _map_async(
         self,
@@ -278,7 +316,13 @@ class Pool:
         return MapResult(job)
 
     def _items_job(
-        self, func: Callable[..., Any], iterable: Iterable[Any], chunksize: int, unordered: bool, star: bool, progress: bool
+        self,
+        func: Callable[..., Any],
+        iterable: Iterable[Any],
+        chunksize: int,
+        unordered: bool,
+        star: bool,
+        progress: bool,
     ) -> ItemsJob:
         self._check_running()
         if chunksize < 1:
@@ -299,7 +343,13 @@ class Pool:
         kind = "starmap" if star else "map"
         name = f"{kind}({callable_name(func)})"
         job = ItemsJob(
-            name, self, star=star, unordered=unordered, progress=progress, callback=callback, error_callback=error_callback
+            name,
+            self,
+            star=star,
+            unordered=unordered,
+            progress=progress,
+            callback=callback,
+            error_callback=error_callback,
         )
         return start_items(self._core, job, func, iterable, chunksize, star, self._retries)
 
@@ -330,12 +380,12 @@ class Pool:
             raise ValueError("Pool is still running")
         self._core.join(timeout)
 
-    def __enter__(self) -> Pool:
+    def __enter__(self) -> Self:
         if self._state != "RUN":
             raise ValueError("Pool not running")
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         # As multiprocessing.Pool: leaving the block terminates the pool.
         self.terminate()
 
@@ -349,7 +399,10 @@ def start_items(
     star: bool,
     retries: int,
 ) -> ItemsJob:
-    """Hand the items of a map job to the pool (lists directly, iterators through a feeder thread)."""
+    """Hand the items of a map job to the pool.
+
+    Lists go to the manager directly; other iterables through a feeder thread.
+    """
     kind = P.STARMAP if star else P.MAP
     items: list[Any] | None = None
     if isinstance(iterable, (list, tuple, range)):

@@ -175,16 +175,19 @@ def rebuild_error(info: ErrorInfo, codec: Codec) -> BaseException:
         try:
             exc = codec.decode(data)
         except Exception as why:
-            reason = f"it could not be loaded in the parent: {type_name(type(why))}: {safe_str(why)}"
+            reason = (
+                f"it could not be loaded in the parent: {type_name(type(why))}: {safe_str(why)}"
+            )
     if not isinstance(exc, BaseException):
         exc = RemoteError(name, message, reason or "unknown", text)
     remote = RemoteTraceback(text)
     # The text already shows the whole chain; a cause rebuilt with the
     # exception stays reachable without being printed twice. Set through
     # BaseException's own descriptor: an exception class may refuse setattr.
-    remote.cause = exc.__cause__
-    _CAUSE.__set__(exc, remote)
-    return exc
+    error: BaseException = exc
+    remote.cause = error.__cause__
+    _CAUSE.__set__(error, remote)
+    return error
 
 
 _CAUSE = BaseException.__dict__["__cause__"]

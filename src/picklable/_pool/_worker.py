@@ -11,7 +11,7 @@ goes away (end of file on the socket).
 
 from __future__ import annotations
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # signal without the enum wrappers
 import os
 import pickle
 import sys
@@ -130,7 +130,12 @@ def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
 
 
 def run(sock: Any, config: WorkerConfig) -> int:
-    """Serve tasks on ``sock`` (a :class:`socket.socket`) until told to stop; return the exit code."""
+    """Serve tasks on ``sock`` (a :class:`socket.socket`) until told to stop.
+
+    Returns
+    -------
+    The exit code for the worker process.
+    """
     sock.setblocking(True)
     return serve(_Channel(sock.detach()), config)
 
@@ -169,14 +174,14 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
     head = P.RESULT_HEAD.pack
     task_head = P.TASK_BODY.unpack_from
     func_head = P.FUNC_BODY.unpack_from
-    CALL, MAP, STARMAP = P.CALL[0], P.MAP[0], P.STARMAP[0]
+    CALL, STARMAP = P.CALL[0], P.STARMAP[0]
     FUNC, FORGET, STOP = P.FUNC[0], P.FORGET[0], P.STOP[0]
     VALUE = P.VALUE
     big = 1 << 16
 
     for frame in _frames(sock):
         kind = frame[0]
-        if kind == FUNC or kind == FORGET:
+        if kind in (FUNC, FORGET):
             digest = func_head(frame)[1]
             if kind == FORGET:
                 functions.pop(digest, None)
@@ -194,7 +199,8 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
         fn = functions.get(digest)
         if fn is None:
             info = broken.get(digest) or P.error_info(
-                RuntimeError("protocol error: task for a function this worker never received"), codec
+                RuntimeError("protocol error: task for a function this worker never received"),
+                codec,
             )
             _send_errors(sock, encode, unit_id, info)
             continue
@@ -209,7 +215,9 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
                 value = fn(*args, **kwargs)
             except BaseException as exc:
                 elapsed = clock() - started
-                _send_outcomes(sock, codec, unit_id, elapsed, [_Failed(P.error_info(exc, codec, 1))])
+                _send_outcomes(
+                    sock, codec, unit_id, elapsed, [_Failed(P.error_info(exc, codec, 1))]
+                )
                 continue
         else:
             value = []
@@ -246,7 +254,9 @@ class _Failed:
         self.info = info
 
 
-def _send_outcomes(sock: _Channel, codec: P.Codec, unit_id: int, elapsed: float, items: list[Any]) -> None:
+def _send_outcomes(
+    sock: _Channel, codec: P.Codec, unit_id: int, elapsed: float, items: list[Any]
+) -> None:
     """Answer a task whose items did not all succeed, or whose result cannot travel.
 
     Each item travels on its own, so one unpicklable result fails that item only.
