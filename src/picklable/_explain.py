@@ -431,7 +431,8 @@ class _Builder:
         self.count = 0
         # id -> (object, node) of every part in the tree (kept alive: ids stay unique).
         self.parts: dict[int, tuple[Any, Node]] = {}
-        self.order: list[tuple[Any, Node, bool]] = []  # pre-order: (obj, node, fully enumerated)
+        # pre-order: (obj, node, all pieces enumerated, no piece worth a line)
+        self.order: list[tuple[Any, Node, bool, bool]] = []
 
     def node(self, obj: Any, path: str, name: str) -> Node:
         self.count += 1
@@ -451,6 +452,7 @@ class _Builder:
         while stack:
             obj, node, depth = stack.pop()
             complete = True
+            leaf = True  # no piece worth a line: dumped as it is, nothing replaced
             how = Shipping(node.how, node.via, node.why)
             known = _hints.unshippable(obj) if node.how != "reference" else None
             if node.how == "reference":
@@ -458,18 +460,19 @@ class _Builder:
             elif known is not None:
                 pass  # confirmed (or not) when measured
             elif _opaque(obj, how) or depth >= _MAX_DEPTH:
-                complete = False
+                complete = leaf = False
             else:
                 pending = []
                 try:
                     pieces = list(children(obj, how))
                 except Exception:
-                    pieces, complete = [], False
+                    pieces, complete, leaf = [], False, False
                 if len(pieces) >= _diagnose._MAX_CHILDREN:
                     complete = False
                 for suffix, child in pieces:
                     if _trivial(child):
                         continue
+                    leaf = False  # shared or not, a part already told must be replaced
                     seen = self.parts.get(id(child))
                     if seen is not None:
                         # Sent once (pickle's memo); worth a line when it is a part that
@@ -493,17 +496,16 @@ class _Builder:
                     node.children.append(child_node)
                     pending.append((child, child_node, depth + 1))
                 stack.extend(reversed(pending))
-            self.order.append((obj, node, complete))
+            self.order.append((obj, node, complete, leaf))
         self.measure()
         return top
 
     def measure(self) -> None:
         replace = {key: obj for key, (obj, _) in self.parts.items()}
-        for obj, node, complete in reversed(self.order):
+        for obj, node, complete, leaf in reversed(self.order):
             real = [c for c in node.children if c.how != "shared"]
-            needs_replace = bool(node.children) or not complete
             try:
-                own = _measure(obj, replace if needs_replace else None)
+                own = _measure(obj, None if leaf else replace)
             except RecursionError as exc:
                 self.fail(obj, node, exc, complete)
                 continue

@@ -415,6 +415,7 @@ def unshippable(obj: Any) -> Hint | None:
 
 # --------------------------------------------------------- from the failure
 
+_CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
 _REDUCE_METHODS = (
     "__reduce_ex__",
     "__reduce__",
@@ -477,13 +478,20 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
     kind = type(cause).__name__
     message = _first_line(cause)
     said = f"{kind}: {message}" if message else kind
-    if kind == "TypeError" and message.startswith("cannot pickle "):
+    named = _CANNOT_PICKLE.match(message) if kind == "TypeError" else None
+    if named is not None:
+        t = type(culprit)
+        if named.group(1) in (t.__name__, t.__qualname__, type_name(culprit)):
+            return (
+                f"{type_name(culprit)} is a C type without pickle support",
+                (
+                    "ship what it is made from and rebuild it inside the worker, or register a "
+                    "reducer with copyreg.pickle()"
+                ),
+            )
         return (
-            f"{type_name(culprit)} is a C type without pickle support",
-            (
-                "ship what it is made from and rebuild it inside the worker, or register a "
-                "reducer with copyreg.pickle()"
-            ),
+            f"it holds a {named.group(1)}, which cannot be pickled",
+            "ship what it is made from and rebuild it inside the worker",
         )
     method = _raising_method(culprit, cause)
     if method is not None:

@@ -582,6 +582,13 @@ class TestHintsAndWalk:
             if not isinstance(obj, ctypes.c_int):
                 assert _hints.unshippable(obj) is None, obj
 
+    def test_failure_of_something_inside_is_not_blamed_on_the_holder(self):
+        """'cannot pickle X' about another type says the object holds an X."""
+        reason, _ = _hints.explain_failure(
+            Worker(), TypeError("cannot pickle '_thread.lock' object")
+        )
+        assert reason == "it holds a _thread.lock, which cannot be pickled"
+
     def test_find_culprit_returns_path_object_and_error(self):
         """find_culprit: the path, the culprit itself and its own error."""
         lock = threading.Lock()
@@ -746,6 +753,24 @@ class TestExplain:
         report = explain([local, local], name="jobs")
         second = report.find("jobs[1]")
         assert (second.how, second.via, second.size) == ("shared", "jobs[0]", 0)
+
+    def test_part_reached_twice_is_blamed_once(self):
+        """A lock reached through a wrapt proxy's forwarded state and the wrapped function
+        is one problem: the function holding it is not blamed as well."""
+        import wrapt
+
+        @wrapt.decorator
+        def passthrough(wrapped, instance, args, kwargs):
+            return wrapped(*args, **kwargs)
+
+        @passthrough
+        def step(x):
+            return x
+
+        step.lock = threading.Lock()
+        report = explain(step)
+        assert [(p.path, p.type) for p in report.problems] == [("step.lock", "_thread.lock")]
+        assert report.find("step.__wrapped__").how == "value"
 
     def test_render_whole_tree(self):
         """str(report): a header, then the tree, failures first, then largest first."""
