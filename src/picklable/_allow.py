@@ -33,6 +33,8 @@ made a payload. Never load payloads from an untrusted source.
 
 from __future__ import annotations
 
+import _codecs
+import _compat_pickle
 import builtins
 import copyreg
 import dataclasses
@@ -51,6 +53,7 @@ from .exceptions import UnpicklingError
 __all__ = ["IMPLICIT", "AllowListUnpickler", "Policy"]
 
 _MAIN_NAMES = ("__main__", "__mp_main__")
+_PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
 
 _SAFE_BUILTINS = (
     "object bool int float complex str bytes bytearray list tuple dict set frozenset "
@@ -69,6 +72,7 @@ def _implicit() -> dict[tuple[str, str], Any]:
     table["copyreg", "__newobj__"] = copyreg.__newobj__  # type: ignore[attr-defined]
     table["copyreg", "__newobj_ex__"] = copyreg.__newobj_ex__  # type: ignore[attr-defined]
     table["functools", "partial"] = functools.partial
+    table["_codecs", "encode"] = _codecs.encode  # bytes under protocols 0-2
     table["operator", "itemgetter"] = operator.itemgetter  # picklable's _FIRST
     for name in ("MethodType", "MappingProxyType", "FunctionType", "CellType", "SimpleNamespace"):
         table["types", name] = getattr(types, name)
@@ -202,6 +206,12 @@ class Policy:
 
     def find_class(self, module: str, name: str) -> Any:
         """What a GLOBAL opcode naming ``module`` + ``name`` loads, if admitted."""
+        # Protocols 0-2 write Python 2 names for builtins and copyreg; read them
+        # as their Python 3 names before checking (only names Python 3 lacks).
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[module, name]
+        elif module in _PY2_MODULES:
+            module = _PY2_MODULES[module]
         what = f"{module}.{name}"
         if module == "picklable._reconstruct":
             guarded = self.rebuilders.get(name)
@@ -378,8 +388,7 @@ class AllowListUnpickler(pickle.Unpickler):
     """
 
     def __init__(self, file: IO[bytes], policy: Policy, *, buffers: Iterable[Any] | None = None) -> None:
-        # fix_imports=False: Python 2 names (__builtin__, copy_reg) are not
-        # translated, so they are refused rather than checked under other names.
+        # Python 2 names are translated by Policy.find_class, before the check.
         super().__init__(file, fix_imports=False, buffers=buffers)
         self.policy = policy
 

@@ -175,13 +175,11 @@ _make_class = _reconstruct._make_class
 _make_enum = _reconstruct._make_enum
 
 
-def dumps(obj: Any, protocol: int | None = None, buffer_callback: Callable[..., Any] | None = None) -> bytes:
+def dumps(obj: Any) -> bytes:
     """Deterministic payload of ``obj`` (see the module doc)."""
-    from ._pickler import _dump
+    from ._pickler import _dumps_with
 
-    buffer = io.BytesIO()
-    _dump(obj, DeterministicPickler(buffer, protocol, buffer_callback=buffer_callback))
-    return buffer.getvalue()
+    return _dumps_with(obj, None, None, None, True)
 
 
 # ------------------------------------------------------------------ set order

@@ -254,15 +254,19 @@ def _dumps_with(
                 return in_band
 
     if deterministic:
-        from . import _deterministic
+        from ._deterministic import DeterministicPickler
 
-        data = _deterministic.dumps(obj, protocol, buffer_callback)
-    elif protocol is None or protocol == DEFAULT_PROTOCOL:
-        data = dumps(obj, buffer_callback=buffer_callback)
+        make: Any = DeterministicPickler
     else:
-        buffer = io.BytesIO()
-        _dump(obj, Pickler(buffer, protocol, buffer_callback=buffer_callback))
-        data = buffer.getvalue()
+        make = Pickler
+    buffer = io.BytesIO()
+    _dump_fresh(
+        obj,
+        buffer,
+        lambda file: make(file, protocol, buffer_callback=buffer_callback),
+        oob.clear,
+    )
+    data = buffer.getvalue()
     if signing_key is None:
         return data
     from ._signing import sign
@@ -293,7 +297,62 @@ def dump(
     if key is not None or deterministic:
         file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic))
         return
-    _dump(obj, Pickler(file, protocol, buffer_callback=buffer_callback))
+    _dump_fresh(obj, file, lambda out: Pickler(out, protocol, buffer_callback=buffer_callback))
+
+
+class _Watched:
+    """Forwards writes to a file and remembers whether any happened."""
+
+    __slots__ = ("file", "written")
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.written = False
+
+    def write(self, data: Any) -> Any:
+        self.written = True
+        return self.file.write(data)
+
+
+def _dump_fresh(
+    obj: Any,
+    file: IO[bytes],
+    make_pickler: Callable[[Any], Any],
+    on_retry: Callable[[], Any] | None = None,
+) -> None:
+    """Pickle ``obj`` into ``file`` with a new pickler.
+
+    As in :func:`dumps`, a failure while "importable by name" answers are cached
+    gets one retry with the cache cleared (a module attribute reassigned since
+    makes pickle refuse the stale reference), provided the file can be put back
+    as it was: nothing written yet (the C pickler writes in 64 KiB frames), or
+    seekable.
+    """
+    start = None
+    try:
+        if file.seekable():
+            start = file.tell()
+    except (AttributeError, OSError, ValueError):
+        start = None
+    watched = _Watched(file)
+    try:
+        make_pickler(watched).dump(obj)
+        return
+    except RecursionError as exc:
+        raise _recursion_error(obj) from exc
+    except Exception as exc:
+        if not _locator.by_name or (watched.written and start is None):
+            from ._diagnose import pickling_error
+
+            raise pickling_error(obj, exc) from exc
+    if watched.written:
+        assert start is not None
+        file.seek(start)
+        file.truncate()
+    _locator.by_name.clear()
+    if on_retry is not None:
+        on_retry()
+    _dump(obj, make_pickler(file))
 
 
 def _dump(obj: Any, pickler: Pickler) -> None:

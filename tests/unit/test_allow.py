@@ -1,0 +1,283 @@
+"""Tests for `picklable._allow` (loads/load with allowed=)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import os
+import pickle
+import types
+
+import numpy as np
+import pytest
+
+import picklable
+from picklable import _allow, _reconstruct
+from picklable_testpkg import api
+
+TESTPKG = ["picklable_testpkg"]
+
+
+class _Reduce:
+    """Pickles as an arbitrary call (to craft payloads)."""
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+def crafted(fn, *args):
+    return picklable.dumps(_Reduce(fn, args))
+
+
+def global_payload(module: str, name: str) -> bytes:
+    """A protocol-4 payload that is one STACK_GLOBAL of ``module`` + ``name``."""
+    m, n = module.encode(), name.encode()
+    return b"\x80\x04\x8c" + bytes([len(m)]) + m + b"\x8c" + bytes([len(n)]) + n + b"\x93."
+
+
+def refused(data, allowed, **options):
+    with pytest.raises(picklable.UnpicklingError) as info:
+        picklable.loads(data, allowed=allowed, **options)
+    assert str(info.value).startswith("Refusing to load")
+    return str(info.value)
+
+
+class TestPolicy:
+    def test_prefix_covers_submodules_only(self):
+        """'numpy' admits numpy and numpy.linalg, not numpyish."""
+        policy = _allow.Policy(["numpy"])
+        assert policy.allows("numpy") and policy.allows("numpy.linalg")
+        assert not policy.allows("numpyish") and not policy.allows("num")
+
+    def test_main_covers_mp_main(self):
+        """'__main__' also admits '__mp_main__' (a spawn worker's name for the script)."""
+        assert _allow.Policy(["__main__"]).allows("__mp_main__")
+
+    def test_module_objects_accepted(self):
+        """Module objects count as their names."""
+        assert _allow.Policy([np]).allows("numpy.fft")
+
+    def test_single_string_is_an_error(self):
+        """allowed='numpy' (not a list) is a TypeError that shows the fix."""
+        with pytest.raises(TypeError, match=r"write allowed=\['numpy'\]"):
+            picklable.loads(pickle.dumps(1), allowed="numpy")
+
+    @pytest.mark.parametrize("entry", ["", " numpy", "numpy.", 3])
+    def test_bad_entries(self, entry):
+        """Empty, padded or non-str entries are a TypeError."""
+        with pytest.raises(TypeError, match="expected module names"):
+            _allow.Policy([entry])
+
+
+class TestAdmitted:
+    def test_plain_data_with_empty_list(self):
+        """Plain data, sets and bytes need no module at all."""
+        data = {"a": [1, 2.5, None, True], "b": (b"x", {1, 2}, frozenset({3})), "c": bytearray(b"y")}
+        assert picklable.loads(picklable.dumps(data), allowed=[]) == data
+
+    @pytest.mark.parametrize("protocol", [0, 2, 4, 5])
+    def test_protocols(self, protocol):
+        """Older protocols' Python 2 names (__builtin__, exceptions, _codecs) are read as builtins."""
+        data = [ValueError("x"), {1}, b"ab", bytearray(b"c"), frozenset({2})]
+        back = picklable.loads(picklable.dumps(data, protocol), allowed=[])
+        assert repr(back) == repr(data)
+
+    def test_builtin_exception_with_chain_and_traceback(self):
+        """Exceptions, their chain and traceback rebuild under an empty allow-list."""
+        try:
+            try:
+                raise KeyError("inner")
+            except KeyError as inner:
+                raise ValueError("outer") from inner
+        except ValueError as exc:
+            error = exc
+        back = picklable.loads(picklable.dumps(error), allowed=[])
+        assert type(back.__cause__) is KeyError and back.__traceback__ is not None
+
+    def test_allowed_package_by_reference_and_value(self):
+        """Functions of an allowed package load, by name and by value."""
+        back = picklable.loads(picklable.dumps([api.plain, api.make_closure(2)]), allowed=TESTPKG)
+        assert back[0] is api.plain and back[1](1) == 3
+
+    def test_dataclass_instances(self):
+        """Instances of an allowed module's classes (copyreg reconstructors are implicit)."""
+        record = api.Record(1, "a") if hasattr(api, "Record") else None
+        assert record is not None
+        assert picklable.loads(picklable.dumps(record), allowed=TESTPKG) == record
+
+    def test_numpy(self):
+        """numpy arrays load with 'numpy' allowed."""
+        array = np.arange(12.0).reshape(3, 4)
+        assert np.array_equal(picklable.loads(picklable.dumps(array), allowed=["numpy"]), array)
+
+    def test_partial_and_bound_method(self):
+        """functools.partial and bound methods of allowed objects (types.MethodType is implicit)."""
+        frame = api.Frame([1, 2])
+        payload = picklable.dumps([functools.partial(api.plain), frame.total])
+        back = picklable.loads(payload, allowed=TESTPKG)
+        assert back[0].func is api.plain and back[1]() == frame.total()
+
+    def test_by_value_function_of_this_module(self):
+        """Code shipped by value counts as the module its globals name."""
+        fn = lambda x: x * 3  # noqa: E731 - a lambda goes by value
+        assert picklable.loads(picklable.dumps(fn), allowed=[__name__])(2) == 6
+
+    def test_by_value_class(self):
+        """A class shipped by value counts as its __module__."""
+
+        class Local:
+            def __init__(self, x):
+                self.x = x
+
+            def double(self):
+                return 2 * self.x
+
+        payload = picklable.dumps([Local, Local(1)])
+        _reconstruct._CLASS_BY_ID.pop(_reconstruct._ID_BY_CLASS[Local])  # as if elsewhere
+        cls, obj = picklable.loads(payload, allowed=[__name__])
+        assert cls is not Local and cls(2).double() == 4 and obj.double() == 2
+
+    def test_by_value_dataclass_needs_its_helpers(self):
+        """A by-value dataclass carries dataclasses' own repr wrapper (by value, with _thread)."""
+
+        @dataclasses.dataclass
+        class Point:
+            x: int
+            y: list = dataclasses.field(default_factory=list)
+
+        payload = picklable.dumps([Point, Point(1)])
+        _reconstruct._CLASS_BY_ID.pop(_reconstruct._ID_BY_CLASS[Point])  # as if elsewhere
+        assert "module 'dataclasses'" in refused(payload, [__name__, "_thread"])
+        cls, obj = picklable.loads(payload, allowed=[__name__, "dataclasses", "_thread"])
+        assert cls is not Point and cls(2).y == [] and repr(obj).endswith(".Point(x=1, y=[])")
+
+    def test_load_from_file(self):
+        """load(file, allowed=...) applies the same checks."""
+        stream = io.BytesIO()
+        picklable.dump([api.plain], stream)
+        stream.seek(0)
+        assert picklable.load(stream, allowed=TESTPKG) == [api.plain]
+        stream.seek(0)
+        with pytest.raises(picklable.UnpicklingError, match="not in the allow-list"):
+            picklable.load(stream, allowed=["numpy"])
+
+    def test_signed_and_allowed(self):
+        """key= and allowed= together: the signature first, then the allow-list."""
+        key = picklable.new_key()
+        payload = picklable.dumps([api.plain], key=key)
+        assert picklable.loads(payload, key=key, allowed=TESTPKG) == [api.plain]
+        refused(payload, ["numpy"], key=key)
+
+
+class TestRefused:
+    def test_module_not_listed(self):
+        """A global of another module is refused, naming it and the fix."""
+        message = refused(picklable.dumps(api.plain), ["numpy"])
+        assert message == (
+            "Refusing to load picklable_testpkg.api.plain: module 'picklable_testpkg.api' is not in the "
+            "allow-list (allowed: 'numpy'). Fix: add 'picklable_testpkg' to allowed= if you trust "
+            "what it does with arguments the payload chooses."
+        )
+
+    def test_dangerous_builtins(self):
+        """eval, exec, open, __import__ ... are not implicit."""
+        for name in ("eval", "exec", "open", "__import__", "compile", "vars", "globals"):
+            refused(b"\x80\x04cbuiltins\n" + name.encode() + b"\n.", [])
+
+    def test_reexported_name(self):
+        """A name of an allowed module that belongs to another module is refused."""
+        refused(b"cpicklable_testpkg.api\ndataclasses\n.", TESTPKG)  # a module imported there
+        payload = b"cpicklable_testpkg.api\nno_wraps\n."  # imported from picklable_testpkg.decorators
+        assert picklable.loads(payload, allowed=TESTPKG) is api.no_wraps
+        refused(payload, ["picklable_testpkg.api"])
+
+    def test_dunder_names(self):
+        """Dotted names through dunders (plain.__globals__) are refused."""
+        refused(global_payload("picklable_testpkg.api", "plain.__globals__"), TESTPKG)
+        refused(global_payload("picklable_testpkg.api", "Frame.<locals>"), TESTPKG)
+        assert picklable.loads(global_payload("picklable_testpkg.api", "Frame.total"), allowed=TESTPKG) is (
+            api.Frame.total
+        )
+
+    def test_by_value_code_of_unlisted_module(self):
+        """A by-value function whose module is not listed is refused before it is built."""
+        message = refused(picklable.dumps(api.make_closure(1)), ["numpy"])
+        assert f"function {api.make_closure(1).__name__!r} shipped by value" in message
+        assert "code shipped by value counts as module 'picklable_testpkg.api'" in message
+
+    def test_bare_code_refused(self):
+        """A code object alone belongs to no module: refused under any allow-list."""
+        message = refused(picklable.dumps(api.make_closure(1).__code__), TESTPKG)
+        assert "a code object" in message
+
+    def test_getattr_guarded(self):
+        """getattr in a payload reaches public attributes only, and no module attribute."""
+        assert picklable.loads(crafted(getattr, dict, "update"), allowed=[]) == dict.update
+        assert picklable.loads(crafted(getattr, api.plain, "__globals__")) is api.__dict__  # unguarded
+        refused(crafted(getattr, api.plain, "__globals__"), TESTPKG)
+        refused(crafted(getattr, api.Frame, "_private"), TESTPKG)
+        refused(crafted(getattr, os, "system"), ["os", "picklable_testpkg"])
+
+    def test_setattr_only_fills_cells(self):
+        """setattr in a payload only fills closure cells."""
+        refused(crafted(setattr, api.Frame, "total", None), TESTPKG)
+        assert picklable.loads(crafted(setattr, types.CellType(), "cell_contents", 1), allowed=[]) is None
+
+    @pytest.mark.parametrize(
+        "module, path",
+        [
+            ("picklable_testpkg.api", ("__dict__", ("dataclasses",))),
+            ("picklable_testpkg.api", ("plain", "__globals__")),
+            ("picklable_testpkg.api", ("plain", "__builtins__")),
+            ("picklable_testpkg.api", ("Frame", "__init__", "__globals__")),
+            ("os", ("system",)),
+            ("types", ("ModuleType",)),  # an implicit module, but not an implicit object
+        ],
+    )
+    def test_resolve_paths(self, module, path):
+        """_resolve checks the module, each dunder step and the object it ends at."""
+        refused(crafted(_reconstruct._resolve, module, path), TESTPKG)
+
+    def test_resolve_located_paths(self):
+        """Paths the locator writes (through __wrapped__, __closure__, __func__) still load."""
+        payload = crafted(_reconstruct._resolve, "picklable_testpkg.api", ("add", "__closure__", 0, "cell_contents"))
+        assert picklable.loads(payload, allowed=TESTPKG) is api.add.__closure__[0].cell_contents
+        payload = crafted(_reconstruct._resolve, "types", ("MethodType",))
+        assert picklable.loads(payload, allowed=[]) is types.MethodType
+
+    def test_import(self):
+        """_import of an unlisted module is refused; listed ones load."""
+        refused(crafted(_reconstruct._import, "os"), TESTPKG)
+        assert picklable.loads(crafted(_reconstruct._import, "picklable_testpkg.api"), allowed=TESTPKG) is api
+
+    def test_unlisted_rebuilder(self):
+        """picklable._reconstruct helpers that payloads never name (_walk) are refused."""
+        message = refused(crafted(_reconstruct._walk, api, ("plain",)), TESTPKG)
+        assert "not a rebuilder payloads may name" in message
+
+    def test_exception_state_on_non_exception(self):
+        """_exception_setstate only sets state on exceptions (not on modules or classes)."""
+        refused(crafted(_reconstruct._exception_setstate, api, (None, None, {"plain": 1})), TESTPKG)
+        assert api.plain.__module__ == "picklable_testpkg.api"
+
+    def test_with_state_private_keys(self):
+        """_with_state sets public attributes (and metadata dunders) only."""
+        refused(crafted(_reconstruct._with_state, api.Frame, {"__init__": None}), TESTPKG)
+
+    def test_tracker_id_of_a_class_from_elsewhere(self):
+        """A forged class whose tracker id names a known class of another module is refused."""
+        secret = type("Secret", (), {"__module__": "secretmod"})
+        tracker = _reconstruct._ID_BY_CLASS.get(secret) or "forged-id"
+        _reconstruct._track(secret, tracker)
+        payload = crafted(_reconstruct._make_class, type, "X", (object,), {"__module__": __name__}, tracker, None)
+        assert picklable.loads(payload) is secret  # what the check stops
+        message = refused(payload, [__name__])
+        assert "belongs to module 'secretmod'" in message
+
+    def test_numpy_payload_under_other_list(self):
+        """numpy's reconstructor is refused when numpy is not listed."""
+        refused(picklable.dumps(np.arange(3)), TESTPKG)
