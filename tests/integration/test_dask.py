@@ -107,6 +107,30 @@ class TestSubmit:
         )
         assert nested.result() == [6, 6]
 
+    def test_plain_ship_envelope_is_opened_by_the_scheduler(self, client):
+        """ship() is not enough for Dask: the scheduler loads it and pickles it again plainly."""
+
+        @tagged
+        def double(x):
+            return 2 * x
+
+        assert client.submit(picklable.ship(double), 4).result() == 8  # wrapper lost
+        assert pdask.submit(client, double, 4).result() == ("tagged", 8)
+
+    def test_shipped_function_in_a_bag(self, client):
+        """ShippedFunction.of(fn) serves other Dask APIs that take a function (dask.bag.map)."""
+        import dask.bag
+
+        @tagged
+        def double(x):
+            return 2 * x
+
+        bag = dask.bag.from_sequence(range(4), npartitions=2)
+        assert bag.map(pdask.ShippedFunction.of(double)).compute() == [
+            ("tagged", 2 * x) for x in range(4)
+        ]
+        assert bag.map(double).compute() == [0, 2, 4, 6]  # plain Dask: wrapper lost
+
     def test_gather(self, client):
         """client.gather unwraps boxed results like Future.result."""
         futures = [pdask.submit(client, dask_tasks.frame_mean, pure=False) for _ in range(3)]
