@@ -20,9 +20,13 @@ rebuilders, never rename this one).
 from __future__ import annotations
 
 import collections
-import hashlib
 import threading
 from typing import Any, Generic, TypeVar
+
+try:
+    from _blake2 import blake2b  # what hashlib.blake2b is, without importing OpenSSL
+except ImportError:  # pragma: no cover - Pythons built without it
+    from hashlib import blake2b
 
 from ._pickler import dumps
 from ._unpickler import loads
@@ -111,7 +115,7 @@ def ship(obj: T) -> Envelope[T]:
     >>> joblib.Parallel(n_jobs=2)(joblib.delayed(picklable.ship(fn))(x) for x in data)
     """
     payload = dumps(obj)
-    return Envelope(obj, payload, hashlib.blake2b(payload, digest_size=16).digest())
+    return Envelope(obj, payload, blake2b(payload, digest_size=16).digest())
 
 
 def _open_envelope(digest: bytes, payload: bytes) -> Any:

@@ -35,11 +35,16 @@ forkserver and fork are the start methods of Linux and macOS).
 
 from __future__ import annotations
 
-from ._pool._errors import BrokenPoolError, RemoteError, RemoteTraceback, WorkerDiedError
-from ._pool._futures import ProcessPoolExecutor
-from ._pool._jobs import AsyncResult, IMapIterator, IMapUnorderedIterator, MapResult
-from ._pool._mp import Pool
-from ._pool._worker import worker_index
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._pool._broken import BrokenPoolError, WorkerDiedError
+    from ._pool._errors import RemoteError, RemoteTraceback
+    from ._pool._futures import ProcessPoolExecutor
+    from ._pool._jobs import AsyncResult, IMapIterator, IMapUnorderedIterator, MapResult
+    from ._pool._mp import Pool
+    from ._pool._worker import worker_index
 
 __all__ = [
     "AsyncResult",
@@ -54,3 +59,33 @@ __all__ = [
     "WorkerDiedError",
     "worker_index",
 ]
+
+# Each name loads its own module on first use: a program that only uses Pool
+# does not import concurrent.futures, and BrokenProcessPool's module (slow to
+# import) waits until an error needs it.
+_WHERE = {
+    "AsyncResult": "._pool._jobs",
+    "BrokenPoolError": "._pool._broken",
+    "IMapIterator": "._pool._jobs",
+    "IMapUnorderedIterator": "._pool._jobs",
+    "MapResult": "._pool._jobs",
+    "Pool": "._pool._mp",
+    "ProcessPoolExecutor": "._pool._futures",
+    "RemoteError": "._pool._errors",
+    "RemoteTraceback": "._pool._errors",
+    "WorkerDiedError": "._pool._broken",
+    "worker_index": "._pool._worker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'picklable.executors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, "picklable"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | set(globals()))

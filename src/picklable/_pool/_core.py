@@ -22,7 +22,6 @@ worker is replaced under the same index. Every unit ends settled exactly once.
 from __future__ import annotations
 
 import collections
-import hashlib
 import itertools
 import os
 import select
@@ -33,9 +32,14 @@ import time
 import weakref
 from typing import Any
 
+try:
+    from _blake2 import blake2b  # what hashlib.blake2b is, without importing OpenSSL
+except ImportError:  # pragma: no cover - Pythons built without it
+    from hashlib import blake2b
+
 from . import _launch
 from . import _protocol as P
-from ._errors import BrokenPoolError, WorkerDiedError, describe_exit
+from ._errors import describe_exit
 from ._jobs import Failure, ItemsJob, Job, Unit
 from ._worker import WorkerConfig
 
@@ -320,7 +324,7 @@ class Core:
             If the function cannot be shipped.
         """
         payload = self.codec.encode(fn)
-        return hashlib.blake2b(payload, digest_size=16).digest(), payload
+        return blake2b(payload, digest_size=16).digest(), payload
 
     def call_unit(
         self,
@@ -358,6 +362,8 @@ class Core:
             self._orphaned()
 
     def _orphaned(self) -> None:
+        from ._broken import BrokenPoolError
+
         # Submitted while the pool was closing down (a race with close() in
         # another thread): nobody will run it, so it fails instead of waiting.
         error = self.broken or BrokenPoolError(
@@ -406,6 +412,8 @@ class Core:
         try:
             self._loop()
         except BaseException as exc:  # a bug here must not leave callers waiting forever
+            from ._broken import BrokenPoolError
+
             error = BrokenPoolError(
                 f"the pool's manager thread failed: {type(exc).__name__}: {exc}",
                 reason="manager thread failed",
@@ -423,6 +431,8 @@ class Core:
         wake_r = self._wake_r
         while True:
             if self.state == _TERMINATE or self.broken is not None:
+                from ._broken import BrokenPoolError
+
                 error = self.broken or BrokenPoolError(
                     "the pool was terminated before this task finished", reason="terminated"
                 )
@@ -487,6 +497,8 @@ class Core:
         self._poller.register(process.sentinel, select.POLLIN)
 
     def _replace(self, index: int) -> None:
+        from ._broken import BrokenPoolError
+
         try:
             self._start_worker(index)
         except Exception as exc:
@@ -738,6 +750,8 @@ class Core:
         worker.process.kill()
 
     def _initializer_failed(self, worker: _Worker, payload: Any) -> None:
+        from ._broken import BrokenPoolError
+
         try:
             cause = P.rebuild_error(self.codec.decode(payload), self.codec)
         except Exception as exc:
@@ -754,6 +768,8 @@ class Core:
     # --- death
 
     def _reap(self, worker: _Worker) -> None:
+        from ._broken import BrokenPoolError, WorkerDiedError
+
         if self.workers[worker.index] is not worker:
             return
         if not worker.eof:
@@ -884,6 +900,8 @@ class Core:
 
 
 def _settle_failed(unit: Unit, exc: BaseException) -> None:
+    from ._broken import BrokenPoolError
+
     error = BrokenPoolError(
         f"the result of task {unit.job.describe(unit)} could not be delivered: "
         f"{type(exc).__name__}: {exc}",

@@ -1,15 +1,17 @@
-"""Errors a pool reports: a dead worker, a broken pool, an exception that could not travel.
+"""Errors a pool reports about a task's exception: RemoteTraceback, RemoteError.
 
-All of them pickle with their fields, so they can be shipped on in turn.
+The errors about the pool itself (a dead worker, a broken pool) derive from
+``concurrent.futures``' BrokenProcessPool, whose module is slow to import: they
+live in :mod:`._broken`, imported when the first one is raised. All of them
+pickle with their fields, so they can be shipped on in turn.
 """
 
 from __future__ import annotations
 
 import signal
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-__all__ = ["BrokenPoolError", "RemoteError", "RemoteTraceback", "WorkerDiedError", "describe_exit"]
+__all__ = ["RemoteError", "RemoteTraceback", "describe_exit"]
 
 
 class RemoteTraceback(Exception):
@@ -73,98 +75,6 @@ class RemoteError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.type_name, self.message, self.reason, self.remote_traceback))
-
-
-class BrokenPoolError(BrokenProcessPool):
-    """The pool cannot run tasks any more (terminated, or workers cannot start).
-
-    A :class:`concurrent.futures.process.BrokenProcessPool`, so code written for
-    the stdlib executor catches it.
-
-    Attributes
-    ----------
-    reason:
-        What broke the pool.
-    """
-
-    def __init__(self, message: str, *, reason: str = "") -> None:
-        super().__init__(message)
-        self.reason = reason or message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_broken, (type(self), self.args[0], self.reason))
-
-
-def _rebuild_broken(cls: type[BrokenPoolError], message: str, reason: str) -> BrokenPoolError:
-    return cls(message, reason=reason)
-
-
-class WorkerDiedError(BrokenProcessPool):
-    """The worker running a task died (``os._exit``, a signal, the OOM killer).
-
-    Only that task fails: the worker is replaced and the other tasks run on.
-    A :class:`concurrent.futures.process.BrokenProcessPool`, so code written for
-    the stdlib executor (which fails *every* pending task then) still catches it.
-
-    Attributes
-    ----------
-    task:
-        The task that was running, e.g. ``work(3) (item 3 of map(work))``.
-    exitcode:
-        The worker's exit code; negative for a signal, as in ``multiprocessing``.
-    signal:
-        Name of the signal that killed it (``'SIGKILL'``), or None.
-    pid:
-        The dead worker's process id.
-    worker_index:
-        Its slot in the pool (see :func:`picklable.worker_index`).
-    attempts:
-        How many times the task was started (``retries + 1`` when all failed).
-    """
-
-    def __init__(
-        self,
-        task: str,
-        exitcode: int | None,
-        *,
-        pid: int | None = None,
-        worker_index: int | None = None,
-        attempts: int = 1,
-    ) -> None:
-        self.task = task
-        self.exitcode = exitcode
-        self.signal = _signal_name(exitcode)
-        self.pid = pid
-        self.worker_index = worker_index
-        self.attempts = attempts
-        who = "the worker" if worker_index is None else f"worker {worker_index}"
-        if pid is not None:
-            who += f" (pid {pid})"
-        tries = "" if attempts == 1 else f" on each of {attempts} attempts"
-        super().__init__(
-            f"{who[0].upper()}{who[1:]} died while running task {task}{tries}: "
-            f"{describe_exit(exitcode)}. The worker was replaced and the other tasks "
-            "carry on. Fix: find what ends the process (memory use, a crash in native "
-            "code, a call to os._exit); if the task is idempotent, pass retries=N to run "
-            "it again on a fresh worker."
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild_died,
-            (type(self), self.task, self.exitcode, self.pid, self.worker_index, self.attempts),
-        )
-
-
-def _rebuild_died(
-    cls: type[WorkerDiedError],
-    task: str,
-    exitcode: int | None,
-    pid: int | None,
-    worker_index: int | None,
-    attempts: int,
-) -> WorkerDiedError:
-    return cls(task, exitcode, pid=pid, worker_index=worker_index, attempts=attempts)
 
 
 def _signal_name(exitcode: int | None) -> str | None:

@@ -13,17 +13,17 @@ thread sends to workers. The manager reports each unit back to its job
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import reprlib
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._progress import Progress
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = [
     "AsyncResult",
@@ -142,6 +142,8 @@ def _call_back(fn: Callable[[Any], Any] | None, arg: Any) -> None:
         fn(arg)
     except Exception:
         # A failing callback must not stop the pool's manager thread.
+        import traceback
+
         sys.stderr.write("Exception in a picklable pool callback:\n")
         traceback.print_exc()
 
@@ -187,7 +189,7 @@ class AsyncResult:
             If the result does not arrive within ``timeout`` seconds.
         """
         if not self._event.wait(timeout):
-            raise multiprocessing.TimeoutError
+            raise _mp_timeout()
         if self._ok:
             return self._value
         raise self._value
@@ -469,10 +471,17 @@ class MapResult(AsyncResult):
     def get(self, timeout: float | None = None) -> Any:
         job = self._job
         if not job.wait_done(_deadline(timeout), stop_on_error=True):
-            raise multiprocessing.TimeoutError
+            raise _mp_timeout()
         if job.first_error is not None:
             raise job.first_error
         return list(job.values)
+
+
+def _mp_timeout() -> Exception:
+    # multiprocessing's own TimeoutError (not the builtin), imported when needed.
+    from multiprocessing import TimeoutError as MPTimeoutError
+
+    return MPTimeoutError()
 
 
 def _deadline(timeout: float | None) -> float | None:
@@ -502,7 +511,7 @@ class IMapIterator:
         except IndexError:
             raise StopIteration from None
         except TimeoutError:
-            raise multiprocessing.TimeoutError from None
+            raise _mp_timeout() from None
         self._index += 1
         if type(outcome) is Failure:
             raise outcome.exc
@@ -520,7 +529,7 @@ class IMapUnorderedIterator(IMapIterator):
         except IndexError:
             raise StopIteration from None
         except TimeoutError:
-            raise multiprocessing.TimeoutError from None
+            raise _mp_timeout() from None
         if type(outcome) is Failure:
             raise outcome.exc
         return outcome

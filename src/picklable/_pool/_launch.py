@@ -16,14 +16,12 @@ pipe whose other end only the worker holds.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import socket
 import subprocess
 import sys
 import weakref
-from pathlib import Path
 from typing import Any, Protocol
 
 from . import _protocol as P
@@ -37,7 +35,7 @@ _BOOT = (
 )
 # Where ``picklable`` can be imported from, for a worker whose default sys.path
 # lacks it (a test run from a source tree).
-_HOME = str(Path(__file__).resolve().parent.parent.parent)
+_HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 # The parent's ends of all worker sockets. A forked child (a fork-method
@@ -224,6 +222,8 @@ def _start_spawn(child_end: socket.socket) -> _Spawned:
 
 
 def _start_mp(method: str, child_end: socket.socket, config: WorkerConfig) -> _MPProcess:
+    import multiprocessing  # only fork and forkserver need it
+
     context = multiprocessing.get_context(method)
     process = context.Process(  # type: ignore[attr-defined]
         target=_mp_main,
