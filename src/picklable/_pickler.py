@@ -214,8 +214,12 @@ def dumps(
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except RecursionError as exc:
         raise _recursion_error(obj) from exc
-    except PicklingError:
-        raise
+    except PicklingError as exc:
+        if exc.path:
+            raise  # already located by the retry above
+        from ._diagnose import pickling_error
+
+        raise pickling_error(obj, exc) from exc
     except Exception as exc:
         from ._diagnose import pickling_error
 

@@ -284,10 +284,42 @@ _STATIC: dict[type, Handler | None] = {
 }
 
 
+# Types that stdlib pickle copies "successfully" into something wrong: a
+# multiprocessing Connection arrives holding another process's file descriptor
+# number (and its __del__ then closes whatever that number is in the receiver).
+# "module.qualname" -> (reason, fix); matched by name so nothing is imported.
+_REFUSED: dict[str, tuple[str, str]] = {
+    "multiprocessing.connection.Connection": (
+        "a Connection holds this process's file descriptor; a copy would hold a number that means nothing elsewhere",
+        "pass it as an argument of multiprocessing.Process (which duplicates the descriptor), or use a Queue or a Manager",
+    ),
+    "multiprocessing.connection.PipeConnection": (
+        "a PipeConnection holds this process's pipe handle; a copy would hold a number that means nothing elsewhere",
+        "pass it as an argument of multiprocessing.Process, or use a Queue or a Manager",
+    ),
+}
+
+
+def _refuse(reason: str, hint: str) -> Handler:
+    def refuse(pickler: Pickler, obj: Any) -> Any:
+        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        raise PicklingError(
+            f"Cannot pickle {name}: {reason}. Fix: {hint}.",
+            type_name=name,
+            reason=reason,
+            hint=hint,
+        )
+
+    return refuse
+
+
 def classify(t: type) -> Handler | None:
     """Pick the handler for instances of ``t`` (called once per type)."""
     if t in _STATIC:
         return _STATIC[t]
+    refused = _REFUSED.get(f"{t.__module__}.{t.__qualname__}")
+    if refused is not None:
+        return _refuse(*refused)
     if issubclass(t, type):
         return reduce_class
     handler = _wrappers.handler_for(t)

@@ -147,3 +147,20 @@ class TestErrors:
             nested = [nested]
         with pytest.raises(picklable.PicklingError, match="recursion limit"):
             picklable.dumps(nested)
+
+
+class TestNeverWrong:
+    def test_pipe_connection_refused(self):
+        """A Connection would arrive as a foreign fd number: refused, with a fix."""
+        import multiprocessing
+
+        reader, writer = multiprocessing.Pipe(duplex=False)
+        try:
+            with pytest.raises(picklable.PicklingError) as info:
+                picklable.dumps({"pipe": reader})
+            assert info.value.path == "obj['pipe']"
+            assert info.value.type_name == "multiprocessing.connection.Connection"
+            assert "pass it as an argument of multiprocessing.Process" in str(info.value)
+        finally:
+            reader.close()
+            writer.close()
