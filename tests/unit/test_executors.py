@@ -18,7 +18,7 @@ import pytest
 import picklable
 from picklable import executors
 from picklable._pool import _protocol as P
-from picklable._pool._core import QUEUE_BUDGET, _Inbox
+from picklable._pool._core import QUEUE_BUDGET, _Inbox, may_queue
 from picklable._pool._errors import describe_exit
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
 from picklable._pool._mp import callable_name, start_method
@@ -312,6 +312,23 @@ class TestPublicNames:
         """Pools refuse to be pickled, as multiprocessing's do."""
         with picklable.Pool(1) as pool, pytest.raises(NotImplementedError):
             pickle.dumps(pool)
+
+
+class TestMayQueue:
+    @pytest.mark.parametrize(
+        ("inflight", "queued", "est", "expected"),
+        [
+            (1, 0.0, 0.000002, True),  # trivial tasks stream
+            (1, 0.0, 0.00505, True),  # just over the budget: still one queued, no round trip
+            (2, 0.00505, 0.005, False),  # enough queued already
+            (1, 0.0, None, False),  # never ran: its cost is unknown
+            (1, 0.0, 0.2, False),  # long: never behind another
+            (256, 0.0, 0.000001, False),  # the cap on units held
+        ],
+    )
+    def test_policy(self, inflight, queued, est, expected):
+        """Short units queue up to the budget; long or unknown ones wait for an idle worker."""
+        assert may_queue(inflight, queued, est) is expected
 
     def test_budget_is_small(self):
         """The queue budget keeps tail imbalance to a few milliseconds."""

@@ -6,11 +6,12 @@ all socket I/O with non-blocking sockets and ``poll``, so a large payload in
 one direction can never deadlock against another in the other direction.
 
 Dispatch. Each worker has its own socket, so the manager knows which worker
-holds which units, in order. A worker gets a unit when it is idle, and a few
-more queued behind the running one while their estimated run time (learned per
-function from the times workers report) stays under :data:`QUEUE_BUDGET`: short
-tasks stream with no round trip between them, long ones are not stuck behind
-each other while a worker idles.
+holds which units, in order. A worker gets a unit when it is idle, and more
+queued behind the running one while the estimated run time of those queued
+(learned per function from the times workers report) is under
+:data:`QUEUE_BUDGET`: short tasks stream with no round trip between them. Units
+estimated over :data:`QUEUE_MAX_UNIT` are never queued behind another: long
+tasks are not stuck behind each other while a worker idles.
 
 Death. When a worker's sentinel fires, its socket is drained (results it sent
 before dying count), then the first unit it still holds is the one that was
@@ -43,8 +44,13 @@ from ._errors import describe_exit
 from ._jobs import Failure, ItemsJob, Job, Unit
 from ._worker import WorkerConfig
 
-# Seconds of estimated work a worker may hold queued behind its running unit.
+# A worker gets more units queued behind its running one while the estimated
+# work already queued is under this many seconds...
 QUEUE_BUDGET = 0.005
+# ...but never units estimated to run longer than this: a round trip between
+# them costs little, and one queued behind another long unit could wait while
+# another worker idles.
+QUEUE_MAX_UNIT = 0.05
 # Most units a worker may hold at once, however short.
 MAX_INFLIGHT = 256
 # Functions a worker keeps loaded (the parent mirrors the LRU and says what to forget).
@@ -570,7 +576,6 @@ class Core:
             return
         pending = self.pending
         cost = self.cost
-        budget = QUEUE_BUDGET
         workers = [w for w in self.workers if w is not None and not w.eof and not w.stopped]
         touched: list[_Worker] = []
         progress = True
@@ -583,15 +588,12 @@ class Core:
                     break
                 inflight = worker.inflight
                 per_item = cost.get(unit.digest)
-                if inflight:
-                    if per_item is None or len(inflight) >= MAX_INFLIGHT:
-                        continue
-                    est = per_item * unit.count
-                    # Queued work = everything but the running unit.
-                    if worker.load - inflight[0].est + est > budget:
-                        continue
-                else:
-                    est = per_item * unit.count if per_item is not None else 2 * budget
+                est = per_item * unit.count if per_item is not None else None
+                # Queued work = everything but the running unit.
+                if inflight and not may_queue(len(inflight), worker.load - inflight[0].est, est):
+                    continue
+                if est is None:
+                    est = 2 * QUEUE_MAX_UNIT  # unknown: nothing will queue behind it
                 pending.popleft()
                 progress = True
                 if not unit.job.dispatchable(unit):
@@ -897,6 +899,26 @@ class Core:
     def _forget_after_fork(self) -> None:
         # The workers' sockets are closed by _launch's own fork hook.
         self._fd_finalizer()
+
+
+def may_queue(inflight: int, queued: float, est: float | None) -> bool:
+    """Whether a busy worker may take one more unit now.
+
+    Parameters
+    ----------
+    inflight:
+        Units the worker holds, the running one included.
+    queued:
+        Estimated seconds of the units queued behind the running one.
+    est:
+        Estimated seconds of the new unit, None if its function never ran yet.
+    """
+    return (
+        est is not None
+        and est <= QUEUE_MAX_UNIT
+        and queued < QUEUE_BUDGET
+        and inflight < MAX_INFLIGHT
+    )
 
 
 def _settle_failed(unit: Unit, exc: BaseException) -> None:
