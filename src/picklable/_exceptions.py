@@ -90,11 +90,28 @@ def handler_for(t: type) -> Handler | None:
     return plan.reduce_instance
 
 
+# ``tblib.pickling_support.install()`` (which importing ``distributed`` runs)
+# registers one reducer for every exception class and for tracebacks. That is
+# not a class author's choice, and its payloads would need tblib to load: ours win.
+_BLANKET_REDUCER_MODULES = frozenset({"tblib.pickling_support"})
+
+
+def _registered(t: type) -> Any:
+    """The copyreg reducer a class's author registered for ``t``, if any."""
+    registered = copyreg.dispatch_table.get(t)
+    if registered is None:
+        return None
+    function = getattr(registered, "func", registered)  # tblib wraps one in a partial
+    if getattr(function, "__module__", None) in _BLANKET_REDUCER_MODULES:
+        return None
+    return registered
+
+
 def reduce_traceback(pickler: Pickler, tb: types.TracebackType) -> Any:
     """A traceback as frame records (file, function, positions, line; no locals)."""
-    registered = copyreg.dispatch_table.get(types.TracebackType)
+    registered = _registered(types.TracebackType)
     if registered is not None:
-        return registered(tb)  # e.g. tblib.pickling_support.install()
+        return registered(tb)
     return (_reconstruct._make_traceback, (_traceback.records(tb),))
 
 
@@ -201,8 +218,12 @@ class _Plan:
 
     def reduce_builtin(self, pickler: Pickler, exc: BaseException) -> Any:
         if self._plain(exc):
+            if self.type in copyreg.dispatch_table:
+                # pickle would consult copyreg after us (tblib's blanket reducer):
+                # keep the stdlib reduction, which needs nothing but Python here.
+                return exc.__reduce_ex__(pickler.protocol)
             return NotImplemented
-        registered = copyreg.dispatch_table.get(self.type)
+        registered = _registered(self.type)
         if registered is not None:
             return _add_chain(registered(exc), chain(exc))
         reduced: Any = exc.__reduce_ex__(pickler.protocol)
@@ -221,16 +242,18 @@ class _Plan:
         return (reduced[0], reduced[1], state)
 
     def reduce_own(self, pickler: Pickler, exc: BaseException) -> Any:
-        registered = copyreg.dispatch_table.get(self.type)
+        registered = _registered(self.type)
         reduced = registered(exc) if registered is not None else exc.__reduce_ex__(pickler.protocol)
         return _add_chain(reduced, chain(exc))
 
     def reduce_instance(self, pickler: Pickler, exc: BaseException) -> Any:
         cls = self.type
-        registered = copyreg.dispatch_table.get(cls)
+        registered = _registered(cls)
         if registered is not None:
             return _add_chain(registered(exc), chain(exc))
         if self.simple and self._plain(exc):
+            if cls in copyreg.dispatch_table:  # a blanket reducer would win after us
+                return exc.__reduce_ex__(pickler.protocol)
             return NotImplemented
         if self.group:
             new_args: tuple[Any, ...] = (exc.message, exc.exceptions)  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ import copyreg
 import functools
 import importlib.util
 import linecache
+import io
 import pickle
 import sys
 import traceback
@@ -29,6 +30,16 @@ def raised(exc):
     except BaseException as caught:
         return caught
 
+
+
+def stdlib_dumps(obj):
+    """stdlib pickle as shipped, without reducers other libraries put in copyreg
+    (importing distributed runs tblib's install(), which changes exceptions)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.dispatch_table = {}
+    pickler.dump(obj)
+    return buffer.getvalue()
 
 class TestStdlibPickleFails:
     """The problems picklable solves, as stdlib pickle shows them."""
@@ -56,7 +67,7 @@ class TestStdlibPickleFails:
         """pickle drops __cause__, __context__ and __traceback__."""
         exc = raised(ValueError("x"))
         exc.__cause__ = KeyError("k")
-        back = pickle.loads(pickle.dumps(exc))
+        back = pickle.loads(stdlib_dumps(exc))
         assert back.__cause__ is None and back.__traceback__ is None
 
 
@@ -171,12 +182,12 @@ class TestBuiltinExceptions:
     def test_plain_is_stdlib_bytes(self):
         """A builtin exception without chain or traceback is pickled as stdlib does."""
         exc = KeyError("k")
-        assert picklable.dumps(exc) == pickle.dumps(exc, protocol=5)
+        assert picklable.dumps(exc) == stdlib_dumps(exc)
 
     def test_plain_simple_subclass_is_stdlib_bytes(self):
         """So is an importable subclass that defines nothing."""
         exc = errors.PlainError("plain")
-        assert picklable.dumps(exc) == pickle.dumps(exc, protocol=5)
+        assert picklable.dumps(exc) == stdlib_dumps(exc)
 
     def test_keyword_only_fields(self):
         """NameError.name and AttributeError.name/obj travel (stdlib drops them)."""
@@ -450,3 +461,30 @@ def raised_from(fn):
     except BaseException as exc:
         return exc
     raise AssertionError("did not raise")
+
+
+class TestBlanketReducers:
+    def test_tblib_install_does_not_take_over(self, monkeypatch):
+        """tblib's install() (run by importing distributed) does not replace our reductions."""
+        import copyreg
+        import pickletools
+
+        from tblib import pickling_support
+
+        from picklable import _reducers
+
+        monkeypatch.setattr(copyreg, "dispatch_table", dict(copyreg.dispatch_table))
+        monkeypatch.setattr(_reducers, "HANDLERS", _reducers._HandlerTable())
+        monkeypatch.setattr("picklable._pickler.Pickler.reducer_override.__defaults__", (_reducers.HANDLERS, type))
+        pickling_support.install()
+        assert ValueError in copyreg.dispatch_table
+        try:
+            raise ValueError("boom")
+        except ValueError as exc:
+            error = exc
+        data = picklable.dumps([error, ValueError("plain")])
+        modules = {arg for _, arg, _ in pickletools.genops(data) if isinstance(arg, str)}
+        assert not any(m.startswith("tblib") for m in modules), modules
+        back, plain = picklable.loads(data)
+        assert type(back) is ValueError and back.__traceback__ is not None
+        assert type(plain) is ValueError and plain.args == ("plain",)
