@@ -471,11 +471,8 @@ class TestBlanketReducers:
 
         from tblib import pickling_support
 
-        from picklable import _reducers
-
+        # install() mutates the global table: work on a copy, restored afterwards.
         monkeypatch.setattr(copyreg, "dispatch_table", dict(copyreg.dispatch_table))
-        monkeypatch.setattr(_reducers, "HANDLERS", _reducers._HandlerTable())
-        monkeypatch.setattr("picklable._pickler.Pickler.reducer_override.__defaults__", (_reducers.HANDLERS, type))
         pickling_support.install()
         assert ValueError in copyreg.dispatch_table
         try:
