@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import subprocess
+import sys
 import textwrap
+import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dask
@@ -27,7 +31,7 @@ from picklable_testpkg import api
 from picklable_testpkg.errors import KwOnlyError
 from picklable_testpkg.wrapped import tagged
 from support import dask_tasks
-from support.child import run_script
+from support.child import child_env, run_script
 
 
 @pytest.fixture(scope="module")
@@ -381,6 +385,72 @@ class TestMainScript:
         assert (error["job"], error["attempt"]) == (9, 2)
         assert 'script.py", line' in error["text"] and "in explode" in error["text"]
         assert "raise JobError(job, attempt=2)" in error["text"]
+
+
+class TestCommandLineCluster:
+    """The program of docs/dask.md against `dask scheduler` and `dask worker` processes."""
+
+    def test_docs_program_on_dask_cli_cluster(self, tmp_path):
+        """Workers started from another directory run the program's __main__ code."""
+        program = docs_program()
+        dask_cli = str(Path(sys.executable).parent / "dask")
+        scheduler_file = tmp_path / "scheduler.json"
+        worker_dir = tmp_path / "worker"
+        worker_dir.mkdir()
+        started: list[subprocess.Popen[bytes]] = []
+        logs = []
+        try:
+            for name, command, cwd in [
+                ("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0"], tmp_path),
+                ("worker", ["worker", "--nworkers", "1", "--nthreads", "2"], worker_dir),
+            ]:
+                log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed below
+                logs.append(log)
+                started.append(
+                    subprocess.Popen(
+                        [
+                            dask_cli,
+                            *command,
+                            "--no-dashboard",
+                            "--scheduler-file",
+                            str(scheduler_file),
+                        ],
+                        cwd=cwd,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=child_env(),
+                    )
+                )
+                if name == "scheduler":
+                    wait_for(scheduler_file.exists, 60, "the scheduler file")
+            address = json.loads(scheduler_file.read_text())["address"]
+            run_script(program, tmp_path, args=(address,), timeout=120)
+        finally:
+            for process in reversed(started):
+                process.terminate()
+            for process in reversed(started):
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            for log in logs:
+                log.close()
+
+
+def docs_program() -> str:
+    """The first Python block of docs/dask.md: the program run on one machine or many."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "dask.md").read_text()
+    match = re.search(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert match and "sys.argv[1]" in match.group(1)
+    return match.group(1)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
 
 
 def check_run_directories(results: list[dict], runs: Path) -> None:
