@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 import queue
 import re
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,16 +64,34 @@ class CellOutput:
         return self.displays[-1] if self.displays else None
 
 
-def _descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        return []
+# Every process a session starts (kernel, shell, pool workers, Dask nannies and
+# workers) inherits this variable with the session's own value: after the
+# session, its leftovers are found by it even if their parent died first.
+MARK = "PICKLABLE_INTERACTIVE_SESSION"
 
 
-def _reap(processes: list[psutil.Process], timeout: float = 10.0) -> list[int]:
-    """Wait for ``processes`` to exit; kill (by pid) and return those that did not."""
-    _, alive = psutil.wait_procs(processes, timeout=timeout)
+def marked_env(env: dict[str, str]) -> tuple[dict[str, str], str]:
+    """``env`` plus a mark unique to one session; returns (environment, mark)."""
+    mark = uuid.uuid4().hex
+    return dict(env, **{MARK: mark}), mark
+
+
+def processes_marked(mark: str) -> list[psutil.Process]:
+    """The live processes whose environment carries ``mark`` (never this one)."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get(MARK) == mark and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+def reap(mark: str, timeout: float = 10.0) -> list[int]:
+    """Give the session's processes ``timeout`` seconds to exit, then kill the
+    rest by pid; return the pids that had to be killed."""
+    _, alive = psutil.wait_procs(processes_marked(mark), timeout=timeout)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             proc.kill()
@@ -102,6 +122,7 @@ class Kernel:
             ip=str(workdir / "kernel-ipc"),
             connection_file=str(workdir / "kernel.json"),
         )
+        env, self.mark = marked_env(env)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.manager.start_kernel(cwd=str(workdir), env=env, stdout=self._log, stderr=self._log)
         self.pid: int = self.manager.provisioner.process.pid  # type: ignore[union-attr]
@@ -179,13 +200,13 @@ class Kernel:
         self._log.flush()
         return self.log_path.read_text(errors="replace")[-5000:]
 
-    def close(self, cleanup: str = "") -> list[int]:
+    def close(self, cleanup: str = "", *, grace: float = 10.0) -> list[int]:
         """Run ``cleanup`` (closing pools and clusters), shut the kernel down,
-        kill whatever it started that survived; return those pids."""
+        kill whatever it started that has not exited ``grace`` seconds later;
+        return those pids."""
         if cleanup and self.manager.is_alive():
             with contextlib.suppress(Exception):
                 self.execute(cleanup, timeout=60)
-        started = _descendants(self.pid)
         with contextlib.suppress(Exception):
             self.client.stop_channels()
         with contextlib.suppress(Exception):
@@ -194,7 +215,7 @@ class Kernel:
             self.manager.shutdown_kernel(now=True)
         with contextlib.suppress(Exception):
             self.manager.cleanup_resources()
-        survivors = _reap(started)
+        survivors = reap(self.mark, grace)
         self._log.close()
         return survivors
 
@@ -226,7 +247,7 @@ class Shell:
 
         self._pexpect = pexpect
         self.transcript: list[str] = []
-        env = dict(env, TERM="dumb", PAGER="cat")
+        env, self.mark = marked_env(dict(env, TERM="dumb", PAGER="cat"))
         ipython_dir = workdir / "ipython-dir"  # a fresh profile: no user startup files
         ipython_dir.mkdir(exist_ok=True)
         self.child = pexpect.spawn(
@@ -316,18 +337,18 @@ class Shell:
             raise SessionError(f"the cell raised in the IPython shell:\n{code}\n--- output\n{out.stdout}")
         return out.values
 
-    def close(self, cleanup: str = "") -> list[int]:
-        """Run ``cleanup``, exit the shell, kill whatever it started that survived."""
+    def close(self, cleanup: str = "", *, grace: float = 10.0) -> list[int]:
+        """Run ``cleanup``, exit the shell, kill whatever it started that has not
+        exited ``grace`` seconds later; return those pids."""
         if cleanup and self.child.isalive():
             with contextlib.suppress(Exception):
                 self.type_cell(cleanup, timeout=60)
-        started = _descendants(self.pid)
         if self.child.isalive():
             with contextlib.suppress(Exception):
                 self.child.sendline("exit")
                 self.child.expect(self._pexpect.EOF, timeout=30)
         self.child.close(force=True)
-        return _reap(started)
+        return reap(self.mark, grace)
 
 
 def _error_shown(printed: str) -> bool:

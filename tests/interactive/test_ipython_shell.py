@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import psutil
 import pytest
 from support.child import child_env
 
@@ -51,6 +52,21 @@ class TestShell:
         assert got["shell"] == "TerminalInteractiveShell"
         assert got["main"] is True and got["module"] == "__main__"
         assert got["filename"].startswith("<ipython-input-") and got["on_disk"] is False
+
+
+class TestCleanup:
+    """A session that ends badly leaves no process behind."""
+
+    def test_leftovers_are_killed(self, tmp_path):
+        """What a shell started and left running (here in its own session, out of reach of the
+        terminal's hangup) is killed after it: a failing test cannot leak workers or clusters."""
+        session = Shell(tmp_path, child_env())
+        try:
+            got = session.run("import subprocess\nsleeper = subprocess.Popen(['sleep', '600'], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n", pid="sleeper.pid")
+        finally:
+            killed = session.close(grace=0.5)
+        assert killed == [got["pid"]]
+        assert not psutil.pid_exists(got["pid"]) or psutil.Process(got["pid"]).status() == psutil.STATUS_ZOMBIE
 
 
 @pytest.mark.parametrize("kind", KINDS)
