@@ -124,7 +124,7 @@ def main() -> None:
             n_workers=2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # no fixed port: 8787 may be taken
             silence_logs=logging.ERROR,
         ) as cluster,
         distributed.Client(cluster) as client,

@@ -41,7 +41,7 @@ def cluster() -> Iterator[distributed.LocalCluster]:
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # no fixed port: 8787 may be taken
         silence_logs=logging.CRITICAL,
     ) as running:
         yield running
@@ -253,6 +253,28 @@ class TestDelayed:
         assert dask.compute(first, second) == (api.Frame.mean, 2)
 
 
+class TestInProcessCluster:
+    """LocalCluster(processes=False): workers in the client's process, nothing pickled back."""
+
+    def test_results_and_exceptions(self):
+        """Results arrive unboxed (never pickled) and exceptions as themselves."""
+        with (
+            distributed.LocalCluster(
+                n_workers=1,
+                processes=False,
+                dashboard_address="127.0.0.1:0",  # no fixed port: 8787 may be taken
+                silence_logs=logging.CRITICAL,
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            assert pdask.submit(client, dask_tasks.frame_mean).result() is api.Frame.mean
+            scale = 2
+            assert client.gather(pdask.map(client, lambda x: x * scale, [1, 2])) == [2, 4]
+            with pytest.raises(KwOnlyError) as info:
+                pdask.submit(client, dask_tasks.fail_kw_only, 4).result()
+            assert info.value.code == 4 and type(info.value.__cause__) is ValueError
+
+
 class TestClient:
     """picklable.dask.Client: submit and map of a distributed.Client, through picklable."""
 
@@ -387,6 +409,9 @@ class TestMainScript:
         assert "raise JobError(job, attempt=2)" in error["text"]
 
 
+LOOPBACK = ("--host", "127.0.0.1", "--port", "0")
+
+
 class TestCommandLineCluster:
     """The program of docs/dask.md against `dask scheduler` and `dask worker` processes."""
 
@@ -401,8 +426,17 @@ class TestCommandLineCluster:
         logs = []
         try:
             for name, command, cwd in [
-                ("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0"], tmp_path),
-                ("worker", ["worker", "--nworkers", "1", "--nthreads", "2"], worker_dir),
+                # Its HTTP server on a free port of loopback: 8787 may be taken.
+                (
+                    "scheduler",
+                    ["scheduler", *LOOPBACK, "--dashboard-address", "127.0.0.1:0"],
+                    tmp_path,
+                ),
+                (
+                    "worker",
+                    ["worker", "--nworkers", "1", "--nthreads", "2", "--no-dashboard"],
+                    worker_dir,
+                ),
             ]:
                 log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed below
                 logs.append(log)
@@ -411,7 +445,6 @@ class TestCommandLineCluster:
                         [
                             dask_cli,
                             *command,
-                            "--no-dashboard",
                             "--scheduler-file",
                             str(scheduler_file),
                         ],
