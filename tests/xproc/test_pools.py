@@ -520,6 +520,23 @@ class TestLifecycle:
             assert pool.apply(lambda: "ok") == "ok"
 
 
+class TestCodecHook:
+    def test_every_payload_goes_through_the_codec(self, method, monkeypatch):
+        """A pool's codec sees every payload both ways (the hook for signing)."""
+        from picklable._pool import _protocol
+
+        monkeypatch.setattr(_protocol, "Codec", pool_tasks.TaggingCodec)
+        before = pool_tasks.TaggingCodec.calls
+        with picklable.Pool(
+            2, initializer=pool_tasks.remember_index, initargs=(0,), context=method
+        ) as pool:
+            assert pool.map(lambda x: x + 1, range(10), chunksize=2) == list(range(1, 11))
+            with pytest.raises(errors.KwOnlyError):
+                pool.apply(_raise, (lambda: errors.KwOnlyError("tagged", code=1),))
+            assert pool.apply(pool_tasks.codec_calls) > 0  # the worker decoded with it
+        assert pool_tasks.TaggingCodec.calls - before >= 10
+
+
 # ------------------------------------------------------------------ executor
 
 

@@ -280,12 +280,14 @@ class Core:
         initializer: bytes | None,
         maxtasks: int | None,
         name: str,
+        codec: P.Codec | None = None,
     ) -> None:
         if method not in _launch.START_METHODS:
             raise ValueError(f"start method must be one of {_launch.START_METHODS}, not {method!r}")
         self.processes = processes
         self.method = method
-        self.codec = P.Codec()
+        # Every payload of this pool, both ways, goes through this one object.
+        self.codec = codec if codec is not None else P.Codec()
         self.initializer = initializer
         self.maxtasks = maxtasks
         self.name = name

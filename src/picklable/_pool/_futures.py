@@ -73,11 +73,12 @@ class ProcessPoolExecutor(Executor):
             raise TypeError("initializer must be a callable")
         if retries < 0:
             raise ValueError("retries must be 0 or more")
-        init = P.Codec().encode((initializer, tuple(initargs))) if initializer is not None else None
+        codec = P.Codec()
+        init = codec.encode((initializer, tuple(initargs))) if initializer is not None else None
         self._max_workers = max_workers
         self._retries = retries
         self._core = Core(
-            max_workers, method, init, max_tasks_per_child, "picklable.ProcessPoolExecutor"
+            max_workers, method, init, max_tasks_per_child, "picklable.ProcessPoolExecutor", codec
         )
         self._shutdown = False
         # Collected without shutdown(): finish the queued work in the background.

@@ -187,7 +187,8 @@ def start(method: str, config: WorkerConfig) -> tuple[Process, socket.socket, by
     try:
         if method == "spawn":
             process: Process = _start_spawn(child_end)
-            data = pickle.dumps((list(sys.path), config), protocol=pickle.HIGHEST_PROTOCOL)
+            config_data = pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps((list(sys.path), config_data), protocol=pickle.HIGHEST_PROTOCOL)
             boot = P.LENGTH.pack(len(data)) + data
         else:
             process = _start_mp(method, child_end, config)

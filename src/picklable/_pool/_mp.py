@@ -142,10 +142,11 @@ class Pool:
             raise TypeError("initializer must be a callable")
         if retries < 0:
             raise ValueError("retries must be 0 or more")
-        init = P.Codec().encode((initializer, tuple(initargs))) if initializer is not None else None
+        codec = P.Codec()
+        init = codec.encode((initializer, tuple(initargs))) if initializer is not None else None
         self._processes = processes
         self._retries = retries
-        self._core = Core(processes, method, init, maxtasksperchild, "picklable.Pool")
+        self._core = Core(processes, method, init, maxtasksperchild, "picklable.Pool", codec)
         self._core.exit_action = "terminate"
         self._state = "RUN"
         self._finalizer = weakref.finalize(self, self._core.terminate)

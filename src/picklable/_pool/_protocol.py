@@ -69,8 +69,12 @@ class Codec:
     """Turns the objects of one pool into payload bytes and back, at both ends.
 
     The only place where a pool serializes: a subclass that signs and checks
-    payloads (or compresses them) changes what every frame carries. Instances
-    are shipped to the workers with plain pickle when they start.
+    payloads (or compresses them) changes what every frame carries. A pool
+    makes one instance, encodes its initializer with it, hands it to its
+    :class:`~._core.Core`, and ships it to every worker at start with plain
+    pickle (spawn: over the worker's own socket; fork: inherited; forkserver:
+    through multiprocessing's socket to the server), so a key held in the
+    instance reaches the workers and no one else.
     """
 
     __slots__ = ()

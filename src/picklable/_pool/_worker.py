@@ -115,7 +115,8 @@ def spawned_main(fd: int) -> None:
         return
     path, config = pickle.loads(body)
     sys.path[:] = path
-    sys.exit(serve(channel, config))
+    # The config may name classes (a custom codec) found only on that path.
+    sys.exit(serve(channel, pickle.loads(config)))
 
 
 def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
