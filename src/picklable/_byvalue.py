@@ -5,7 +5,8 @@ A function becomes::
     REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells)
     BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
-``code_bytes`` is ``marshal.dumps(code)`` (computed once per code object), and
+``code_bytes`` is ``marshal.dumps(code)`` and its CRC32 (computed once per code
+object; see :func:`_reconstruct.seal_code`), and
 ``record`` names the interpreter that compiled it: another Python version is
 refused before marshal sees the bytes. Loading costs one small Python frame per
 function and, per payload, one global lookup -- at load a global costs about
@@ -104,7 +105,7 @@ def code_info(code: types.CodeType) -> tuple[types.CodeType, bytes, tuple[str, .
         return info
     consts = code.co_consts
     default_doc = consts[0] if consts and type(consts[0]) is str else None
-    info = (code, marshal.dumps(code), _global_names(code), default_doc)
+    info = (code, _reconstruct.seal_code(marshal.dumps(code)), _global_names(code), default_doc)
     if len(_code_cache) >= _CODE_CACHE_LIMIT:
         _code_cache.clear()
     _code_cache[id(code)] = info

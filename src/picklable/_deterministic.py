@@ -230,6 +230,7 @@ def code_bytes(code: types.CodeType) -> bytes:
         if data.count(marked) != 1:  # pragma: no cover - 16 random bytes
             raise RuntimeError("deterministic marshal: placeholder collision")
         data = data.replace(marked, encoding)
+    data = _reconstruct.seal_code(data)
     if len(_codes) >= _CODES_LIMIT:
         _codes.clear()
     _codes[id(code)] = (code, data)

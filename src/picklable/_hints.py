@@ -18,13 +18,14 @@ exist before that module is imported, so only ``sys.modules`` is consulted.
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 import re
 import sys
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Hint = tuple[str, str]  # (reason, fix)
@@ -528,11 +529,20 @@ def package_version(module: str) -> str:
         try:
             from importlib import metadata
 
-            names = metadata.packages_distributions().get(top) or [top]
+            names = _packages_distributions().get(top) or [top]
             version = metadata.version(names[0])
         except Exception:
             version = None
     return f"{top} {version}" if version else f"{top}, version unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def _packages_distributions() -> Mapping[str, list[str]]:
+    # Scans every installed distribution (~1 s with a large environment): once
+    # per process, not once per failed load (a worker fed damaged payloads).
+    from importlib import metadata
+
+    return metadata.packages_distributions()
 
 
 def _builder_frame(exc: BaseException) -> types.FrameType | None:

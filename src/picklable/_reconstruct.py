@@ -18,6 +18,7 @@ import operator
 import sys
 import types
 import weakref
+import zlib
 from typing import Any
 
 from .exceptions import UnpicklingError
@@ -133,6 +134,19 @@ _codes: dict[bytes, types.CodeType] = {}
 _CODES_LIMIT = 4096
 
 
+def seal_code(data: bytes) -> bytes:
+    """marshal bytes of a code object + CRC32 of them (4 bytes, little-endian).
+
+    marshal checks the structure of what it reads but not the bytecode inside,
+    and a code object runs while a payload loads (a base class's
+    ``__init_subclass__``, a ``__set_name__``): a flipped bit there can crash
+    the interpreter instead of raising. The checksum turns damage in transit
+    into an :class:`~picklable.UnpicklingError`. It is no defence against a
+    forged payload (use ``key=``). ``marshal.loads`` ignores the trailer.
+    """
+    return data + zlib.crc32(data).to_bytes(4, "little")
+
+
 def _load_code(data: bytes, record: str) -> types.CodeType:
     """Build a code object from marshal bytes, refusing another interpreter's."""
     if record != _HERE:
@@ -146,6 +160,13 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
             "the payload is damaged or was not made by picklable.",
             reason="damaged payload: code is not bytes",
             hint="check that the bytes arrive unchanged",
+        )
+    if len(data) < 5 or zlib.crc32(memoryview(data)[:-4]) != int.from_bytes(data[-4:], "little"):
+        raise UnpicklingError(
+            "Cannot load: the bytes of code shipped by value fail their checksum: the "
+            "payload was damaged on the way (or not made by this picklable version).",
+            reason="damaged payload: code checksum",
+            hint="check that the bytes arrive unchanged; sign payloads with key= to detect any change",
         )
     try:
         code = marshal.loads(data)

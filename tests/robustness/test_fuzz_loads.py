@@ -1,0 +1,86 @@
+"""10,000 damaged payloads fed to ``loads`` in child interpreters: only clean
+refusals (picklable.UnpicklingError), no crash, no hang (see support.fuzz)."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+
+import pytest
+from support import fuzz
+from support.child import child_env
+
+import picklable
+from picklable_testpkg import hostile
+
+CASES = 10_000
+SIGNED_CASES = 2_000
+KEY = bytes(range(100, 132))
+
+
+def _summary(title, kinds, report):
+    by_kind = Counter()
+    for kind, outcome in zip(kinds, report.outcomes):
+        by_kind[kind, "loaded" if outcome == "L" else "refused" if outcome == "U" else "other"] += 1
+    lines = [
+        f"{title}: {len(report.outcomes):,} cases in {report.seconds:.1f} s: "
+        f"{report.count('L'):,} loaded, {report.count('U'):,} refused with UnpicklingError, "
+        f"{len(report.unclean) - len(report.crashes) - len(report.hangs)} other exceptions, "
+        f"{len(report.crashes)} crashes, {len(report.hangs)} hangs"
+    ]
+    for kind in dict.fromkeys(kinds):
+        lines.append(
+            f"  {kind:15} {by_kind[kind, 'loaded']:5,} loaded {by_kind[kind, 'refused']:5,} refused "
+            f"{by_kind[kind, 'other']:3} other"
+        )
+    return "\n".join(lines)
+
+
+@pytest.mark.timeout(240)
+def test_damaged_payloads(tmp_path, record_property):
+    """Truncated, bit-flipped, edited, spliced and random payloads: clean errors only."""
+    cases = fuzz.mutations(fuzz.base_payloads(), CASES, seed=8)
+    corpus = tmp_path / "corpus.bin"
+    fuzz.write_corpus(corpus, [data for _, data in cases])
+    report = fuzz.run(corpus, env=child_env())
+    summary = _summary("unsigned", [kind for kind, _ in cases], report)
+    print(summary)
+    record_property("fuzz_unsigned", summary)
+    assert "?" not in report.outcomes
+    assert report.crashes == [] and report.hangs == [], summary
+    assert report.unclean == [], summary
+    assert report.count("U") > CASES // 2  # most damage is noticed
+
+
+@pytest.mark.timeout(120)
+def test_damaged_signed_payloads(tmp_path, record_property):
+    """With a key, every damaged payload is refused: none loads, none crashes."""
+    cases = fuzz.mutations(fuzz.base_payloads(key=KEY), SIGNED_CASES, seed=9)
+    corpus = tmp_path / "signed.bin"
+    fuzz.write_corpus(corpus, [data for _, data in cases])
+    report = fuzz.run(corpus, key=KEY, env=child_env())
+    summary = _summary("signed", [kind for kind, _ in cases], report)
+    print(summary)
+    record_property("fuzz_signed", summary)
+    assert report.count("U") == SIGNED_CASES, summary
+
+
+@pytest.mark.timeout(60)
+def test_harness_detects_crashes_and_hangs(tmp_path):
+    """The harness reports a payload that kills the child and one that never returns."""
+    corpus = tmp_path / "hostile.bin"
+    fuzz.write_corpus(
+        corpus,
+        [
+            picklable.dumps([1, 2]),
+            pickle.dumps(hostile.CrashOnLoad()),
+            b"not a pickle",
+            pickle.dumps(hostile.HangOnLoad()),
+            picklable.dumps({"a": 1}),
+        ],
+    )
+    report = fuzz.run(corpus, hang_after=3.0, env=child_env())
+    assert report.outcomes[0] == "L" and report.outcomes[2] == "U" and report.outcomes[4] == "L"
+    assert report.crashes == [1] and report.outcomes[1].startswith("crash (exit -11")
+    assert report.hangs == [3]
+    assert report.restarts == 2
