@@ -146,7 +146,9 @@ def show_audit(
 
     if isinstance(what, Report):
         if options:
-            raise TypeError(f"show_audit() of a finished report takes no audit options, got {sorted(options)}")
+            raise TypeError(
+                f"show_audit() of a finished report takes no audit options, got {sorted(options)}"
+            )
         return AuditView(what, show=show)
     targets = [what] if isinstance(what, str) else list(what)
     return AuditView(audit(targets, **options), show=show)

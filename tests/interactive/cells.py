@@ -9,7 +9,7 @@ end the statement there).
 from __future__ import annotations
 
 # One of each kind the issue names.
-DEFINITIONS = '''
+DEFINITIONS = """
 import dataclasses, os, sys, traceback
 import wrapt
 import picklable
@@ -55,27 +55,32 @@ def fails(job):
     raise JobError(job, attempt=2)
 def worker_pid(_):
     return os.getpid()
-'''
+"""
 
 # name -> (expression mapped with KIND, expected value)
 CASES: dict[str, tuple[str, object]] = {
     "decorator without wraps": ("mapped(KIND, nowraps, [0, 1, 2])", [1000, 1002, 1004]),
-    "class-based decorator": ("mapped(KIND, class_decorated, [0, 1, 2])", [["tagged", 1], ["tagged", 2], ["tagged", 3]]),
+    "class-based decorator": (
+        "mapped(KIND, class_decorated, [0, 1, 2])",
+        [["tagged", 1], ["tagged", 2], ["tagged", 3]],
+    ),
     "wrapt decorator": ("mapped(KIND, wrapt_decorated, [0, 1, 2])", [0, -3, -6]),
     "lambda": ("mapped(KIND, square, [0, 1, 2])", [0, 1, 4]),
     "closure": ("mapped(KIND, add_ten, [0, 1, 2])", [10, 11, 12]),
     # The class itself mapped (instances built in workers come back as the
     # session's own class), and a method mapped over instances sent there.
     "dataclass": (
-        "[(type(p) is Point, p.x, p.y) for p in mapped(KIND, Point, [0, 1, 2])]"
-        " + mapped(KIND, Point.norm1, [Point(1, -2), Point(-4)])",
+        (
+            "[(type(p) is Point, p.x, p.y) for p in mapped(KIND, Point, [0, 1, 2])]"
+            " + mapped(KIND, Point.norm1, [Point(1, -2), Point(-4)])"
+        ),
         [(True, 0, 0), (True, 1, 0), (True, 2, 0), 3, 4],
     ),
 }
 
 # What the session knows about an exception that a task raised; mapped(KIND, ...)
 # must raise it as the session's own JobError.
-CATCH = '''
+CATCH = """
 def catch(kind):
     try:
         mapped(kind, fails, [5])
@@ -92,9 +97,10 @@ def catch(kind):
             "formatted": "".join(traceback.format_exception(exc)),
         }
     except BaseException as exc:
-        return {"type": type(exc).__qualname__, "formatted": "".join(traceback.format_exception(exc))}
+        formatted = "".join(traceback.format_exception(exc))
+        return {"type": type(exc).__qualname__, "formatted": formatted}
     return {"type": None}
-'''
+"""
 
 # The session's map over each executor: KIND is "pool", "executor" or "dask".
 POOLS = '''
@@ -121,19 +127,23 @@ def everywhere(kind, fn, workers=2):
 '''
 
 # A Dask LocalCluster of 2 worker processes and a picklable.dask.Client on it.
-DASK = '''
+DASK = """
 import logging
 import distributed
 import picklable.dask
 cluster = distributed.LocalCluster(
-    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+    n_workers=2,
+    threads_per_worker=1,
+    processes=True,
+    dashboard_address=None,
+    silence_logs=logging.CRITICAL,
 )
 client = picklable.dask.Client(cluster)
 client.wait_for_workers(2)
-'''
+"""
 
 # Closes what POOLS and DASK started, whatever of it exists.
-CLOSE_POOLS = '''
+CLOSE_POOLS = """
 try:
     if "pool" in globals():
         pool.terminate()
@@ -149,4 +159,4 @@ finally:
         finally:
             if "cluster" in globals():
                 cluster.close()
-'''
+"""

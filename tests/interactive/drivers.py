@@ -138,7 +138,11 @@ class Kernel:
         """Execute ``code`` as one cell; collect its outputs (errors are not raised)."""
         client = self.client
         msg_id = client.execute(
-            code, store_history=True, allow_stdin=False, user_expressions=expressions, stop_on_error=False
+            code,
+            store_history=True,
+            allow_stdin=False,
+            user_expressions=expressions,
+            stop_on_error=False,
         )
         out = CellOutput()
         deadline = time.monotonic() + timeout
@@ -170,7 +174,8 @@ class Kernel:
             if answer["status"] != "ok":
                 raise SessionError(
                     f"expression {name}={expressions[name]!r} raised in the kernel: "
-                    f"{answer['ename']}: {answer['evalue']}\n" + strip_ansi("\n".join(answer["traceback"]))
+                    f"{answer['ename']}: {answer['evalue']}\n"
+                    + strip_ansi("\n".join(answer["traceback"]))
                 )
             out.values[name] = ast.literal_eval(answer["data"]["text/plain"])
         return out
@@ -182,8 +187,9 @@ class Kernel:
             alive = self.manager.is_alive()
             if alive:
                 self.manager.interrupt_kernel()
+            state = "still busy, interrupted" if alive else "dead"
             raise SessionError(
-                f"the kernel ({'still busy, interrupted' if alive else 'dead'}) did not finish the cell\n"
+                f"the kernel ({state}) did not finish the cell\n"
                 f"{code}\n--- stdout so far\n{out.stdout}\n--- stderr so far\n{out.stderr}\n"
                 f"--- kernel log\n{self.log()}"
             ) from None
@@ -192,7 +198,9 @@ class Kernel:
         """Execute ``code`` (which must not raise); return the values of ``expressions``."""
         out = self.execute(code, timeout=timeout, **expressions)
         if out.error is not None:
-            raise SessionError(f"the cell raised in the kernel:\n{code}\n--- traceback\n{out.error['traceback']}")
+            raise SessionError(
+                f"the cell raised in the kernel:\n{code}\n--- traceback\n{out.error['traceback']}"
+            )
         return out.values
 
     def log(self) -> str:
@@ -291,22 +299,29 @@ class Shell:
         return text
 
     @staticmethod
-    def statements(code: str) -> list[str]:
+    def statements(code: str) -> list[tuple[str, bool]]:
         """``code`` cut into top-level statements, each without blank lines (a
-        blank line would end a compound statement at the simple prompt)."""
+        blank line would end a compound statement at the simple prompt), and
+        whether it is a compound statement (which the shell ends at a blank line)."""
         lines = code.strip("\n").splitlines()
         tree = ast.parse(code.strip("\n"))
-        starts = [min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", []))]) for n in tree.body]
+        starts = [
+            min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", []))])
+            for n in tree.body
+        ]
         ends = [*(s - 1 for s in starts[1:]), len(lines)]
-        return ["\n".join(ln for ln in lines[s - 1 : e] if ln.strip()) for s, e in zip(starts, ends)]
+        return [
+            ("\n".join(ln for ln in lines[s - 1 : e] if ln.strip()), _compound(node))
+            for node, s, e in zip(tree.body, starts, ends)
+        ]
 
     def type_cell(self, code: str, *, timeout: float = 120.0) -> str:
         """Type ``code`` statement by statement; return what the shell printed."""
         printed = []
-        for statement in self.statements(code):
+        for statement, compound in self.statements(code):
             for line in statement.splitlines():
                 self.child.sendline(line)
-            if "\n" in statement or statement.rstrip().endswith(":"):
+            if compound:
                 self.child.sendline("")
             printed.append(self._wait_prompt(timeout))
         return "\n".join(printed)
@@ -319,14 +334,14 @@ class Shell:
             out.error = {"traceback": out.stdout}
             return out
         if expressions:
-            probe = "print(%r, repr({%s}))" % (
-                _VALUES,
-                ", ".join(f"{name!r}: ({expr})" for name, expr in expressions.items()),
-            )
+            pairs = ", ".join(f"{name!r}: ({expr})" for name, expr in expressions.items())
+            probe = f"print({_VALUES!r}, repr({{{pairs}}}))"
             printed = self.type_cell(probe, timeout=timeout)
             found = re.search(re.escape(_VALUES) + r" (.*)$", printed, re.MULTILINE)
             if found is None or _error_shown(printed.replace(found.group(0), "")):
-                raise SessionError(f"evaluating {expressions} in the IPython shell failed:\n{printed}")
+                raise SessionError(
+                    f"evaluating {expressions} in the IPython shell failed:\n{printed}"
+                )
             out.values = ast.literal_eval(found.group(1).strip())
         return out
 
@@ -334,7 +349,9 @@ class Shell:
         """Type ``code`` (which must not raise); return the values of ``expressions``."""
         out = self.execute(code, timeout=timeout, **expressions)
         if out.error is not None:
-            raise SessionError(f"the cell raised in the IPython shell:\n{code}\n--- output\n{out.stdout}")
+            raise SessionError(
+                f"the cell raised in the IPython shell:\n{code}\n--- output\n{out.stdout}"
+            )
         return out.values
 
     def close(self, cleanup: str = "", *, grace: float = 10.0) -> list[int]:
@@ -356,3 +373,8 @@ def _error_shown(printed: str) -> bool:
     return "Traceback (most recent call last)" in printed or bool(
         re.search(r"^(SyntaxError|IndentationError)\b", printed, re.MULTILINE)
     )
+
+
+def _compound(node: ast.stmt) -> bool:
+    """Whether a statement has a block (def, class, if, for, while, with, try, match)."""
+    return hasattr(node, "body") or type(node).__name__ == "Match"

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+
 from support.child import child_env
 
 from . import cells
@@ -54,6 +55,18 @@ class TestShell:
         assert got["filename"].startswith("<ipython-input-") and got["on_disk"] is False
 
 
+SLEEPER = """
+import subprocess
+sleeper = subprocess.Popen(
+    ["sleep", "600"],
+    start_new_session=True,
+    stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+)
+"""
+
+
 class TestCleanup:
     """A session that ends badly leaves no process behind."""
 
@@ -62,11 +75,14 @@ class TestCleanup:
         terminal's hangup) is killed after it: a failing test cannot leak workers or clusters."""
         session = Shell(tmp_path, child_env())
         try:
-            got = session.run("import subprocess\nsleeper = subprocess.Popen(['sleep', '600'], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n", pid="sleeper.pid")
+            got = session.run(SLEEPER, pid="sleeper.pid")
         finally:
             killed = session.close(grace=0.5)
         assert killed == [got["pid"]]
-        assert not psutil.pid_exists(got["pid"]) or psutil.Process(got["pid"]).status() == psutil.STATUS_ZOMBIE
+        assert (
+            not psutil.pid_exists(got["pid"])
+            or psutil.Process(got["pid"]).status() == psutil.STATUS_ZOMBIE
+        )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -81,21 +97,31 @@ class TestShipping:
 
     def test_runs_in_workers(self, shell, kind):
         """Tasks run in worker processes, not in the shell."""
-        got = shell.run("", pids=f"set(mapped({kind!r}, worker_pid, range(8)))", shell="os.getpid()")
+        got = shell.run(
+            "", pids=f"set(mapped({kind!r}, worker_pid, range(8)))", shell="os.getpid()"
+        )
         assert got["pids"] and got["shell"] not in got["pids"]
 
     def test_exception_arrives_intact(self, shell, kind):
-        """The keyword-only exception comes back as the shell's class, attributes and traceback kept."""
+        """The keyword-only exception comes back as the shell's class, with its attributes
+        and the worker's traceback."""
         got = shell.run("", value=f"catch({kind!r})")["value"]
         assert got["type"] == "JobError", got.get("formatted")
         assert got["same class"] is True
         assert (got["job"], got["attempt"], got["message"]) == (5, 2, "job 5 failed")
         assert got["cause"] == "RemoteTraceback" and "in fails" in got["cause text"]
-        assert "<ipython-input-" in got["formatted"] and "raise JobError(job, attempt=2)" in got["formatted"]
+        assert (
+            "<ipython-input-" in got["formatted"]
+            and "raise JobError(job, attempt=2)" in got["formatted"]
+        )
 
     def test_redefined_function(self, shell, kind):
         """A function redefined at the prompt ships its new definition to the same workers."""
-        first = shell.run("def step(x):\n    return x + 1\n", value=f"mapped({kind!r}, step, [1, 2])")
+        first = shell.run(
+            "def step(x):\n    return x + 1\n", value=f"mapped({kind!r}, step, [1, 2])"
+        )
         assert first["value"] == [2, 3]
-        second = shell.run("def step(x):\n    return x * 100\n", value=f"mapped({kind!r}, step, [1, 2])")
+        second = shell.run(
+            "def step(x):\n    return x * 100\n", value=f"mapped({kind!r}, step, [1, 2])"
+        )
         assert second["value"] == [100, 200]

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from support.child import child_env
 
 from . import cells
@@ -60,7 +61,8 @@ class TestCells:
             shell="type(get_ipython()).__name__",
             main="sys.modules['__main__'] is get_ipython().user_module",
             modules=(
-                "[f.__module__ for f in (nowraps, class_decorated, wrapt_decorated, square, add_ten, Point, JobError)]"
+                "[f.__module__ for f in"
+                " (nowraps, class_decorated, wrapt_decorated, square, add_ten, Point, JobError)]"
             ),
             on_disk="os.path.exists(fails.__code__.co_filename)",
         )
@@ -82,7 +84,9 @@ class TestShipping:
 
     def test_runs_in_workers(self, kernel, kind):
         """Tasks run in worker processes, not in the kernel."""
-        got = kernel.run("", pids=f"set(mapped({kind!r}, worker_pid, range(8)))", kernel="os.getpid()")
+        got = kernel.run(
+            "", pids=f"set(mapped({kind!r}, worker_pid, range(8)))", kernel="os.getpid()"
+        )
         assert got["pids"] and got["kernel"] not in got["pids"]
 
     def test_exception_arrives_intact(self, kernel, kind):
@@ -108,9 +112,13 @@ class TestRedefinition:
 
     def test_redefined_function(self, kernel, kind):
         """Redefining a function in a later cell runs the new definition in the same workers."""
-        first = value(kernel, f"mapped({kind!r}, step, [1, 2, 3])", "def step(x):\n    return x + 1\n")
+        first = value(
+            kernel, f"mapped({kind!r}, step, [1, 2, 3])", "def step(x):\n    return x + 1\n"
+        )
         assert first == [2, 3, 4]
-        second = value(kernel, f"mapped({kind!r}, step, [1, 2, 3])", "def step(x):\n    return x * 100\n")
+        second = value(
+            kernel, f"mapped({kind!r}, step, [1, 2, 3])", "def step(x):\n    return x * 100\n"
+        )
         assert second == [100, 200, 300]
 
     def test_redefined_helper(self, kernel, kind):
@@ -137,7 +145,10 @@ class TestRedefinition:
 
     def test_redefined_class(self, kernel, kind):
         """A class redefined in a later cell (same name, new method) runs its new code."""
-        code = "class Greeter:\n    def greet(self, x):\n        return f'hi {x}'\ndef greet(x):\n    return Greeter().greet(x)\n"
+        code = (
+            "class Greeter:\n    def greet(self, x):\n        return f'hi {x}'\n"
+            "def greet(x):\n    return Greeter().greet(x)\n"
+        )
         assert value(kernel, f"mapped({kind!r}, greet, [1])", code) == ["hi 1"]
         code = "class Greeter:\n    def greet(self, x):\n        return f'bye {x}'\n"
         assert value(kernel, f"mapped({kind!r}, greet, [1])", code) == ["bye 1"]
@@ -160,7 +171,9 @@ class TestRedefinition:
         assert value(kernel, f"everywhere({kind!r}, apply_rate)", code) == [2]
         assert value(kernel, f"everywhere({kind!r}, apply_rate)", "RATE = 5\n") == [5]
 
-    @pytest.mark.xfail(strict=True, reason="same core bug: the worker keeps the class as first loaded")
+    @pytest.mark.xfail(
+        strict=True, reason="same core bug: the worker keeps the class as first loaded"
+    )
     def test_class_attribute_set_later(self, kernel, kind):
         """A class attribute set in a later cell reaches the workers that already had the class."""
         code = "class Config:\n    size = 1\ndef size(_):\n    return os.getpid(), Config.size\n"
@@ -193,7 +206,8 @@ class TestEnvelopes:
         setup = textwrap.dedent(
             """
             import concurrent.futures, multiprocessing
-            stdlib_pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+            spawn = multiprocessing.get_context("spawn")
+            stdlib_pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=spawn)
             def step(x):
                 return x + 1
             first = picklable.ship(step)
@@ -214,7 +228,7 @@ class TestEnvelopes:
             kernel.run("stdlib_pool.shutdown(wait=True)")
 
 
-SACRED = '''
+SACRED = """
 import tempfile
 from sacred import Experiment
 from sacred.observers import FileStorageObserver
@@ -239,19 +253,26 @@ def main(a, label, _run):
     return {"value": scaled(), "label": label}
 def run_config(task):
     updates, named = task
-    run = ex.run(config_updates=updates, named_configs=named, options={"--loglevel": "ERROR", "--capture": "sys"})
+    options = {"--loglevel": "ERROR", "--capture": "sys"}
+    run = ex.run(config_updates=updates, named_configs=named, options=options)
     return {"result": run.result, "id": run._id, "pid": os.getpid()}
-TASKS = [({"a": 1, "b": 5}, []), ({"a": 2, "b": 6}, []), ({"a": 3, "b": 7}, []), ({"b": 8}, ["large"])]
+TASKS = [
+    ({"a": 1, "b": 5}, []),
+    ({"a": 2, "b": 6}, []),
+    ({"a": 3, "b": 7}, []),
+    ({"b": 8}, ["large"]),
+]
 with picklable.Pool(2) as sacred_pool:
     sacred_results = sacred_pool.map(run_config, TASKS, chunksize=1)
-'''
+"""
 
 
 class TestSacred:
     """A sacred Experiment defined in cells (interactive mode) runs in a pool."""
 
     def test_four_configs_in_a_pool(self, kernel):
-        """4 configs run in pool workers; the observer shipped with the Experiment records each run."""
+        """4 configs run in pool workers; the observer shipped with the Experiment
+        records each run."""
         got = kernel.run(SACRED, results="sacred_results", runs="runs_dir", kernel="os.getpid()")
         assert [r["result"] for r in got["results"]] == [
             {"value": 15, "label": "base"},
@@ -313,7 +334,9 @@ class _Html(html.parser.HTMLParser):
         return " ".join("".join(self.chunks).split())
 
 
-EXPLAIN_NODES = "[(n.name, n.type, n.how, n.path, n.why, n.fix) for n in picklable.explain({obj}).nodes()]"
+EXPLAIN_NODES = (
+    "[(n.name, n.type, n.how, n.path, n.why, n.fix) for n in picklable.explain({obj}).nodes()]"
+)
 
 
 class TestRendering:
@@ -323,8 +346,11 @@ class TestRendering:
     def test_explain_shows_as_html_and_text(self, kernel, obj):
         """A cell returning explain(obj) sends text/html (a well-formed tree telling every
         part) and text/plain (the text tree)."""
-        out = kernel.execute(f"picklable.explain({obj})", text=f"str(picklable.explain({obj}))",
-                             nodes=EXPLAIN_NODES.format(obj=obj))
+        out = kernel.execute(
+            f"picklable.explain({obj})",
+            text=f"str(picklable.explain({obj}))",
+            nodes=EXPLAIN_NODES.format(obj=obj),
+        )
         assert out.error is None
         data = out.result
         assert data is not None and {"text/html", "text/plain"} <= set(data)
@@ -334,15 +360,20 @@ class TestRendering:
         assert "script" not in page.tags and "style" not in page.tags
         nodes = out.values["nodes"]
         root = nodes[0][0]  # the object's name, or "obj" for a lambda
-        assert page.text.startswith(f"{root}: ships,") and data["text/plain"].startswith(f"{root}: ships,")
-        for name, type_name, how, path, why, fix in nodes:
+        assert page.text.startswith(f"{root}: ships,") and data["text/plain"].startswith(
+            f"{root}: ships,"
+        )
+        for name, type_name, *_ in nodes:
             assert name in page.text and type_name in page.text, (name, type_name)
             assert name in data["text/plain"] and type_name in data["text/plain"]
         assert "by value" in page.text and "by value" in data["text/plain"]
 
     def test_explain_failure_names_path_and_fix(self, kernel):
         """What cannot ship is shown with its path, why and fix, in both renderings."""
-        code = "import threading\nguard = threading.Lock()\ndef locked(x):\n    with guard:\n        return x\n"
+        code = (
+            "import threading\nguard = threading.Lock()\n"
+            "def locked(x):\n    with guard:\n        return x\n"
+        )
         out = kernel.execute(
             code + "picklable.explain(locked)",
             problems="[(n.path, n.why, n.fix) for n in picklable.explain(locked).problems]",
@@ -359,7 +390,8 @@ class TestRendering:
             assert path in text and " ".join(why.split()) in text and " ".join(fix.split()) in text
 
     def test_audit_report_inline(self, kernel):
-        """show_audit() displays the audit's HTML page in a sandboxed iframe and its table as text."""
+        """show_audit() displays the audit's HTML page in a sandboxed iframe, and its table
+        as text."""
         out = kernel.execute(
             "from picklable.notebook import show_audit\n"
             "from picklable._format import HtmlFormat\n"
@@ -378,7 +410,9 @@ class TestRendering:
         assert frame.errors == [] and frame.tags == {"iframe"}
         start = data["text/html"].index('srcdoc="') + len('srcdoc="')
         page_source = html.unescape(data["text/html"][start : data["text/html"].rindex('"')])
-        assert page_source.startswith("<!DOCTYPE html>") and page_source.rstrip().endswith("</html>")
+        assert page_source.startswith("<!DOCTYPE html>") and page_source.rstrip().endswith(
+            "</html>"
+        )
         page = _Html.parse(page_source)
         assert {"table", "script", "input"} <= page.tags
         for name in names:

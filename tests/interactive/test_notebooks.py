@@ -43,7 +43,9 @@ def execute(path: Path, workdir: Path) -> Any:
         client.execute(env=env)
     finally:
         survivors = reap(mark)
-    assert not survivors, f"processes left running after the notebook's kernel shut down (killed): {survivors}"
+    assert not survivors, (
+        f"processes left running after the notebook's kernel shut down (killed): {survivors}"
+    )
     return notebook
 
 
@@ -70,7 +72,8 @@ def _decorated(out: list[Any]) -> None:
 def _stdlib_fails(out: list[Any]) -> None:
     # AttributeError up to Python 3.13, PicklingError after: the same words.
     assert re.fullmatch(
-        r"(AttributeError|PicklingError): Can't pickle local object .*timed\.<locals>\.wrapper.*\n", stdout(out)
+        r"(AttributeError|PicklingError): Can't pickle local object .*timed\.<locals>\.wrapper.*\n",
+        stdout(out),
     ), stdout(out)
 
 
