@@ -9,6 +9,7 @@ pickle do what it always does).
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import sys
 import types
@@ -302,6 +303,12 @@ _REFUSED: dict[str, tuple[str, str]] = {
 
 def _refuse(reason: str, hint: str) -> Handler:
     def refuse(pickler: Pickler, obj: Any) -> Any:
+        # A pickler given its own reducer for this type knows better: loky
+        # pickles its workers' Process objects with LOKY_PICKLER's Pickler and a
+        # dispatch_table whose Connection reducer duplicates the descriptor.
+        table = getattr(pickler, "dispatch_table", copyreg.dispatch_table)
+        if type(obj) in table:
+            return NotImplemented
         name = f"{type(obj).__module__}.{type(obj).__qualname__}"
         raise PicklingError(
             f"Cannot pickle {name}: {reason}. Fix: {hint}.",
