@@ -26,8 +26,8 @@ __all__ = ["AuditView", "show_audit"]
 
 # Height of the inline frame: enough for the totals and the filters plus the
 # rows, up to a screenful (the page scrolls inside the frame beyond that).
-_FRAME_BASE_PX = 330
-_FRAME_ROW_PX = 24
+_FRAME_BASE_PX = 460
+_FRAME_ROW_PX = 26
 _FRAME_MAX_PX = 720
 
 

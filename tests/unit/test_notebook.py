@@ -65,7 +65,7 @@ class TestAuditView:
         """Few rows: a short frame; many rows: a capped frame that scrolls."""
         short = AuditView(make_report(1))._repr_html_()
         tall = AuditView(make_report(400))._repr_html_()
-        assert "height:354px" in short
+        assert "height:486px" in short
         assert "height:720px" in tall
 
     def test_text_is_the_table(self):
