@@ -9,9 +9,12 @@ work in the script. Spawned workers do not re-import the script, so it needs no
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from support.child import run_script
+from support.child import child_env, run_script
 
 SCRIPT = """
 import os
@@ -80,3 +83,34 @@ def test_main_objects_through_pools(tmp_path, method):
 def test_spawn_needs_no_main_guard(tmp_path):
     """A script without an if __name__ guard works: spawned workers never re-run it."""
     assert run_script(UNGUARDED, tmp_path).strip() == "285"
+
+
+LEFT_OPEN = """
+import sys
+import time
+import picklable
+
+if sys.argv[1] == "pool":
+    pool = picklable.Pool(2)
+    pool.apply_async(time.sleep, (60,))  # still running at exit: terminated
+else:
+    ex = picklable.ProcessPoolExecutor(2)
+    ex.submit(lambda: (time.sleep(0.3), print("task done", flush=True)))
+print("leaving", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("kind", "out"), [("pool", "leaving"), ("executor", "leaving task done")])
+def test_left_open_at_exit(tmp_path, kind, out):
+    """At exit an open Pool is terminated, an open executor finishes its work; no traceback."""
+    script = tmp_path / "left_open.py"
+    script.write_text(LEFT_OPEN)
+    done = subprocess.run(
+        [sys.executable, str(script), kind],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        cwd=tmp_path,
+    )
+    assert (done.returncode, done.stdout.split(), done.stderr) == (0, out.split(), "")

@@ -318,6 +318,11 @@ class Core:
             self._kill_all()
             self._release_workers()
             raise
+        # Loaded now, while the workers boot, not on the first error:
+        # concurrent.futures.process cannot be imported once the interpreter
+        # has begun to shut down, which is when a pool left open terminates.
+        from . import _broken  # noqa: F401
+
         self.thread = threading.Thread(target=self._run, name=f"{name}-manager", daemon=True)
         self.thread.start()
 

@@ -122,7 +122,10 @@ def spawned_main(fd: int) -> None:
 def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
     chunks = []
     while size:
-        chunk = channel.recv(size)
+        try:
+            chunk = channel.recv(size)
+        except OSError:  # the parent went away while this worker started
+            return None
         if not chunk:
             return None
         chunks.append(chunk)
@@ -148,16 +151,16 @@ def serve(sock: _Channel, config: WorkerConfig) -> int:
     # Ctrl-C reaches the whole process group; the parent decides what stops.
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     codec = config.codec
-    if config.initializer is not None:
-        try:
-            initializer, initargs = codec.decode(config.initializer)
-            initializer(*initargs)
-        except BaseException as exc:
-            info = codec.encode(P.error_info(exc, codec, skip_frames=1))
-            _send(sock, P.LENGTH.pack(1 + len(info)) + P.INIT_ERROR, info)
-            return 1
-    sock.sendall(P.READY.pack(9, P.READY_KIND, os.getpid()))
     try:
+        if config.initializer is not None:
+            try:
+                initializer, initargs = codec.decode(config.initializer)
+                initializer(*initargs)
+            except BaseException as exc:
+                info = codec.encode(P.error_info(exc, codec, skip_frames=1))
+                _send(sock, P.LENGTH.pack(1 + len(info)) + P.INIT_ERROR, info)
+                return 1
+        sock.sendall(P.READY.pack(9, P.READY_KIND, os.getpid()))
         _serve(sock, codec)
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent went away: nobody is left to answer
