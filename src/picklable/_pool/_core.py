@@ -779,7 +779,9 @@ class Core:
     def _reap(self, worker: _Worker) -> None:
         from ._broken import BrokenPoolError, WorkerDiedError
 
-        if self.workers[worker.index] is not worker:
+        if self.workers[worker.index] is not worker or not _readable(worker.process.sentinel):
+            # A stale event: from the same poll() batch, for a file descriptor
+            # number that a replacement worker has reused since.
             return
         if not worker.eof:
             self._drain(worker)  # results it sent before it ended still count
@@ -941,6 +943,12 @@ def _settle_failed(unit: Unit, exc: BaseException) -> None:
         unit.job.fail(unit, error)
     except Exception:
         pass
+
+
+def _readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _close_fds(*fds: int) -> None:
