@@ -31,6 +31,7 @@ __all__ = [
     "RemoteTraceback",
     "Unpickler",
     "UnpicklingError",
+    "WorkerDiedError",
     "Wrapper",
     "decorator",
     "dump",
@@ -45,7 +46,6 @@ __all__ = [
     "unregister_by_value",
     "with_state",
     "worker_index",
-    "WorkerDiedError",
 ]
 
 # Heavier parts load on first use, so a worker that only loads payloads
