@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +54,10 @@ def value(kernel: Kernel, expression: str, code: str = "") -> object:
 
 class TestCells:
     """What the cells made: __main__ objects without an importable home."""
+
+    def test_kernel_runs_this_environment(self, kernel):
+        """The kernel is this environment's Python (not another python3 kernelspec)."""
+        assert value(kernel, "sys.executable") == sys.executable
 
     def test_main_is_the_user_namespace(self, kernel):
         """__main__ is the kernel's user module; cell code has no file on disk."""
