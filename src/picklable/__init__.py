@@ -16,11 +16,9 @@ from ._pickler import DEFAULT_PROTOCOL, Pickler, dump, dumps
 from ._unpickler import Unpickler, load, loads
 from .exceptions import PicklingError, UnpicklingError
 
-
-
 __all__ = [
-    "BrokenPoolError",
     "DEFAULT_PROTOCOL",
+    "BrokenPoolError",
     "Envelope",
     "Explanation",
     "Pickler",
@@ -52,10 +50,10 @@ __all__ = [
 # imports the serializer alone.
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._decorators import Wrapper, decorator
-    from ._signing import new_key
-    from ._explain import Explanation, explain
-    from ._wrappers import with_state
     from ._envelope import Envelope, ship
+    from ._explain import Explanation, explain
+    from ._signing import new_key
+    from ._wrappers import with_state
     from .executors import (
         BrokenPoolError,
         Pool,
@@ -98,4 +96,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(__all__) | set(_LAZY))
-

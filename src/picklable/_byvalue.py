@@ -191,7 +191,9 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
             effects.append(_CellFill(cell, content))
     slots: dict[str, Any] | None = None
     if effects or func.__qualname__ != code.co_qualname:
-        slots = {"__qualname__": _Effects(func.__qualname__, effects) if effects else func.__qualname__}
+        slots = {
+            "__qualname__": _Effects(func.__qualname__, effects) if effects else func.__qualname__
+        }
     if func.__module__ != module_name:
         slots = slots or {}
         slots["__module__"] = func.__module__
@@ -325,8 +327,9 @@ def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str
     for slot in slots:
         # Private slot names are mangled in the class dict.
         if slot.startswith("__") and not slot.endswith("__"):
-            slot = f"_{cls.__name__.lstrip('_')}{slot}"
-        slot_names.add(slot)
+            slot_names.add(f"_{cls.__name__.lstrip('_')}{slot}")
+        else:
+            slot_names.add(slot)
     attributes = {}
     for key, value in namespace.items():
         if key in _CLASS_SKIP or key in skip:
@@ -369,7 +372,15 @@ def reduce_class(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         attributes = _class_attributes(cls, _ENUM_SKIP | set(members))
         return (
             _reconstruct._make_enum,
-            (metaclass, cls.__name__, cls.__bases__, namespace, members, tracker_id(cls), _origin(cls)),
+            (
+                metaclass,
+                cls.__name__,
+                cls.__bases__,
+                namespace,
+                members,
+                tracker_id(cls),
+                _origin(cls),
+            ),
             (attributes, _abc_registry(cls)),
             None,
             None,

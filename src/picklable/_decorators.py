@@ -95,7 +95,13 @@ class Wrapper(Generic[P, R]):
         self.__dict__["__wrapped__"] = wrapped
         _copy_metadata(self, wrapped)
 
-    def call(self, wrapped: Callable[..., R], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+    def call(
+        self,
+        wrapped: Callable[..., R],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> R:
         """Run one call; override in subclasses.
 
         Parameters
@@ -246,7 +252,12 @@ class BoundWrapper(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         instance = self.__self__
         wrapped: Callable[..., R] = self.__wrapped__
-        if instance is None and args and self._self_owner is not None and isinstance(args[0], self._self_owner):
+        if (
+            instance is None
+            and args
+            and self._self_owner is not None
+            and isinstance(args[0], self._self_owner)
+        ):
             # C.method(obj, ...): bind to obj, as obj.method(...) would.
             instance, args = args[0], args[1:]  # type: ignore[assignment]
             wrapped = wrapped.__get__(instance, self._self_owner)
@@ -270,7 +281,10 @@ class BoundWrapper(Generic[P, R]):
         return f"<bound {self._self_parent!r} of {self.__self__!r}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reconstruct._bind_descriptor, (self._self_parent, self._self_given, self._self_owner))
+        return (
+            _reconstruct._bind_descriptor,
+            (self._self_parent, self._self_given, self._self_owner),
+        )
 
 
 class FunctionWrapper(Wrapper[P, R]):
@@ -289,14 +303,23 @@ class FunctionWrapper(Wrapper[P, R]):
         self._self_wrapped = wrapped
 
     def __getstate__(self) -> Any:
-        return (super().__getstate__(), {"_self_wrapper": self._self_wrapper, "_self_wrapped": self._self_wrapped})
+        return (
+            super().__getstate__(),
+            {"_self_wrapper": self._self_wrapper, "_self_wrapped": self._self_wrapped},
+        )
 
     _self_replaced_in_class = True
 
     def _entry_target(self) -> WrapperFunction:
         return self._self_wrapper
 
-    def call(self, wrapped: Callable[..., R], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+    def call(
+        self,
+        wrapped: Callable[..., R],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> R:
         result: R = self._self_wrapper(wrapped, instance, args, kwargs)
         return result
 
@@ -322,7 +345,7 @@ class Decorator:
         # A decorator written as a method binds to its instance or class.
         wrapper = self.__wrapped__
         get = getattr(type(wrapper), "__get__", None)
-        if instance is None and not isinstance(wrapper, classmethod) or get is None:
+        if (instance is None and not isinstance(wrapper, classmethod)) or get is None:
             return self
         return Decorator(get(wrapper, instance, owner))
 
@@ -362,6 +385,7 @@ def decorator(wrapper: WrapperFunction) -> Decorator:
     ...     return x + y
     """
     if not callable(wrapper) and not isinstance(wrapper, (classmethod, staticmethod)):
-        raise TypeError(f"picklable.decorator needs a callable wrapper, got {type(wrapper).__qualname__}")
+        raise TypeError(
+            f"picklable.decorator needs a callable wrapper, got {type(wrapper).__qualname__}"
+        )
     return Decorator(wrapper)
-

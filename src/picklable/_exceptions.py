@@ -189,7 +189,11 @@ class _Plan:
             if _is_ours(klass) or klass is BaseException or klass is object:
                 continue
             for name, value in vars(klass).items():
-                if isinstance(value, _C_FIELD_TYPES) and name not in _BASE_FIELDS and name not in _READ_ONLY:
+                if (
+                    isinstance(value, _C_FIELD_TYPES)
+                    and name not in _BASE_FIELDS
+                    and name not in _READ_ONLY
+                ):
                     fields[name] = None
         self.c_fields = tuple(fields)
         self.slots = _slot_names(ours)
@@ -205,14 +209,15 @@ class _Plan:
         """Whether stdlib's reduction is exact for ``exc``."""
         if self.group:
             return False  # see reduce_builtin
-        if exc.__traceback__ is not None or exc.__context__ is not None or exc.__cause__ is not None:
+        if (
+            exc.__traceback__ is not None
+            or exc.__context__ is not None
+            or exc.__cause__ is not None
+        ):
             return False
         if exc.__suppress_context__:
             return False
-        for name in self.keyword_fields:
-            if getattr(exc, name, None) is not None:
-                return False
-        return True
+        return all(getattr(exc, name, None) is None for name in self.keyword_fields)
 
     # --------------------------------------------------------------- reducers
 
@@ -301,7 +306,14 @@ def _add_chain(reduced: Any, extra: dict[str, Any]) -> Any:
         return reduced
     reduced = tuple(reduced) + (None,) * (6 - len(reduced))
     func, args, state, listitems, dictitems, setter = reduced
-    return (func, args, (state, setter, extra), listitems, dictitems, _reconstruct._exception_setstate)
+    return (
+        func,
+        args,
+        (state, setter, extra),
+        listitems,
+        dictitems,
+        _reconstruct._exception_setstate,
+    )
 
 
 def _slot_names(classes: list[type]) -> tuple[str, ...]:
@@ -314,8 +326,9 @@ def _slot_names(classes: list[type]) -> tuple[str, ...]:
             if slot in ("__dict__", "__weakref__"):
                 continue
             if slot.startswith("__") and not slot.endswith("__"):
-                slot = f"_{klass.__name__.lstrip('_')}{slot}"
-            names[slot] = None
+                names[f"_{klass.__name__.lstrip('_')}{slot}"] = None
+            else:
+                names[slot] = None
     return tuple(names)
 
 
@@ -332,7 +345,7 @@ def _builtin_new(t: type) -> Any:
         new = vars(klass).get("__new__")
         if new is None:
             continue
-        if isinstance(new, staticmethod) or isinstance(new, types.FunctionType):
+        if isinstance(new, (staticmethod, types.FunctionType)):
             found_ours = True
             continue
         return new if found_ours else None

@@ -65,7 +65,12 @@ def _is_descriptor(obj: Any) -> bool:
     return (
         not isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType))
         and hasattr(t, "__get__")
-        and t not in (types.MethodDescriptorType, types.WrapperDescriptorType, types.ClassMethodDescriptorType)
+        and t
+        not in (
+            types.MethodDescriptorType,
+            types.WrapperDescriptorType,
+            types.ClassMethodDescriptorType,
+        )
     )
 
 
@@ -154,7 +159,11 @@ class _ModuleIndex:
 
 
 def _children(
-    value: Any, path: Path, module_name: str, seen_classes: set[int], classes: list[tuple[type, Path]]
+    value: Any,
+    path: Path,
+    module_name: str,
+    seen_classes: set[int],
+    classes: list[tuple[type, Path]],
 ) -> list[tuple[Any, Path]]:
     """Objects reachable from ``value`` by a path that resolves back to them."""
     out: list[tuple[Any, Path]] = []
@@ -181,7 +190,7 @@ def _children(
                     # A descriptor inside: the classmethod chains to its __get__ (3.9-3.12),
                     # so the bound object has no __func__; go through __dict__.
                     out.append((raw.__func__, (*path, "__dict__", (key,), "__func__")))
-            elif isinstance(raw, types.FunctionType) or isinstance(raw, (type, property)):
+            elif isinstance(raw, (types.FunctionType, type, property)):
                 out.append((raw, (*path, key)))
             elif _is_descriptor(raw):
                 # getset/member descriptors, compiled cached properties. A C
@@ -314,7 +323,11 @@ def _candidate_modules(obj: Any) -> list[str]:
     names: list[str] = []
 
     def add(module_name: Any) -> None:
-        if type(module_name) is str and module_name not in MAIN_MODULES and module_name not in names:
+        if (
+            type(module_name) is str
+            and module_name not in MAIN_MODULES
+            and module_name not in names
+        ):
             names.append(module_name)
 
     def add_origin(candidate: Any) -> None:
@@ -394,7 +407,9 @@ def locate(obj: Any) -> tuple[str, Path] | None:
         qualname = getattr(obj, "__qualname__", None)
         # Factory-made functions and descriptors (which carry no owner's name)
         # may be set on a class anywhere in their package: search it.
-        if (type(qualname) is str and "<locals>" in qualname) or (qualname is None and _is_descriptor(obj)):
+        if (type(qualname) is str and "<locals>" in qualname) or (
+            qualname is None and _is_descriptor(obj)
+        ):
             found = _search_packages(obj, candidates)
             if found is not None:
                 _hits[key] = found

@@ -114,7 +114,6 @@ class Pickler(pickle.Pickler):
         return self._deferred
 
 
-
 class _Sink:
     """A write target that keeps the chunks: cheaper to reset than a BytesIO.
 
@@ -372,11 +371,11 @@ def _dump(obj: Any, pickler: Pickler) -> None:
 
 def _recursion_error(obj: Any) -> PicklingError:
     return PicklingError(
-            f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
-            "graph is nested deeper than the recursion limit "
-            f"({sys.getrecursionlimit()}). Fix: flatten the structure, or "
-            "raise the limit with sys.setrecursionlimit() on both sides.",
-            type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
-            reason="nested deeper than the recursion limit",
-            hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
-        )
+        f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
+        "graph is nested deeper than the recursion limit "
+        f"({sys.getrecursionlimit()}). Fix: flatten the structure, or "
+        "raise the limit with sys.setrecursionlimit() on both sides.",
+        type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
+        reason="nested deeper than the recursion limit",
+        hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
+    )

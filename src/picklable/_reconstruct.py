@@ -166,7 +166,8 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
             "Cannot load: the bytes of code shipped by value fail their checksum: the "
             "payload was damaged on the way (or not made by this picklable version).",
             reason="damaged payload: code checksum",
-            hint="check that the bytes arrive unchanged; sign payloads with key= to detect any change",
+            hint="check that the bytes arrive unchanged; "
+            "sign payloads with key= to detect any change",
         )
     try:
         code = marshal.loads(data)
@@ -220,7 +221,8 @@ def _interpreter_record() -> str:
     from . import __version__
 
     magic = int.from_bytes(importlib.util.MAGIC_NUMBER[:2], "little")
-    return f"{sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]} {magic} {__version__}"
+    major, minor = sys.version_info[:2]
+    return f"{sys.implementation.name} {major}.{minor} {magic} {__version__}"
 
 
 _HERE = _interpreter_record()
@@ -249,7 +251,11 @@ def _main_original(origin: tuple[str, str, str | None] | None) -> type | None:
         found = _walk(main, tuple(qualname.split(".")))
     except AttributeError:
         return None
-    if isinstance(found, type) and found.__qualname__ == qualname and found.__module__ == "__main__":
+    if (
+        isinstance(found, type)
+        and found.__qualname__ == qualname
+        and found.__module__ == "__main__"
+    ):
         return found
     return None
 
@@ -278,7 +284,9 @@ def _make_class(
     if metaclass is type:
         cls = type(name, bases, dict(namespace))
     else:
-        cls = types.new_class(name, bases, {"metaclass": metaclass}, lambda ns: ns.update(namespace))
+        cls = types.new_class(
+            name, bases, {"metaclass": metaclass}, lambda ns: ns.update(namespace)
+        )
     _SKELETONS.add(cls)
     _track(cls, tracker_id)
     return cls
@@ -474,7 +482,9 @@ def _make_traceback(records: tuple[Any, ...]) -> types.TracebackType | None:
     return build(records)
 
 
-def _exception_setstate(exc: BaseException, state: tuple[Any, Any, dict[str, Any]]) -> BaseException:
+def _exception_setstate(
+    exc: BaseException, state: tuple[Any, Any, dict[str, Any]]
+) -> BaseException:
     """Set an exception's state: its own first, then fields, past any ``__setattr__``.
 
     ``state`` is ``(inner, setter, fields)``: ``inner`` is the class's own state,

@@ -144,11 +144,7 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
             again = getattr(owner, name)
         except Exception:
             again = None
-        if (
-            type(again) is types.MethodType
-            and again.__func__ is func
-            and again.__self__ is owner
-        ):
+        if type(again) is types.MethodType and again.__func__ is func and again.__self__ is owner:
             return (getattr, (owner, name))
     return (types.MethodType, (func, owner))
 
@@ -219,7 +215,9 @@ def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
     if sys.modules.get(name) is module:
         return (_reconstruct._import, (name,))
     # A module built in memory (types.ModuleType(...)) exists nowhere else.
-    namespace = {k: v for k, v in vars(module).items() if k not in ("__builtins__", "__loader__", "__spec__")}
+    namespace = {
+        k: v for k, v in vars(module).items() if k not in ("__builtins__", "__loader__", "__spec__")
+    }
     return (_reconstruct._make_module, (name, namespace))
 
 
@@ -257,7 +255,9 @@ def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
 _DATACLASS_SINGLETONS: dict[type, Handler] = {
     dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
     dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),  # type: ignore[attr-defined]
-    type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(lambda obj: "_HAS_DEFAULT_FACTORY"),  # type: ignore[attr-defined]
+    type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(
+        lambda obj: "_HAS_DEFAULT_FACTORY"
+    ),  # type: ignore[attr-defined]
 }
 if hasattr(dataclasses, "_KW_ONLY_TYPE"):
     _DATACLASS_SINGLETONS[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
@@ -291,11 +291,20 @@ _STATIC: dict[type, Handler | None] = {
 # "module.qualname" -> (reason, fix); matched by name so nothing is imported.
 _REFUSED: dict[str, tuple[str, str]] = {
     "multiprocessing.connection.Connection": (
-        "a Connection holds this process's file descriptor; a copy would hold a number that means nothing elsewhere",
-        "pass it as an argument of multiprocessing.Process (which duplicates the descriptor), or use a Queue or a Manager",
+        (
+            "a Connection holds this process's file descriptor; a copy would hold a number that "
+            "means nothing elsewhere"
+        ),
+        (
+            "pass it as an argument of multiprocessing.Process (which duplicates the descriptor), "
+            "or use a Queue or a Manager"
+        ),
     ),
     "multiprocessing.connection.PipeConnection": (
-        "a PipeConnection holds this process's pipe handle; a copy would hold a number that means nothing elsewhere",
+        (
+            "a PipeConnection holds this process's pipe handle; a copy would hold a number that "
+            "means nothing elsewhere"
+        ),
         "pass it as an argument of multiprocessing.Process, or use a Queue or a Manager",
     ),
 }

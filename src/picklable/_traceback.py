@@ -32,18 +32,18 @@ import itertools
 import linecache
 import sys
 import types
-from typing import Any, Optional, Tuple
+from typing import Any
 
-Record = Tuple[
+Record = tuple[
     str,  # filename
     str,  # name
-    Optional[str],  # qualname, None when equal to name
-    Optional[str],  # module (the frame globals' __name__)
-    Optional[int],  # lineno
-    Optional[int],  # end_lineno
-    Optional[int],  # colno (UTF-8 byte offset, as in co_positions)
-    Optional[int],  # end_colno
-    Optional[str],  # the source line, without its newline
+    str | None,  # qualname, None when equal to name
+    str | None,  # module (the frame globals' __name__)
+    int | None,  # lineno
+    int | None,  # end_lineno
+    int | None,  # colno (UTF-8 byte offset, as in co_positions)
+    int | None,  # end_colno
+    str | None,  # the source line, without its newline
 ]
 
 _HAS_POSITIONS = sys.version_info >= (3, 11)
@@ -54,7 +54,7 @@ _records: dict[tuple[int, int], tuple[types.CodeType, Record]] = {}
 # record -> frame, on the receiving side.
 _frames: dict[Record, types.FrameType] = {}
 # (module, filename) -> the globals of rebuilt frames.
-_globals: dict[tuple[Optional[str], str], dict[str, Any]] = {}
+_globals: dict[tuple[str | None, str], dict[str, Any]] = {}
 # filename -> {lineno: line}: source lines shipped for files this process may lack.
 _shipped_lines: dict[str, dict[int, str]] = {}
 # Files whose text linecache took from _shipped_lines.
@@ -149,7 +149,9 @@ def _make_frame(record: Record) -> types.FrameType:
         units = len(_TEMPLATE.co_code) // 2
         changes["co_linetable"] = _location_table(units, lineno, end_lineno, colno, end_colno)
     code = _TEMPLATE.replace(**changes)
-    generator: types.GeneratorType[None, None, None] = types.FunctionType(code, _frame_globals(module, filename))()
+    generator: types.GeneratorType[None, None, None] = types.FunctionType(
+        code, _frame_globals(module, filename)
+    )()
     frame: types.FrameType | None = generator.gi_frame
     # Dropping a generator that never started runs none of its code; its frame
     # lives on, owned by the frame object, with no f_back.

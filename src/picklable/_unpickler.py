@@ -82,7 +82,9 @@ def loads(
     return _loads_checked(data, buffers, key, allowed)
 
 
-def _loads_checked(data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None) -> Any:
+def _loads_checked(
+    data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None
+) -> Any:
     """loads with a key and/or an allow-list (bad options raise TypeError/ValueError)."""
     policy = None
     if allowed is not None:

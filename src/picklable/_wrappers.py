@@ -27,7 +27,6 @@ travels by reference first, like a function. Only the others, defined in
 from __future__ import annotations
 
 import functools
-import gc
 import sys
 import threading
 import types
@@ -49,12 +48,22 @@ _LRU_WRAPPER: type = type(functools.lru_cache(maxsize=None)(lambda: None))
 _RLOCK_TYPES: tuple[type, ...] = (type(threading.RLock()),)
 _SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
 # Made by singledispatch itself for every dispatcher: rebuilt, never shipped.
-_SINGLEDISPATCH_MADE = frozenset({"register", "dispatch", "registry", "_clear_cache", "__wrapped__"})
+_SINGLEDISPATCH_MADE = frozenset(
+    {"register", "dispatch", "registry", "_clear_cache", "__wrapped__"}
+)
 # Made by lru_cache itself (a lambda closing over maxsize and typed).
 _LRU_MADE = frozenset({"cache_parameters", "__wrapped__"})
 # Metadata a wrapper copies from what it wraps: not state that stays behind.
 _METADATA = frozenset(
-    {"__module__", "__name__", "__qualname__", "__doc__", "__annotations__", "__wrapped__", "__dict__"}
+    {
+        "__module__",
+        "__name__",
+        "__qualname__",
+        "__doc__",
+        "__annotations__",
+        "__wrapped__",
+        "__dict__",
+    }
 )
 _FUNCTION_WRAPPER_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
 
@@ -158,7 +167,11 @@ def _search_misnamed(cls: type) -> tuple[str, tuple[str, ...]] | None:
         return None  # a real module that does not have it: nothing lies here
     suffix = "." + claimed
     candidates = sorted(
-        (module_name for module_name in list(sys.modules) if claimed == "builtins" or module_name.endswith(suffix)),
+        (
+            module_name
+            for module_name in list(sys.modules)
+            if claimed == "builtins" or module_name.endswith(suffix)
+        ),
         key=lambda module_name: (module_name.count("."), len(module_name)),
     )
     for module_name in candidates:
@@ -174,8 +187,6 @@ def _search_misnamed(cls: type) -> tuple[str, tuple[str, ...]] | None:
 
 
 # ------------------------------------------------------------------- wrapt
-
-
 
 
 def _function_wrapper_base(t: type) -> type | None:
@@ -440,4 +451,3 @@ def state_left_behind(obj: Any) -> list[str]:
         return []
     state = _state_of(obj) or {}
     return sorted(k for k in state if k not in _METADATA)
-
