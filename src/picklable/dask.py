@@ -7,9 +7,9 @@ the workers with their own settings. So picklable rides *inside* Dask's pickles,
 in small envelopes that any pickler carries:
 
 * The function becomes a :class:`ShippedFunction`: its picklable payload plus a
-  digest. Dask pickles that by reference and value (a few bytes around the
-  payload); the scheduler unpickles and pickles it again unchanged; a worker
-  loads the payload once per digest (:func:`picklable.ship`'s cache) and calls.
+  digest, which Dask pickles as a class reference and those bytes. The
+  scheduler unpickles and pickles it again unchanged; a worker loads the
+  payload once per digest (:func:`picklable.ship`'s cache) and calls.
 * An argument that Dask's own pickling would not ship exactly travels as its
   picklable payload, opened on the worker just before the call. Arguments that
   stdlib pickle writes byte for byte as picklable does (numbers, strings, lists
@@ -132,15 +132,16 @@ def _holds_dask(value: Any) -> bool:
     """Whether a container holds a future or a Dask collection at any depth."""
     stack = [value]
     pop, push = stack.pop, stack.extend
+    seen: set[int] = set()  # a list may hold itself: pickle allows it
     while stack:
         item = pop()
         t = type(item)
         if t in _SCALARS:
             continue
-        if t is dict:
-            push(item.values())
-        elif t in _CONTAINERS:
-            push(item)
+        if t in _CONTAINERS:
+            if id(item) not in seen:
+                seen.add(id(item))
+                push(item.values() if t is dict else item)
         elif _is_dask(item):
             return True
     return False
@@ -311,20 +312,48 @@ class ShippedException(Exception):
             # Made by someone else: Dask rebuilds an error whose message is too
             # long as type(e)("Long error message", text).
             return (type(self), self.args)
-        # A state setter (protocol 5) runs after the rebuilder and after anyone
+        # A state setter (any protocol, Python 3.8+) runs after the rebuilder and anyone
         # who wraps this reduction: Dask's tblib sets __cause__, __context__ and
         # __traceback__ from the carrier on what the rebuilder returned; the
         # setter puts the original's back. The payload bytes are pickled once.
         return (_load_exception, (self.payload,), self.payload, None, None, _restore_exception)
 
 
-# id -> (exception, cause, context, suppress_context, traceback) between the
-# rebuilder and the state setter of one unpickling.
-_chains: dict[int, tuple[BaseException, Any, Any, bool, Any]] = {}
+# id -> (exception, its class, cause, context, suppress_context, traceback)
+# between the rebuilder and the state setter of one unpickling.
+_chains: dict[int, tuple[BaseException, type, Any, Any, bool, Any]] = {}
 _set_cause = vars(BaseException)["__cause__"].__set__
 _set_context = vars(BaseException)["__context__"].__set__
 _set_suppress = vars(BaseException)["__suppress_context__"].__set__
 _set_traceback = vars(BaseException)["__traceback__"].__set__
+# Exception class -> a subclass that takes setattr again (see _thaw).
+_thawed: dict[type, type] = {}
+
+
+def _thaw(exc: BaseException) -> None:
+    """Let ``exc`` take plain setattr until its state setter runs.
+
+    Dask's tblib sets ``__cause__``, ``__context__`` and ``__traceback__`` on what
+    the rebuilder returns with ordinary setattr, which a frozen exception (one
+    whose ``__setattr__`` refuses) turns into a failed unpickling. For that
+    moment the instance wears a subclass with object's ``__setattr__``; the
+    state setter puts its own class back.
+    """
+    cls = type(exc)
+    if cls.__setattr__ is object.__setattr__:
+        return
+    thawed = _thawed.get(cls)
+    if thawed is None:
+        namespace = {
+            "__setattr__": object.__setattr__,
+            "__slots__": (),
+            "__module__": cls.__module__,
+        }
+        thawed = _thawed[cls] = type(cls.__name__, (cls,), namespace)
+    try:
+        object.__setattr__(exc, "__class__", thawed)
+    except TypeError:  # an unusual layout: let tblib try as it is
+        pass
 
 
 def _load_exception(payload: bytes) -> BaseException:
@@ -332,26 +361,31 @@ def _load_exception(payload: bytes) -> BaseException:
     exc: BaseException = loads(payload)
     if len(_chains) > 1024:  # only unpicklings that failed midway leave entries
         _chains.clear()
+    cls = type(exc)
     _chains[id(exc)] = (
         exc,
+        cls,
         exc.__cause__,
         exc.__context__,
         exc.__suppress_context__,
         exc.__traceback__,
     )
+    _thaw(exc)
     return exc
 
 
 def _restore_exception(exc: BaseException, payload: bytes) -> None:
-    """State setter named in carrier pickles: the original's chain and traceback."""
+    """State setter named in carrier pickles: the original's class, chain and traceback."""
     entry = _chains.pop(id(exc), None)
     if entry is None or entry[0] is not exc:
         return
+    if type(exc) is not entry[1]:
+        object.__setattr__(exc, "__class__", entry[1])
     # Through the base descriptors: a frozen exception's __setattr__ refuses.
-    _set_cause(exc, entry[1])
-    _set_context(exc, entry[2])
-    _set_suppress(exc, entry[3])
-    _set_traceback(exc, entry[4])
+    _set_cause(exc, entry[2])
+    _set_context(exc, entry[3])
+    _set_suppress(exc, entry[4])
+    _set_traceback(exc, entry[5])
 
 
 def _type_name(t: type) -> str:
@@ -374,7 +408,7 @@ def _carrier(exc: BaseException) -> ShippedException:
     tb = exc.__traceback__
     if tb is not None:
         tb = tb.tb_next  # our own frame: of no interest to the user
-    exc.__traceback__ = tb
+    _set_traceback(exc, tb)  # a frozen exception's __setattr__ refuses
     try:
         payload = dumps(exc)
         loads(payload)  # fails here, where it can still be reported, not in the client

@@ -28,7 +28,7 @@ import picklable
 import picklable.dask as pdask
 from picklable._reconstruct import _interpreter_record
 from picklable_testpkg import api
-from picklable_testpkg.errors import KwOnlyError
+from picklable_testpkg.errors import FrozenError, KwOnlyError
 from picklable_testpkg.wrapped import tagged
 from support import dask_tasks
 from support.child import child_env, run_script
@@ -193,6 +193,12 @@ class TestExceptions:
         assert info.value.code == 7
         raised = "".join(traceback.format_exception(info.value))
         assert "in fail_kw_only" in raised and "test_dask.py" in raised  # worker and client frames
+
+    def test_frozen_exception(self, client):
+        """An exception that refuses setattr survives Dask's tblib (which sets its chain)."""
+        exc = pdask.submit(client, dask_tasks.fail_frozen).exception()
+        assert type(exc) is FrozenError and exc.field == "x"
+        assert "in fail_frozen" in "".join(traceback.format_exception(exc))
 
     def test_unpicklable_exception_is_a_remote_error(self, client):
         """An exception holding a lock arrives as RemoteError naming it, with the traceback text."""

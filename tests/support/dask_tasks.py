@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from picklable_testpkg import api
-from picklable_testpkg.errors import KwOnlyError
+from picklable_testpkg.errors import FrozenError, KwOnlyError
 
 
 def is_frame_mean(fn: Any) -> bool:
@@ -26,6 +26,11 @@ def fail_kw_only(code: int) -> None:
         int("not a number")
     except ValueError as exc:
         raise KwOnlyError(f"task {code} failed", code=code) from exc
+
+
+def fail_frozen() -> None:
+    """Raise an exception whose ``__setattr__`` refuses (an attrs-style frozen exception)."""
+    raise FrozenError("frozen on the worker", field="x")
 
 
 class HoldsLock(Exception):

@@ -19,7 +19,7 @@ import picklable.dask as pdask
 from picklable import _envelope
 from picklable.dask import Result, ShippedException, ShippedFunction, _Arg, _pack, _ship_result
 from picklable_testpkg import api
-from picklable_testpkg.errors import KwOnlyError
+from picklable_testpkg.errors import FrozenError, KwOnlyError
 
 
 class TestPack:
@@ -72,6 +72,13 @@ class TestPack:
         packed, deep = _pack([node, fn, 3])
         assert deep is True
         assert packed[0] is node and type(packed[1]) is _Arg and packed[2] == 3
+
+    def test_self_referencing_list(self):
+        """A list that holds itself (pickle allows it) is checked without looping."""
+        looped: list = [1]
+        looped.append(looped)
+        packed, deep = _pack(looped)
+        assert packed is looped and deep is False
 
     def test_unpicklable_argument_fails_at_submit(self):
         """An argument nothing can ship fails here, with picklable's path."""
@@ -169,6 +176,23 @@ class TestShippedException:
         assert type(back) is KwOnlyError and back.code == 5
         assert type(back.__cause__) is ZeroDivisionError
         assert "in _raise_kw_only" in "".join(traceback.format_exception(back))
+
+    def test_frozen_exception(self):
+        """An exception whose __setattr__ refuses is carried and comes back whole."""
+
+        def freeze():
+            raise FrozenError("frozen", field="f")
+
+        try:
+            freeze()  # this frame stands for the task's call, which the carrier drops
+        except FrozenError as exc:
+            carrier = pdask._carrier(exc)
+        for install_tblib in (False, True):  # Dask installs it for the carrier's class
+            if install_tblib:
+                tblib.pickling_support.install(carrier)
+            back = pickle.loads(pickle.dumps(carrier))
+            assert type(back) is FrozenError and back.field == "f"
+            assert "in freeze" in "".join(traceback.format_exception(back))
 
     def test_summary_is_short(self):
         """Its message (what the worker logs) names the type; long messages are cut."""
