@@ -108,7 +108,9 @@ def _add_audit(subparsers: Any) -> None:
         help="module or package (json, pandas), or a class or other object (pandas.Series)",
     )
     parser.add_argument("--private", action="store_true", help="also audit _private names")
-    parser.add_argument("--recursive", action="store_true", help="also audit submodules of packages")
+    parser.add_argument(
+        "--recursive", action="store_true", help="also audit submodules of packages"
+    )
     parser.add_argument(
         "--no-members",
         dest="members",
@@ -120,14 +122,20 @@ def _add_audit(subparsers: Any) -> None:
         "--serializers",
         type=_serializer_list,
         metavar="LIST",
-        help="comma-separated, among picklable,pickle,cloudpickle,dill (default: all installed; picklable always)",
+        help=(
+            "comma-separated, among picklable,pickle,cloudpickle,dill "
+            "(default: all installed; picklable always)"
+        ),
     )
     parser.add_argument(
         "--jobs",
         "-j",
         type=_positive_int,
         metavar="N",
-        help="loading interpreters at a time (default: one per 1000 payloads, at most one per core and 4)",
+        help=(
+            "loading interpreters at a time "
+            "(default: one per 1000 payloads, at most one per core and 4)"
+        ),
     )
     parser.add_argument(
         "--timeout",
@@ -137,10 +145,14 @@ def _add_audit(subparsers: Any) -> None:
         help="time one load may take before it counts as a hang (default: 30)",
     )
     parser.add_argument(
-        "--json", metavar="FILE", help="write the JSON report to FILE ('-': stdout, instead of the table)"
+        "--json",
+        metavar="FILE",
+        help="write the JSON report to FILE ('-': stdout, instead of the table)",
     )
     parser.add_argument(
-        "--html", metavar="FILE", help="write the self-contained HTML report to FILE ('-': stdout, not the table)"
+        "--html",
+        metavar="FILE",
+        help="write the self-contained HTML report to FILE ('-': stdout, not the table)",
     )
     parser.add_argument(
         "--show",
@@ -157,7 +169,9 @@ def _add_audit(subparsers: Any) -> None:
         help="picklable outcomes that make the exit status 1: 'none' or a comma-separated list "
         "of wrong,dump,load,crash,hang (default: all five)",
     )
-    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
+    parser.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
+    )
     parser.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -181,7 +195,9 @@ def _run_audit(args: argparse.Namespace) -> int:
 
     if args.json == "-" and args.html == "-":
         _fatal("only one of --json and --html can write to stdout ('-')")
-    fail_on = [Outcome(name) for name in args.fail_on] if args.fail_on is not None else list(FAILURES)
+    fail_on = (
+        [Outcome(name) for name in args.fail_on] if args.fail_on is not None else list(FAILURES)
+    )
     bar = ProgressBar(enabled=None if args.progress else False)
     try:
         report = audit(
@@ -341,7 +357,9 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="picklable",
-        description="Ship any Python callable to another process; prove that a package's API ships.",
+        description=(
+            "Ship any Python callable to another process; prove that a package's API ships."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"picklable {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

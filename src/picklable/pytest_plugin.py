@@ -62,7 +62,9 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     from .testing import assert_audit
 
     if not marker.args:
-        pytest.fail(f"@pytest.mark.{_MARKER}() needs at least one target, e.g. ('mypackage')", pytrace=False)
+        pytest.fail(
+            f"@pytest.mark.{_MARKER}() needs at least one target, e.g. ('mypackage')", pytrace=False
+        )
     cache = item.config.stash.get(_CACHE, {})
     key = _key(marker.args, dict(marker.kwargs))
     failure = cache.get(key)
@@ -97,7 +99,9 @@ def picklable_audit() -> Callable[..., Any]:
         **options: Any,
     ) -> Any:
         if not targets:
-            raise TypeError("picklable_audit() needs at least one target, e.g. picklable_audit('mypackage')")
+            raise TypeError(
+                "picklable_audit() needs at least one target, e.g. picklable_audit('mypackage')"
+            )
         report = audit(list(targets), serializers=serializers, **options)
         if check:
             text = audit_failures(report, fail_on, allow)

@@ -127,7 +127,9 @@ def assert_ships(obj: Any, identity: bool = True, *, timeout: float = 60.0) -> R
     module, path, stable = home if home is not None else ("", (), True)
     job = LoadJob(0, "picklable", payload, module, path, stable, fingerprint(obj))
     results: list[Result] = []
-    run_loads([job], processes=1, timeout=timeout, on_result=lambda _job, result: results.append(result))
+    run_loads(
+        [job], processes=1, timeout=timeout, on_result=lambda _job, result: results.append(result)
+    )
     result = results[0]
     wanted = (Outcome.IDENTITY,) if identity else (Outcome.IDENTITY, Outcome.COPY)
     if result.outcome in wanted:
@@ -167,23 +169,19 @@ def audit_failures(
     def allowed(names: Sequence[str]) -> bool:
         return any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns)
 
-    failing = [
-        e
-        for e in report.failing("picklable", wanted)
-        if not allowed([e.name, *e.aliases])
-    ]
+    failing = [e for e in report.failing("picklable", wanted) if not allowed([e.name, *e.aliases])]
     if not failing:
         return None
     lines = [
-        f"picklable audit of {', '.join(report.targets)}: {len(failing)} of "
-        f"{len(report.entries)} objects do not ship with picklable"
+        (
+            f"picklable audit of {', '.join(report.targets)}: {len(failing)} of "
+            f"{len(report.entries)} objects do not ship with picklable"
+        )
     ]
     for entry in failing:
         result = entry.results["picklable"]
         lines.append(f"  {entry.name} ({entry.kind}): {result.outcome.label}")
-        for text in (result.error, result.detail):
-            if text:
-                lines.append(f"      {text}")
+        lines.extend(f"      {text}" for text in (result.error, result.detail) if text)
         if result.hint:
             lines.append(f"      hint: {result.hint}")
     lines.append(

@@ -209,7 +209,15 @@ def audit_objects(
                     continue
                 job_entry.append(i)
                 load_jobs.append(
-                    LoadJob(len(load_jobs), name, payload, target.module, target.path, target.stable, expected)
+                    LoadJob(
+                        len(load_jobs),
+                        name,
+                        payload,
+                        target.module,
+                        target.path,
+                        target.stable,
+                        expected,
+                    )
                 )
             if progress is not None:
                 progress("dump", i + 1, len(found))
@@ -221,7 +229,12 @@ def audit_objects(
         if progress is not None:
             progress("load", done[0], len(load_jobs))
 
-    run_loads(load_jobs, processes=jobs or _auto_jobs(len(load_jobs)), timeout=timeout, on_result=on_result)
+    run_loads(
+        load_jobs,
+        processes=jobs or _auto_jobs(len(load_jobs)),
+        timeout=timeout,
+        on_result=on_result,
+    )
     for entry, results in zip(entries, partial):
         entry.results = {name: results[name] for name in serializers if name in results}
     assert sum(len(e.results) for e in entries) == total

@@ -67,8 +67,20 @@ class _Loader:
         if not module:
             return (index, "copy", "", "", "no importable name; the copy matches the original")
         if home is _MISSING:
-            return (index, "copy", "", "", f"{where} does not resolve here; the copy matches the original")
-        return (index, "copy", "", "", f"another object than {where}, with the same type, names and signature")
+            return (
+                index,
+                "copy",
+                "",
+                "",
+                f"{where} does not resolve here; the copy matches the original",
+            )
+        return (
+            index,
+            "copy",
+            "",
+            "",
+            f"another object than {where}, with the same type, names and signature",
+        )
 
 
 def main() -> None:

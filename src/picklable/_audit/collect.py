@@ -211,7 +211,9 @@ class Collector:
         for name, value in self._module_values(module, package):
             if isinstance(value, types.ModuleType) or not callable(value):
                 continue
-            first = self._add(f"{module_name}.{name}", module_name, (name,), module_kind(value), value, True)
+            first = self._add(
+                f"{module_name}.{name}", module_name, (name,), module_kind(value), value, True
+            )
             if first and self.members and isinstance(value, type) and _in_package(value, package):
                 self._class_members(value, module_name, (name,), depth=0)
 
@@ -235,9 +237,13 @@ class Collector:
 
     def _submodules(self, package: types.ModuleType) -> None:
         try:
-            infos = sorted(pkgutil.iter_modules(package.__path__, package.__name__ + "."), key=lambda i: i.name)
+            infos = sorted(
+                pkgutil.iter_modules(package.__path__, package.__name__ + "."), key=lambda i: i.name
+            )
         except Exception as exc:
-            self.problems.append(Problem(package.__name__, f"listing submodules failed: {first_line(exc)}"))
+            self.problems.append(
+                Problem(package.__name__, f"listing submodules failed: {first_line(exc)}")
+            )
             return
         for info in infos:
             short = info.name.rpartition(".")[2]
@@ -256,7 +262,9 @@ class Collector:
 
     # Classes --------------------------------------------------------------------
 
-    def _class_members(self, cls: type, module_name: str, path: tuple[str, ...], depth: int) -> None:
+    def _class_members(
+        self, cls: type, module_name: str, path: tuple[str, ...], depth: int
+    ) -> None:
         if id(cls) in self._expanded:
             return
         self._expanded.add(id(cls))
@@ -265,7 +273,9 @@ class Collector:
         try:
             names = dir(cls)
         except Exception as exc:
-            self.problems.append(Problem(_dotted(module_name, path), f"dir() failed: {first_line(exc)}"))
+            self.problems.append(
+                Problem(_dotted(module_name, path), f"dir() failed: {first_line(exc)}")
+            )
             return
         for name in names:
             if not self._public(name):
@@ -286,7 +296,9 @@ class Collector:
             except Exception:
                 stable = False
             member_path = (*path, name)
-            first = self._add(_dotted(module_name, member_path), module_name, member_path, kind, value, stable)
+            first = self._add(
+                _dotted(module_name, member_path), module_name, member_path, kind, value, stable
+            )
             if (
                 first
                 and kind == "class"
@@ -303,7 +315,9 @@ class Collector:
             return False
         return self.private or not name.startswith("_")
 
-    def _add(self, name: str, module: str, path: tuple[str, ...], kind: str, obj: Any, stable: bool) -> bool:
+    def _add(
+        self, name: str, module: str, path: tuple[str, ...], kind: str, obj: Any, stable: bool
+    ) -> bool:
         """Record ``obj``; False (alias noted) when it was already collected."""
         key = id(obj) if stable else id(_identity_key(obj))
         known = self._seen.get(key)

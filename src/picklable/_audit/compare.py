@@ -73,9 +73,7 @@ def fingerprint(obj: Any) -> Fingerprint:
 def differences(expected: Fingerprint, got: Fingerprint) -> list[str]:
     """``field: expected -> got`` for each field that differs."""
     return [
-        f"{field}: {_show(a)} -> {_show(b)}"
-        for field, a, b in zip(FIELDS, expected, got)
-        if a != b
+        f"{field}: {_show(a)} -> {_show(b)}" for field, a, b in zip(FIELDS, expected, got) if a != b
     ]
 
 

@@ -24,9 +24,9 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .wire import read_frame, write_frame
 from .compare import Fingerprint
 from .model import Outcome, Result
+from .wire import read_frame, write_frame
 
 _START_TIMEOUT = 120.0
 _EOF = object()
@@ -50,7 +50,15 @@ class LoadJob:
     expected: Fingerprint
 
     def message(self) -> tuple[Any, ...]:
-        return (self.index, self.serializer, self.payload, self.module, self.path, self.stable, self.expected)
+        return (
+            self.index,
+            self.serializer,
+            self.payload,
+            self.module,
+            self.path,
+            self.stable,
+            self.expected,
+        )
 
 
 def child_environment() -> dict[str, str]:
@@ -80,7 +88,8 @@ class Child:
     """One loading interpreter and the thread that reads its frames."""
 
     def __init__(self) -> None:
-        self._stderr = tempfile.TemporaryFile()
+        # Lives as long as the child, closed in close(): no with-block can hold it.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "-m", "picklable._audit._child"],
             stdin=subprocess.PIPE,
@@ -134,7 +143,9 @@ class Child:
         """The last non-empty line the child wrote to stderr."""
         try:
             self._stderr.seek(0)
-            lines = [line.strip() for line in self._stderr.read().decode("utf-8", "replace").splitlines()]
+            lines = [
+                line.strip() for line in self._stderr.read().decode("utf-8", "replace").splitlines()
+            ]
         except (OSError, ValueError):
             return ""
         lines = [line for line in lines if line]
@@ -289,7 +300,10 @@ def run_loads(
                 child.close()
 
     count = max(1, min(processes, len(pending)))
-    threads = [threading.Thread(target=work, name=f"picklable-audit-{i}", daemon=True) for i in range(count)]
+    threads = [
+        threading.Thread(target=work, name=f"picklable-audit-{i}", daemon=True)
+        for i in range(count)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

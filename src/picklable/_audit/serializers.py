@@ -20,7 +20,9 @@ KNOWN = ("picklable", "pickle", "cloudpickle", "dill")
 
 def available() -> list[str]:
     """The known serializers importable here."""
-    return [name for name in KNOWN if name == "pickle" or importlib.util.find_spec(name) is not None]
+    return [
+        name for name in KNOWN if name == "pickle" or importlib.util.find_spec(name) is not None
+    ]
 
 
 def version(name: str) -> str:

@@ -12,7 +12,15 @@ from .json import JsonFormat
 from .progress import ProgressBar
 from .table import TableFormat, summary
 
-__all__ = ["Formatter", "HtmlFormat", "JsonFormat", "ProgressBar", "TableFormat", "formatter", "summary"]
+__all__ = [
+    "Formatter",
+    "HtmlFormat",
+    "JsonFormat",
+    "ProgressBar",
+    "TableFormat",
+    "formatter",
+    "summary",
+]
 
 
 def formatter(name: str) -> Formatter:

@@ -88,7 +88,8 @@ class HtmlFormat(Formatter):
             f"<h1>{_e(title)}</h1>",
             '<p class="meta">'
             + _e(
-                f"{len(report.entries)} objects · Python {report.python} · {report.seconds:.1f} s · "
+                f"{len(report.entries)} objects · Python {report.python} · "
+                f"{report.seconds:.1f} s · "
                 + ", ".join(f"{name} {version}" for name, version in report.serializers.items())
             )
             + "</p>",
@@ -104,7 +105,9 @@ class HtmlFormat(Formatter):
         return "\n".join(out) + "\n"
 
     @staticmethod
-    def _totals(report: Report, serializers: list[str], totals: dict[str, dict[str, int]]) -> list[str]:
+    def _totals(
+        report: Report, serializers: list[str], totals: dict[str, dict[str, int]]
+    ) -> list[str]:
         out = ['<table id="totals"><thead><tr><th>outcome</th>']
         out += [f"<th>{_e(s)}</th>" for s in serializers]
         out.append("</tr></thead><tbody>")
@@ -127,14 +130,17 @@ class HtmlFormat(Formatter):
         for outcome in Outcome:
             out.append(
                 f'<label class="o-{outcome.value}"><input type="checkbox" class="outcome-filter" '
-                f'id="filter-{outcome.value}" value="{outcome.value}" checked> {_e(outcome.label)}</label>'
+                f'id="filter-{outcome.value}" value="{outcome.value}" checked> '
+                f"{_e(outcome.label)}</label>"
             )
         out.append(
             '<input type="search" id="search" placeholder="Search names, aliases, kinds" '
             'aria-label="Search">'
         )
         total = sum(totals[serializers[0]].values()) if serializers else 0
-        out.append(f'<span><span id="shown">{total}</span> of <span id="total">{total}</span> shown</span>')
+        out.append(
+            f'<span><span id="shown">{total}</span> of <span id="total">{total}</span> shown</span>'
+        )
         out.append("</div>")
         return out
 
@@ -147,12 +153,19 @@ class HtmlFormat(Formatter):
             search = " ".join([entry.name, *entry.aliases, entry.kind]).lower()
             outcomes = " ".join(sorted({r.outcome.value for r in entry.results.values()}))
             attrs = "".join(
-                f' data-o-{_e(s)}="{entry.results[s].outcome.value}"' for s in serializers if s in entry.results
+                f' data-o-{_e(s)}="{entry.results[s].outcome.value}"'
+                for s in serializers
+                if s in entry.results
             )
             out.append(
-                f'<tr data-name="{_e(entry.name)}" data-search="{_e(search)}" data-outcomes="{outcomes}"{attrs}>'
+                f'<tr data-name="{_e(entry.name)}" data-search="{_e(search)}" '
+                f'data-outcomes="{outcomes}"{attrs}>'
             )
-            aliases = f'<br><span class="why">also: {_e(", ".join(entry.aliases))}</span>' if entry.aliases else ""
+            aliases = (
+                f'<br><span class="why">also: {_e(", ".join(entry.aliases))}</span>'
+                if entry.aliases
+                else ""
+            )
             out.append(f'<td class="name">{_e(entry.name)}{aliases}</td><td>{_e(entry.kind)}</td>')
             for s in serializers:
                 result = entry.results.get(s)
@@ -161,7 +174,9 @@ class HtmlFormat(Formatter):
                     continue
                 tip = " — ".join(x for x in (result.error, result.detail, result.hint) if x)
                 title = f' title="{_e(tip)}"' if tip else ""
-                out.append(f'<td class="o-{result.outcome.value}"{title}>{_e(result.outcome.label)}</td>')
+                out.append(
+                    f'<td class="o-{result.outcome.value}"{title}>{_e(result.outcome.label)}</td>'
+                )
             mine = entry.results.get("picklable")
             why = ""
             if mine is not None and mine.outcome is not Outcome.IDENTITY:

@@ -22,7 +22,9 @@ class ProgressBar:
         Characters of the bar itself.
     """
 
-    def __init__(self, stream: TextIO | None = None, *, enabled: bool | None = None, width: int = 30) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, enabled: bool | None = None, width: int = 30
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             enabled = bool(getattr(self.stream, "isatty", lambda: False)())

@@ -49,7 +49,11 @@ class TableFormat(Formatter):
     """
 
     def __init__(
-        self, show: str = "differences", fail_on: Iterable[Outcome] = FAILURES, *, color: bool = False
+        self,
+        show: str = "differences",
+        fail_on: Iterable[Outcome] = FAILURES,
+        *,
+        color: bool = False,
     ) -> None:
         if show not in SHOW_CHOICES:
             raise ValueError(f"show must be one of {', '.join(SHOW_CHOICES)}, not {show!r}")
@@ -62,24 +66,32 @@ class TableFormat(Formatter):
             return list(report.entries)
         if self.show == "failures":
             return [e for e in report.entries if e.results["picklable"].outcome in self.fail_on]
-        return [e for e in report.entries if any(r.outcome is not Outcome.IDENTITY for r in e.results.values())]
+        return [
+            e
+            for e in report.entries
+            if any(r.outcome is not Outcome.IDENTITY for r in e.results.values())
+        ]
 
     def format(self, report: Report) -> str:
         """See :meth:`Formatter.format`."""
         serializers = list(report.serializers)
         rows = self._rows(report)
         lines = [
-            f"picklable audit of {', '.join(report.targets) or '(objects)'}: "
-            f"{len(report.entries)} objects, {len(serializers)} serializers, "
-            f"Python {report.python}, {report.seconds:.1f} s",
+            (
+                f"picklable audit of {', '.join(report.targets) or '(objects)'}: "
+                f"{len(report.entries)} objects, {len(serializers)} serializers, "
+                f"Python {report.python}, {report.seconds:.1f} s"
+            ),
             "",
         ]
         if rows:
             lines += self._table(rows, serializers)
         else:
-            what = {"differences": "every object is identity under every serializer",
-                    "failures": "no picklable failures",
-                    "all": "no objects"}[self.show]
+            what = {
+                "differences": "every object is identity under every serializer",
+                "failures": "no picklable failures",
+                "all": "no objects",
+            }[self.show]
             lines.append(f"(no rows to show: {what})")
         lines.append("")
         problems = [e for e in report.entries if not e.results["picklable"].outcome.ok]
@@ -112,7 +124,9 @@ class TableFormat(Formatter):
                     continue
                 cells.append(_paint(f"{result.outcome.label:<{w}}", result.outcome, self.color))
             name = _clip(entry.name, name_width)
-            out.append((f"{name:<{name_width}}  {entry.kind:<{kind_width}}  " + "  ".join(cells)).rstrip())
+            out.append(
+                (f"{name:<{name_width}}  {entry.kind:<{kind_width}}  " + "  ".join(cells)).rstrip()
+            )
         return out
 
 
@@ -134,10 +148,15 @@ def totals_table(report: Report) -> list[str]:
     serializers = list(report.serializers)
     label_width = max(len(o.label) for o in Outcome)
     widths = [max(len(s), 5) for s in serializers]
-    lines = [f"{'totals':<{label_width}}  " + "  ".join(f"{s:>{w}}" for s, w in zip(serializers, widths))]
+    lines = [
+        f"{'totals':<{label_width}}  " + "  ".join(f"{s:>{w}}" for s, w in zip(serializers, widths))
+    ]
     for outcome in Outcome:
         counts = [totals[s][outcome.value] for s in serializers]
-        lines.append(f"{outcome.label:<{label_width}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(counts, widths)))
+        lines.append(
+            f"{outcome.label:<{label_width}}  "
+            + "  ".join(f"{c:>{w}}" for c, w in zip(counts, widths))
+        )
     return lines
 
 
@@ -153,11 +172,22 @@ def summary(report: Report, fail_on: Iterable[Outcome]) -> tuple[str, bool]:
     lines = [f"picklable audit: {len(report.entries)} objects in {report.seconds:.1f} s"]
     for name in report.serializers:
         counts = totals[name]
-        parts = [f"{counts[o.value]} {o.label}" for o in Outcome if counts[o.value] or o in (Outcome.IDENTITY,)]
+        parts = [
+            f"{counts[o.value]} {o.label}"
+            for o in Outcome
+            if counts[o.value] or o == Outcome.IDENTITY
+        ]
         lines.append(f"  {name:<12} " + ", ".join(parts))
     if report.problems:
-        lines.append(f"  {len(report.problems)} not audited (import or attribute errors, listed in the report)")
-    failing = {o: totals["picklable"][o.value] for o in Outcome if o in wanted and totals["picklable"][o.value]}
+        lines.append(
+            f"  {len(report.problems)} not audited "
+            "(import or attribute errors, listed in the report)"
+        )
+    failing = {
+        o: totals["picklable"][o.value]
+        for o in Outcome
+        if o in wanted and totals["picklable"][o.value]
+    }
     if failing:
         counted = ", ".join(f"{n} {o.label}" for o, n in failing.items())
         lines.append(f"FAILED: picklable has {counted}")
