@@ -25,6 +25,7 @@ bases, metaclass, ``__slots__``) and its attributes, set once it is memoized.
 from __future__ import annotations
 
 import abc
+import dis
 import marshal
 import sys
 import types
@@ -87,13 +88,25 @@ def ships_by_value(module_name: Any) -> bool:
     return any(module_name.startswith(m + ".") for m in _by_value_modules)
 
 
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"})
+# Class bodies (code objects nested in a function) read globals with LOAD_NAME.
+_NESTED_NAME_OPS = _GLOBAL_OPS | {"LOAD_NAME"}
+
+
 def _global_names(code: types.CodeType) -> tuple[str, ...]:
-    names: dict[str, None] = dict.fromkeys(code.co_names)
-    stack = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    """Names a function's code may read or write as globals.
+
+    From the bytecode, not ``co_names``, which also holds attribute names:
+    ``x.real`` must not ship a global that happens to be called ``real``.
+    """
+    names: dict[str, None] = {}
+    stack = [(code, _GLOBAL_OPS)]
     while stack:
-        inner = stack.pop()
-        names.update(dict.fromkeys(inner.co_names))
-        stack.extend(c for c in inner.co_consts if isinstance(c, types.CodeType))
+        current, ops = stack.pop()
+        for instruction in dis.get_instructions(current):
+            if instruction.opname in ops:
+                names[instruction.argval] = None
+        stack.extend((c, _NESTED_NAME_OPS) for c in current.co_consts if isinstance(c, types.CodeType))
     return tuple(names)
 
 

@@ -34,8 +34,10 @@ _MAIN_NAMES = ("__main__", "__mp_main__")
 # class that goes out and comes back is the very same class object.
 _CLASS_BY_ID: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
 _ID_BY_CLASS: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
-# Classes created by this process's loads that still wait for their attributes.
-_SKELETONS: weakref.WeakSet[type] = weakref.WeakSet()
+# Classes this process built from payloads. Their attributes are (re)applied at
+# every load, so a worker always runs the sender's latest version of a class; a
+# class that originates in this process is never touched.
+_BUILT: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 def _import(module: str) -> Any:
@@ -287,7 +289,7 @@ def _make_class(
         cls = types.new_class(
             name, bases, {"metaclass": metaclass}, lambda ns: ns.update(namespace)
         )
-    _SKELETONS.add(cls)
+    _BUILT.add(cls)
     _track(cls, tracker_id)
     return cls
 
@@ -312,30 +314,23 @@ def _make_enum(
     for key, value in members.items():
         classdict[key] = value
     cls = metaclass(name, bases, classdict)
-    _SKELETONS.add(cls)
+    _BUILT.add(cls)
     _track(cls, tracker_id)
     return cls
 
 
 def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
-    """Give a freshly made class its attributes; leave a known class untouched."""
-    if cls not in _SKELETONS:
+    """Give a class built from payloads the sender's attributes (again, if it was
+    built by an earlier payload: the sender may have changed it since); leave a
+    class that originates in this process untouched."""
+    if cls not in _BUILT:
         return cls
-    _SKELETONS.discard(cls)
     attributes, registered = state
-    is_enum = _is_enum_class(cls)
     for key, value in attributes.items():
-        if is_enum and key in cls.__dict__:
-            continue  # made by EnumType itself when the members were created
         setattr(cls, key, value)
     for subclass in registered:
         cls.register(subclass)  # type: ignore[attr-defined]
     return cls
-
-
-def _is_enum_class(cls: type) -> bool:
-    enum = sys.modules.get("enum")
-    return enum is not None and isinstance(cls, enum.EnumMeta)
 
 
 def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:

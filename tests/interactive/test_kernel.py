@@ -158,14 +158,6 @@ class TestRedefinition:
         code = "class Greeter:\n    def greet(self, x):\n        return f'bye {x}'\n"
         assert value(kernel, f"mapped({kind!r}, greet, [1])", code) == ["bye 1"]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "core bug (_reconstruct._make_class/_class_setstate): a process that already loaded a "
-            "by-value class keeps its first attributes; a method whose global changed, or a class "
-            "attribute set in a later cell, is shipped but ignored by workers that saw the class"
-        ),
-    )
     def test_class_whose_method_global_changed(self, kernel, kind):
         """A class shipped again after a global its method reads was reassigned uses the new value
         (in every worker, all of which had loaded the class before)."""
@@ -176,9 +168,6 @@ class TestRedefinition:
         assert value(kernel, f"everywhere({kind!r}, apply_rate)", code) == [2]
         assert value(kernel, f"everywhere({kind!r}, apply_rate)", "RATE = 5\n") == [5]
 
-    @pytest.mark.xfail(
-        strict=True, reason="same core bug: the worker keeps the class as first loaded"
-    )
     def test_class_attribute_set_later(self, kernel, kind):
         """A class attribute set in a later cell reaches the workers that already had the class."""
         code = "class Config:\n    size = 1\ndef size(_):\n    return os.getpid(), Config.size\n"
@@ -189,14 +178,6 @@ class TestRedefinition:
 class TestGlobalsShipped:
     """A function defined in a cell takes along the globals it reads, and only those."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "core bug (_byvalue._global_names): the names of a by-value function's globals are "
-            "taken from co_names, which also holds attribute names; a global that shares its name "
-            "with an attribute the function reads (x.real, ex.run, df.plot) is shipped too"
-        ),
-    )
     def test_attribute_named_like_a_global(self, kernel):
         """Reading x.real does not ship an unrelated global called real (here a lock)."""
         code = "import threading\nreal = threading.Lock()\ndef real_part(x):\n    return x.real\n"

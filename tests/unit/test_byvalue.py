@@ -239,3 +239,52 @@ def _forget(cls):
     tracker = _ID_BY_CLASS.pop(cls, None)
     if tracker is not None:
         _CLASS_BY_ID.pop(tracker, None)
+
+
+class TestReceiverKeepsUp:
+    def test_class_built_here_takes_the_senders_later_state(self):
+        """A class built from a payload is updated by a later payload of the same class."""
+
+        def make():
+            class Config:
+                size = 1
+
+            return Config
+
+        config = make()
+        first = picklable.dumps(config)
+        _forget(config)  # from here on this process plays the receiver
+        copy = picklable.loads(first)
+        assert copy.size == 1
+        from picklable._reconstruct import _ID_BY_CLASS, _track
+
+        tracker = _ID_BY_CLASS[copy]
+        _track(config, tracker)  # the sender's side: same id, changed class
+        config.size = 3
+        second = picklable.dumps(config)
+        _forget(config)
+        _track(copy, tracker)
+        assert picklable.loads(second) is copy and copy.size == 3
+
+    def test_class_defined_here_never_touched(self):
+        """A class that comes home is the original, its attributes unchanged."""
+        local = api.make_class()
+        payload = picklable.dumps(local)
+        local.extra = "set after the dump"
+        assert picklable.loads(payload) is local and local.extra == "set after the dump"
+
+
+class TestGlobalNames:
+    def test_attribute_named_like_a_global_is_not_shipped(self):
+        """x.real does not ship a global called real (here a lock that cannot ship)."""
+        import threading
+
+        ns: dict = {"__name__": "scratch", "real": threading.Lock()}
+        exec("def real_part(x):\n    return x.real\n", ns)
+        assert picklable.loads(picklable.dumps(ns["real_part"]))(3) == 3
+
+    def test_class_body_globals_are_shipped(self):
+        """A class made inside a function reads module globals with LOAD_NAME."""
+        ns: dict = {"__name__": "scratch", "SIZE": 7}
+        exec("def make():\n    class Box:\n        size = SIZE\n    return Box\n", ns)
+        assert picklable.loads(picklable.dumps(ns["make"]))().size == 7
