@@ -384,7 +384,8 @@ def decorator(wrapper: WrapperFunction) -> Decorator:
     ... def add(x: int, y: int) -> int:
     ...     return x + y
     """
-    if not callable(wrapper) and not isinstance(wrapper, (classmethod, staticmethod)):
+    given: object = wrapper  # checked at run time: callers need not type-check
+    if not callable(given) and not isinstance(given, (classmethod, staticmethod)):
         raise TypeError(
             f"picklable.decorator needs a callable wrapper, got {type(wrapper).__qualname__}"
         )

@@ -94,11 +94,12 @@ class Pickler(pickle.Pickler):
 
     def _ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
-        if self._globals_map is None:
-            self._globals_map = {}
-            self._globals_values = {}
-        self._globals_map[id(home)] = refs
-        self._globals_values[id(home)] = dict(refs)
+        globals_map, globals_values = self._globals_map, self._globals_values
+        if globals_map is None or globals_values is None:
+            globals_map = self._globals_map = {}
+            globals_values = self._globals_values = {}
+        globals_map[id(home)] = refs
+        globals_values[id(home)] = dict(refs)
         return refs
 
     def _globals_known(self, home: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import dataclasses
 import sys
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _byvalue, _exceptions, _locator, _reconstruct, _wrappers
 from ._locator import by_name as _by_name
@@ -254,10 +254,10 @@ def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
 
 _DATACLASS_SINGLETONS: dict[type, Handler] = {
     dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
-    dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),  # type: ignore[attr-defined]
-    type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(
+    dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),
+    type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(  # type: ignore[attr-defined]
         lambda obj: "_HAS_DEFAULT_FACTORY"
-    ),  # type: ignore[attr-defined]
+    ),
 }
 if hasattr(dataclasses, "_KW_ONLY_TYPE"):
     _DATACLASS_SINGLETONS[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
@@ -281,7 +281,8 @@ _STATIC: dict[type, Handler | None] = {
     types.GetSetDescriptorType: reduce_slot_descriptor,
     types.MemberDescriptorType: reduce_slot_descriptor,
     **_DATACLASS_SINGLETONS,
-    **_byvalue.EFFECT_REDUCERS,
+    # (its reducers take the pickler and the object, as every Handler does)
+    **cast("dict[type, Handler | None]", _byvalue.EFFECT_REDUCERS),
 }
 
 

@@ -8,6 +8,7 @@ Both derive from what callers already catch: :class:`pickle.PicklingError` and
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 __all__ = ["PicklingError", "UnpicklingError"]
 
@@ -43,7 +44,7 @@ class PicklingError(pickle.PicklingError):
         self.reason = reason
         self.hint = hint
 
-    def __reduce__(self):  # type: ignore[override]
+    def __reduce__(self) -> tuple[Any, ...]:
         # Errors travel between processes too: keep the structured fields.
         return (
             _rebuild_error,
@@ -69,7 +70,7 @@ class UnpicklingError(pickle.UnpicklingError):
         self.path = ""
         self.type_name = ""
 
-    def __reduce__(self):  # type: ignore[override]
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_error, (type(self), self.args[0], "", "", self.reason, self.hint))
 
 
