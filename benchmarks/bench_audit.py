@@ -49,9 +49,13 @@ def timed_audit(serializers: list[str] | None, jobs: int) -> dict[str, Any]:
         if phase == "dump" and done == total:
             marks["dumps_done"] = time.perf_counter()
 
-    report = audit(TARGETS, serializers=serializers, jobs=jobs or None, progress=progress, **OPTIONS)
+    report = audit(
+        TARGETS, serializers=serializers, jobs=jobs or None, progress=progress, **OPTIONS
+    )
     end = time.perf_counter()
-    payloads = sum(1 for e in report.entries for r in e.results.values() if r.outcome.value != "dump")
+    payloads = sum(
+        1 for e in report.entries for r in e.results.values() if r.outcome.value != "dump"
+    )
     return {
         "seconds": end - start,
         "dumps_done": marks.get("dumps_done", end) - start,
@@ -77,7 +81,16 @@ def floor_seconds() -> float:
 
 def cli_seconds(*arguments: str) -> float:
     """The command a user runs, cold: a new process, pandas imported, every serializer."""
-    command = [sys.executable, "-m", "picklable", "audit", *arguments, "--no-progress", "--json", os.devnull]
+    command = [
+        sys.executable,
+        "-m",
+        "picklable",
+        "audit",
+        *arguments,
+        "--no-progress",
+        "--json",
+        os.devnull,
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, env=child_environment(), capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -93,7 +106,8 @@ def main() -> None:
     args = parser.parse_args()
     repeats = 1 if args.quick else 3
 
-    import pandas  # noqa: F401 - imported before timing, as a user's process would have it
+    # Imported before timing, as a user's process would have it.
+    import pandas  # noqa: F401, ICN001
 
     start = time.perf_counter()
     found, _ = collect(TARGETS, **OPTIONS)
@@ -108,20 +122,26 @@ def main() -> None:
     }
     results["cli_cold_seconds"] = min(cli_seconds(*TARGETS, "--no-members") for _ in range(repeats))
     # Every pandas class with its members (about 1000 objects).
-    results["cli_cold_all_pandas_classes_seconds"] = min(cli_seconds("pandas") for _ in range(repeats))
+    results["cli_cold_all_pandas_classes_seconds"] = min(
+        cli_seconds("pandas") for _ in range(repeats)
+    )
     floor = min(floor_seconds() for _ in range(repeats))
     results["child_start_and_imports_seconds"] = floor
     for jobs in (1, 2, 4):
         results[f"all_four_jobs_{jobs}"] = best([timed_audit(None, jobs) for _ in range(repeats)])
     results["all_four_default_jobs"] = best([timed_audit(None, 0) for _ in range(repeats)])
-    results["picklable_only_default_jobs"] = best([timed_audit(["picklable"], 0) for _ in range(repeats)])
+    results["picklable_only_default_jobs"] = best(
+        [timed_audit(["picklable"], 0) for _ in range(repeats)]
+    )
 
     full = results["all_four_default_jobs"]
     per_payload = floor * full["payloads_loaded"]
     results["one_child_per_payload_estimate_seconds"] = per_payload
 
     print(f"picklable audit on {' '.join(TARGETS)} (members of named classes only)")
-    print(f"Python {results['python']}, pandas {results['pandas']}, {results['cpus']} cpus, best of {repeats}")
+    print(
+        f"Python {results['python']}, pandas {results['pandas']}, {results['cpus']} cpus, best of {repeats}"
+    )
     print(f"  objects: {len(found)}; collect: {collect_seconds:.2f} s")
     cold = results["cli_cold_seconds"]
     print(f"  `python -m picklable audit ... --no-members` (new process, all four): {cold:.2f} s")
@@ -137,13 +157,17 @@ def main() -> None:
         )
     print(f"  all four serializers, default children: {full['seconds']:.2f} s")
     solo = results["picklable_only_default_jobs"]
-    print(f"  picklable alone, default children: {solo['seconds']:.2f} s ({solo['payloads_loaded']} payloads)")
+    print(
+        f"  picklable alone, default children: {solo['seconds']:.2f} s ({solo['payloads_loaded']} payloads)"
+    )
     print(
         f"  one interpreter per payload would take about {per_payload:.0f} s "
         f"({per_payload / full['seconds']:.0f}x the batched audit)"
     )
     verdict = "under" if cold < TARGET_SECONDS else "OVER"
-    print(f"  target (the cold command): {verdict} {TARGET_SECONDS:.0f} s ({cold / TARGET_SECONDS:.0%} of it)")
+    print(
+        f"  target (the cold command): {verdict} {TARGET_SECONDS:.0f} s ({cold / TARGET_SECONDS:.0%} of it)"
+    )
     totals = full["totals"]
     print("  outcomes:")
     for name in full["serializers"]:

@@ -37,17 +37,23 @@ def closure_decorator(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @picklable.decorator
-def toolkit_decorator(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def toolkit_decorator(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     return wrapped(*args, **kwargs)
 
 
 class ToolkitWrapper(picklable.Wrapper[..., Any]):
-    def call(self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(
+        self, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         return wrapped(*args, **kwargs)
 
 
 @wrapt.decorator
-def wrapt_decorator(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def wrapt_decorator(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     return wrapped(*args, **kwargs)
 
 
@@ -109,8 +115,14 @@ def shipping(number: int, repeat: int) -> dict[str, float]:
     """dumps time (us) of a decorated function: by value from __main__."""
     by_value = toolkit_decorator(lambda x: x)
     return {
-        "dumps by reference (toolkit function)": best(lambda: picklable.dumps(toolkit_decorator), number, repeat) / 1e3,
-        "dumps by value (__main__ toolkit function)": best(lambda: picklable.dumps(by_value), number, repeat) / 1e3,
+        "dumps by reference (toolkit function)": best(
+            lambda: picklable.dumps(toolkit_decorator), number, repeat
+        )
+        / 1e3,
+        "dumps by value (__main__ toolkit function)": best(
+            lambda: picklable.dumps(by_value), number, repeat
+        )
+        / 1e3,
     }
 
 
@@ -122,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     number, repeat = (20_000, 3) if args.quick else (100_000, 15)
     figures = measure(number, repeat)
     baseline = figures["functools.wraps closure"]
-    print(f"Python {platform.python_version()}, wrapt {wrapt.__version__}, {number} calls x {repeat} repeats")
+    print(
+        f"Python {platform.python_version()}, wrapt {wrapt.__version__}, {number} calls x {repeat} repeats"
+    )
     kinds = list(baseline)
     header = f"{'decorator':28}" + "".join(f"{kind:>26}" for kind in kinds)
     print(header)
@@ -138,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {value:.1f} us")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"calls_ns": figures, "ratios_vs_closure": ratios, "shipping_us": ship}, f, indent=2)
+            json.dump(
+                {"calls_ns": figures, "ratios_vs_closure": ratios, "shipping_us": ship}, f, indent=2
+            )
     return 0
 
 

@@ -133,8 +133,10 @@ def measure(budget: float) -> list[dict[str, Any]]:
 
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"picklable {picklable.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}, {time.strftime('%Y-%m-%d')}",
+        (
+            f"picklable {picklable.__version__}, Python {platform.python_version()}, "
+            f"{platform.machine()}, {time.strftime('%Y-%m-%d')}"
+        ),
         "",
         f"{'case':32} {'serializer':12} {'dumps':>10} {'loads':>10} {'bytes':>11}   ratio (dumps / loads / bytes)",
     ]

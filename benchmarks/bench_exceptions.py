@@ -70,7 +70,9 @@ _SOURCE_DIR = tempfile.mkdtemp(prefix="bench_exceptions_")
 
 def _fifty_frames(exc_factory: Callable[[], BaseException]) -> BaseException:
     """50 distinct functions in a real file (so each frame ships its source line)."""
-    source = "\n".join(f"def f{i}(x):\n    return f{i + 1}(x + {i})  # step {i} of the pipeline" for i in range(50))
+    source = "\n".join(
+        f"def f{i}(x):\n    return f{i + 1}(x + {i})  # step {i} of the pipeline" for i in range(50)
+    )
     source += "\ndef f50(x):\n    raise make()\n"
     path = os.path.join(_SOURCE_DIR, "generated_pipeline.py")
     with open(path, "w") as out:

@@ -19,10 +19,10 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # mylib, demo_worker
 
-import demo_worker  # noqa: E402
-import mylib  # noqa: E402
+import demo_worker
+import mylib
 
-import picklable  # noqa: E402
+import picklable
 
 
 def shout(func):  # a decorator defined in the script, without functools.wraps
@@ -71,7 +71,13 @@ CASES: list[tuple[str, Any, tuple[Any, ...], Any, str | None]] = [
         "verbosity 2",
         "mylib:verbose_option.apply_function",
     ),
-    ("method made by a factory", mylib.Series.total, (mylib.Series([1, 2]),), ("total", 3), "mylib:Series.total"),
+    (
+        "method made by a factory",
+        mylib.Series.total,
+        (mylib.Series([1, 2]),),
+        ("total", 3),
+        "mylib:Series.total",
+    ),
     ("__main__ function, no wraps", greet, ("ann",), "HI ANN", None),
     ("__main__ class-based decorator", cube, (3,), 27, None),
     ("closure", make_scaler(5), (2,), 10, None),
@@ -98,7 +104,7 @@ def dumpers() -> dict[str, Any]:
 
 
 def verdict(outcome: tuple[str, Any, str], expected: Any, home: str | None) -> str:
-    kind, result, detail = outcome
+    kind, result, _detail = outcome
     if kind in ("load fails", "call fails"):
         return f"{kind}"
     if result != expected:

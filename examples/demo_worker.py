@@ -17,7 +17,9 @@ def _loaders() -> dict[str, Any]:
     return out
 
 
-def run(serializer: str, payload: bytes, args: tuple[Any, ...], home: str | None) -> tuple[str, Any, str]:
+def run(
+    serializer: str, payload: bytes, args: tuple[Any, ...], home: str | None
+) -> tuple[str, Any, str]:
     """Load and call; say whether the object is the worker's own importable one."""
     try:
         obj = _loaders()[serializer](payload)

@@ -101,7 +101,7 @@ def blocks_of(page: Path, text: str | None = None, first_line: int = 1) -> list[
         language, classes, attributes = parse_info(match["info"])
         if language not in PYTHON:
             continue
-        body = [line[len(indent) :] if line.startswith(indent) else line for line in lines[start:end]]
+        body = [line.removeprefix(indent) for line in lines[start:end]]
         code = "\n".join(body) + "\n"
         title = attributes.get("title")
         if "no-run" in classes:
@@ -175,9 +175,7 @@ def script_blocks() -> list[Block]:
 class TestExamples:
     """The examples of the docs and of the README's quick start run as written."""
 
-    @pytest.mark.parametrize(
-        "page", session_pages(), ids=lambda page: str(page.relative_to(ROOT))
-    )
+    @pytest.mark.parametrize("page", session_pages(), ids=lambda page: str(page.relative_to(ROOT)))
     def test_session_blocks(self, page: Path, page_dirs: dict[Path, Path]) -> None:
         """A page's session blocks run in order in one fresh interpreter."""
         blocks = [(b.line, b.code) for b in PAGES[page] if b.kind == "session"]
@@ -216,7 +214,9 @@ class TestBlockRules:
     def test_pages_have_examples(self) -> None:
         """The user guide and the README's quick start have runnable examples."""
         runnable = {
-            page.name for page, blocks in PAGES.items() if any(b.kind in ("session", "script") for b in blocks)
+            page.name
+            for page, blocks in PAGES.items()
+            if any(b.kind in ("session", "script") for b in blocks)
         }
         assert {"guide.md", "README.md"} <= runnable
 
@@ -229,12 +229,14 @@ class TestBlockRules:
     def test_file_blocks_are_imported(self) -> None:
         """Every file block is imported or run by an example of its page."""
         unused = []
-        for page, blocks in PAGES.items():
+        for blocks in PAGES.values():
             others = "".join(b.code for b in blocks if b.kind != "file")
             for block in blocks:
                 if block.kind == "file" and block.title is not None:
                     name = block.title.removesuffix(".py")
-                    if not re.search(rf"\b(import {name}\b|from {name} import|{block.title})", others):
+                    if not re.search(
+                        rf"\b(import {name}\b|from {name} import|{block.title})", others
+                    ):
                         unused.append(f"{block.where} ({block.title})")
         assert not unused, unused
 

@@ -34,7 +34,12 @@ return Array.prototype.slice.call(document.querySelectorAll('#entries tbody tr')
 def report() -> Report:
     """A real audit of fixture modules with every serializer."""
     return audit(
-        ["picklable_testpkg.api", "picklable_testpkg.wrapt_methods", "picklable_testpkg.clicommands"], jobs=2
+        [
+            "picklable_testpkg.api",
+            "picklable_testpkg.wrapt_methods",
+            "picklable_testpkg.clicommands",
+        ],
+        jobs=2,
     )
 
 
@@ -98,15 +103,20 @@ class TestHtmlReport:
         for serializer in report.serializers:
             for outcome, count in totals[serializer].items():
                 cell = page.find_element(
-                    By.CSS_SELECTOR, f'#totals td[data-serializer="{serializer}"][data-outcome="{outcome}"]'
+                    By.CSS_SELECTOR,
+                    f'#totals td[data-serializer="{serializer}"][data-outcome="{outcome}"]',
                 )
                 assert cell.text == str(count)
 
-    def test_unchecking_an_outcome_hides_its_rows(self, page: webdriver.Chrome, report: Report) -> None:
+    def test_unchecking_an_outcome_hides_its_rows(
+        self, page: webdriver.Chrome, report: Report
+    ) -> None:
         """With pickle selected, unchecking identity leaves the rows pickle did not ship as themselves."""
         Select(page.find_element(By.ID, "serializer")).select_by_value("pickle")
         checkbox(page, "identity").click()
-        expected = [e.name for e in report.entries if e.results["pickle"].outcome.value != "identity"]
+        expected = [
+            e.name for e in report.entries if e.results["pickle"].outcome.value != "identity"
+        ]
         assert "picklable_testpkg.api.add" in expected
         assert shown(page) == expected
         checkbox(page, "identity").click()
@@ -118,7 +128,11 @@ class TestHtmlReport:
         for box in page.find_elements(By.CSS_SELECTOR, "input.outcome-filter"):
             if box.get_attribute("value") != "wrong" and box.is_selected():
                 box.click()
-        expected = [e.name for e in report.entries if any(r.outcome.value == "wrong" for r in e.results.values())]
+        expected = [
+            e.name
+            for e in report.entries
+            if any(r.outcome.value == "wrong" for r in e.results.values())
+        ]
         assert "picklable_testpkg.wrapt_methods.Table.total" in expected
         assert shown(page) == expected
 
@@ -145,4 +159,3 @@ class TestHtmlReport:
             "picklable_testpkg.api.Tools.scaled",
             "picklable_testpkg.api.Tools.static_add",
         ]
-

@@ -15,7 +15,11 @@ NEVER = (Outcome.WRONG, Outcome.CRASH, Outcome.HANG)
 
 
 def outcomes(report: Report, serializer: str, *kinds: str) -> dict[str, Outcome]:
-    return {e.name: e.results[serializer].outcome for e in report.entries if not kinds or e.kind in kinds}
+    return {
+        e.name: e.results[serializer].outcome
+        for e in report.entries
+        if not kinds or e.kind in kinds
+    }
 
 
 def assert_never_wrong(report: Report) -> None:
@@ -78,7 +82,9 @@ class TestClickAndSacred:
         assert result.outcome is Outcome.WRONG
         assert result.detail.startswith("type: BoundFunctionWrapper -> function")
 
-    def test_sacreds_experiment_methods_ship_under_picklable(self, click_sacred_report: Report) -> None:
+    def test_sacreds_experiment_methods_ship_under_picklable(
+        self, click_sacred_report: Report
+    ) -> None:
         """The methods of sacred.Experiment, wrapt-decorated ones included, ship under picklable."""
         bad = {
             n: o

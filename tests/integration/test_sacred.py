@@ -24,15 +24,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support import sacred_runs, wrapper_checks
-from support.child import run_script
+from sacred.observers import FileStorageObserver
 
 import picklable
 from picklable._wrappers import state_left_behind
-
-from sacred.observers import FileStorageObserver
-
 from picklable_testpkg import experiment as E
+from support import sacred_runs, wrapper_checks
+from support.child import run_script
 
 TASKS = [
     ({"a": 1, "b": 5}, []),
@@ -53,8 +51,9 @@ def run_in_spawn_pool(payload: bytes) -> list[dict]:
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(len(TASKS))
     with context.Pool(len(TASKS), initializer=sacred_runs.init_worker, initargs=(barrier,)) as pool:
-        results = pool.starmap(sacred_runs.run_shipped, [(payload, updates, named) for updates, named in TASKS])
-    return results
+        return pool.starmap(
+            sacred_runs.run_shipped, [(payload, updates, named) for updates, named in TASKS]
+        )
 
 
 def check_runs(results: list[dict], runs: Path) -> None:
@@ -108,7 +107,10 @@ class TestImportableExperiment:
 
     def test_command_runs_after_loading(self, child):
         """A command of the shipped Experiment runs in a fresh interpreter."""
-        assert child.run(sacred_runs.run_command, picklable.dumps(E.ex), "summary", {"a": 4}) == "a=4 b=3"
+        assert (
+            child.run(sacred_runs.run_command, picklable.dumps(E.ex), "summary", {"a": 4})
+            == "a=4 b=3"
+        )
 
 
 class TestCapturedFunctionPolicy:
@@ -123,8 +125,12 @@ class TestCapturedFunctionPolicy:
             assert "config" in state_left_behind(E.scaled)
         finally:
             E.scaled.config = before
-        assert child.run(wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled")
-        own = child.run(sacred_runs.module_state, "picklable_testpkg.experiment", "scaled", "config")
+        assert child.run(
+            wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
+        )
+        own = child.run(
+            sacred_runs.module_state, "picklable_testpkg.experiment", "scaled", "config"
+        )
         assert child.run(wrapper_checks.state_after_load, payload, ["config"]) == {"config": own}
         assert own != {"a": 99, "b": 99}
 
@@ -137,7 +143,9 @@ class TestCapturedFunctionPolicy:
         finally:
             E.scaled.config = before
         assert child.run(sacred_runs.call_loaded, payload) == 71
-        assert child.run(wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled")
+        assert child.run(
+            wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
+        )
 
     def test_after_a_run_error_names_the_path(self):
         """A finished run holds its heartbeat thread: carrying it fails with what and where."""
@@ -167,11 +175,13 @@ class TestCommandlineOptions:
         )
         assert len(names) >= 15
         payloads = {name: picklable.dumps(getattr(options, name)) for name in names}
-        assert child.run(sacred_runs.all_identity, payloads, options.__name__) == {name: True for name in names}
+        assert child.run(sacred_runs.all_identity, payloads, options.__name__) == dict.fromkeys(
+            names, True
+        )
 
 
 MAIN_SCRIPT = textwrap.dedent(
-    '''
+    """
     import json, multiprocessing, sys
     import picklable
     from sacred import Experiment
@@ -223,7 +233,7 @@ MAIN_SCRIPT = textwrap.dedent(
         finally:
             child.close()
         print(json.dumps({"results": results, "copy_result": copy_result}))
-    '''
+    """
 )
 
 

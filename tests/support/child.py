@@ -98,7 +98,9 @@ class Child:
             self.process.stdout.close()
 
 
-def run_script(source: str, directory: Path, *, timeout: float = 120, args: tuple[str, ...] = ()) -> str:
+def run_script(
+    source: str, directory: Path, *, timeout: float = 120, args: tuple[str, ...] = ()
+) -> str:
     """Run ``source`` as ``__main__`` of a fresh interpreter; return its stdout.
 
     Fails the test with the script's output when it exits non-zero.

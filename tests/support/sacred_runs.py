@@ -18,7 +18,9 @@ def init_worker(barrier: Any) -> None:
     _barrier = barrier
 
 
-def run_shipped(payload: bytes, config_updates: dict[str, Any], named_configs: list[str]) -> dict[str, Any]:
+def run_shipped(
+    payload: bytes, config_updates: dict[str, Any], named_configs: list[str]
+) -> dict[str, Any]:
     """Load an Experiment from picklable bytes and run it with ``config_updates``.
 
     Waits on the pool's barrier first, so that N tasks run in N distinct workers.
@@ -43,7 +45,9 @@ def run_shipped(payload: bytes, config_updates: dict[str, Any], named_configs: l
 def run_command(payload: bytes, command: str, updates: dict[str, Any]) -> Any:
     """Load an Experiment and run one of its commands."""
     ex = picklable.loads(payload)
-    return ex.run(command, config_updates=updates, options={"--loglevel": "ERROR", "--capture": "sys"}).result
+    return ex.run(
+        command, config_updates=updates, options={"--loglevel": "ERROR", "--capture": "sys"}
+    ).result
 
 
 def call_loaded(payload: bytes) -> Any:

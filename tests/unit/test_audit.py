@@ -98,7 +98,9 @@ class TestCollect:
             f"{pkg}.Widget.size",
         ]
 
-    def test_without_all_skips_imports_and_private_names(self, make_package: Callable[[str], str]) -> None:
+    def test_without_all_skips_imports_and_private_names(
+        self, make_package: Callable[[str], str]
+    ) -> None:
         """Without __all__: public names defined in the package, not os.path.join, not _hidden."""
         pkg = make_package("audit_pkg_noall")
         found, _ = collect([f"{pkg}.core"])
@@ -117,7 +119,9 @@ class TestCollect:
         assert f"{pkg}.core.Widget._internal" in got
         assert not any(name.rpartition(".")[2].startswith("__") for name in got)
 
-    def test_same_object_is_collected_once_with_aliases(self, make_package: Callable[[str], str]) -> None:
+    def test_same_object_is_collected_once_with_aliases(
+        self, make_package: Callable[[str], str]
+    ) -> None:
         """An object reachable by two names is one target; the second name is an alias."""
         pkg = make_package("audit_pkg_alias")
         found, _ = collect([f"{pkg}.core"])
@@ -154,7 +158,7 @@ class TestCollect:
         """A target that does not import is an error naming it."""
         with pytest.raises(TargetError, match="no module named 'no_such_package_xyz'"):
             collect(["no_such_package_xyz"])
-        with pytest.raises(TargetError, match="'picklable_testpkg.api' has no attribute 'Nope'"):
+        with pytest.raises(TargetError, match=r"'picklable_testpkg\.api' has no attribute 'Nope'"):
             collect(["picklable_testpkg.api.Nope"])
 
 
@@ -183,7 +187,11 @@ class TestCompare:
 def testpkg_report() -> Report:
     """One audit of fixture modules with every serializer (children started once)."""
     return audit(
-        ["picklable_testpkg.api", "picklable_testpkg.wrapt_methods", "picklable_testpkg.clicommands"],
+        [
+            "picklable_testpkg.api",
+            "picklable_testpkg.wrapt_methods",
+            "picklable_testpkg.clicommands",
+        ],
         jobs=2,
     )
 
@@ -193,14 +201,20 @@ class TestAudit:
         """Under picklable every picklable_testpkg.api object is identity or an exact copy."""
         api_entries = [e for e in testpkg_report.entries if e.module == "picklable_testpkg.api"]
         assert len(api_entries) >= 20
-        bad = {e.name: e.results["picklable"] for e in api_entries if not e.results["picklable"].outcome.ok}
+        bad = {
+            e.name: e.results["picklable"]
+            for e in api_entries
+            if not e.results["picklable"].outcome.ok
+        }
         assert bad == {}
 
     def test_pickle_fails_on_a_decorator_without_wraps(self, testpkg_report: Report) -> None:
         """stdlib pickle cannot dump api.add; the first error line says why."""
         result = testpkg_report.entry("picklable_testpkg.api.add").results["pickle"]
         assert result.outcome is Outcome.DUMP
-        assert result.error == "AttributeError: Can't pickle local object 'no_wraps.<locals>.wrapper'"
+        assert (
+            result.error == "AttributeError: Can't pickle local object 'no_wraps.<locals>.wrapper'"
+        )
 
     def test_pickle_load_fails_on_a_renamed_classmethod(self, testpkg_report: Report) -> None:
         """pickle dumps Tools.scaled as getattr(Tools, 'wrapper'), which fails to load."""
@@ -208,9 +222,13 @@ class TestAudit:
         assert result.outcome is Outcome.LOAD
         assert "has no attribute 'wrapper'" in result.error
 
-    def test_cloudpickle_gives_a_wrong_copy_of_a_wrapped_factory_method(self, testpkg_report: Report) -> None:
+    def test_cloudpickle_gives_a_wrong_copy_of_a_wrapped_factory_method(
+        self, testpkg_report: Report
+    ) -> None:
         """cloudpickle drops the wrapt wrapper of a factory-made method: wrong, with the type named."""
-        result = testpkg_report.entry("picklable_testpkg.wrapt_methods.Table.total").results["cloudpickle"]
+        result = testpkg_report.entry("picklable_testpkg.wrapt_methods.Table.total").results[
+            "cloudpickle"
+        ]
         assert result.outcome is Outcome.WRONG
         assert result.detail == "type: BoundFunctionWrapper -> function"
 
@@ -230,7 +248,7 @@ class TestAudit:
 
     def test_every_serializer_has_a_result_for_every_object(self, testpkg_report: Report) -> None:
         """Results are complete and in report order, picklable first."""
-        assert list(testpkg_report.serializers)[0] == "picklable"
+        assert next(iter(testpkg_report.serializers)) == "picklable"
         for entry in testpkg_report.entries:
             assert list(entry.results) == list(testpkg_report.serializers)
 
@@ -250,7 +268,11 @@ class TestIsolation:
         assert "killed by SIGSEGV" in crash.error
         assert hang.outcome is Outcome.HANG
         assert hang.error == "no result after 2 s: loading hung, the child was killed"
-        others = [e for e in report.entries if e.name.rpartition(".")[2] not in ("crash_on_load", "hang_on_load")]
+        others = [
+            e
+            for e in report.entries
+            if e.name.rpartition(".")[2] not in ("crash_on_load", "hang_on_load")
+        ]
         assert len(others) == 3
         for entry in others:
             assert entry.results["pickle"].outcome is Outcome.IDENTITY, entry.name

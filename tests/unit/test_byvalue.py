@@ -21,8 +21,11 @@ class TestFunctions:
     def test_shared_globals_namespace(self):
         """Functions of one namespace share one globals dict in the receiver."""
         ns: dict = {"__name__": "scratch"}
-        exec("counter = 0\ndef bump():\n    global counter\n    counter += 1\n    return counter\n"
-             "def read():\n    return counter\n", ns)
+        exec(
+            "counter = 0\ndef bump():\n    global counter\n    counter += 1\n    return counter\n"
+            "def read():\n    return counter\n",
+            ns,
+        )
         bump, read = roundtrip((ns["bump"], ns["read"]))
         bump()
         bump()
@@ -31,8 +34,11 @@ class TestFunctions:
     def test_mutual_recursion(self):
         """Two functions that call each other through their globals."""
         ns: dict = {"__name__": "scratch"}
-        exec("def even(n):\n    return True if n == 0 else odd(n - 1)\n"
-             "def odd(n):\n    return False if n == 0 else even(n - 1)\n", ns)
+        exec(
+            "def even(n):\n    return True if n == 0 else odd(n - 1)\n"
+            "def odd(n):\n    return False if n == 0 else even(n - 1)\n",
+            ns,
+        )
         even = roundtrip(ns["even"])
         assert even(10) is True and even(7) is False
 
@@ -50,8 +56,7 @@ class TestFunctions:
             def inner():
                 return later  # noqa: F821 - assigned after inner is made
 
-            cell_owner = inner
-            return cell_owner
+            return inner
 
         fn = roundtrip(outer())
         with pytest.raises(NameError):
@@ -67,7 +72,14 @@ class TestFunctions:
         fn.__kwdefaults__ = {"k": 2}
         fn.tag = "kept"
         back = roundtrip(fn)
-        for name in ("__qualname__", "__module__", "__doc__", "__defaults__", "__kwdefaults__", "tag"):
+        for name in (
+            "__qualname__",
+            "__module__",
+            "__doc__",
+            "__defaults__",
+            "__kwdefaults__",
+            "tag",
+        ):
             assert getattr(back, name) == getattr(fn, name), name
 
     def test_default_that_refers_to_the_function(self):

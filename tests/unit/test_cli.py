@@ -27,8 +27,18 @@ class TestParser:
     def test_audit_is_a_subcommand(self) -> None:
         """`picklable audit` parses its flags into a handler and options."""
         args = _parser().parse_args(
-            ["audit", "json", "--private", "--recursive", "--serializers", "pickle,dill", "--jobs", "3",
-             "--fail-on", "wrong,load"]
+            [
+                "audit",
+                "json",
+                "--private",
+                "--recursive",
+                "--serializers",
+                "pickle,dill",
+                "--jobs",
+                "3",
+                "--fail-on",
+                "wrong,load",
+            ]
         )
         assert args.command == "audit"
         assert args.targets == ["json"]
@@ -43,12 +53,22 @@ class TestParser:
     @pytest.mark.parametrize(
         ("flag", "value", "message"),
         [
-            ("--fail-on", "wrong,oops", "expected 'none' or a comma-separated list of wrong, dump, load, crash, hang"),
-            ("--serializers", "marshal", "expected a comma-separated list of picklable, pickle, cloudpickle, dill"),
+            (
+                "--fail-on",
+                "wrong,oops",
+                "expected 'none' or a comma-separated list of wrong, dump, load, crash, hang",
+            ),
+            (
+                "--serializers",
+                "marshal",
+                "expected a comma-separated list of picklable, pickle, cloudpickle, dill",
+            ),
             ("--jobs", "0", "expected a positive integer"),
         ],
     )
-    def test_bad_values_exit_2(self, flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_bad_values_exit_2(
+        self, flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Bad option values are usage errors (exit status 2) that say what is expected."""
         with pytest.raises(SystemExit) as exit_info:
             main(["audit", "json", flag, value])
@@ -66,10 +86,14 @@ class TestParser:
 class TestAuditCommand:
     def test_table_to_stdout_summary_to_stderr(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The table lists objects short of identity; the verdict goes to stderr; exit 0."""
-        status = main(["audit", "picklable_testpkg.api", "--serializers", "pickle", "--no-progress"])
+        status = main(
+            ["audit", "picklable_testpkg.api", "--serializers", "pickle", "--no-progress"]
+        )
         out, err = capsys.readouterr()
         assert status == 0
-        row = next(line for line in out.splitlines() if line.startswith("picklable_testpkg.api.add "))
+        row = next(
+            line for line in out.splitlines() if line.startswith("picklable_testpkg.api.add ")
+        )
         assert row.split() == ["picklable_testpkg.api.add", "function", "identity", "dump", "fails"]
         assert "totals" in out
         assert "picklable audit:" not in out
@@ -79,8 +103,18 @@ class TestAuditCommand:
         """--json and --html write the reports; the table still goes to stdout."""
         json_path, html_path = tmp_path / "r.json", tmp_path / "r.html"
         status = main(
-            ["audit", "picklable_testpkg.api", "--serializers", "picklable", "--show", "all",
-             "--json", str(json_path), "--html", str(html_path)]
+            [
+                "audit",
+                "picklable_testpkg.api",
+                "--serializers",
+                "picklable",
+                "--show",
+                "all",
+                "--json",
+                str(json_path),
+                "--html",
+                str(html_path),
+            ]
         )
         out, _ = capsys.readouterr()
         assert status == 0
@@ -92,7 +126,9 @@ class TestAuditCommand:
         assert page.startswith("<!DOCTYPE html>")
         assert 'data-name="picklable_testpkg.api.plain"' in page
 
-    def test_failing_object_exits_1(self, ghost_module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_failing_object_exits_1(
+        self, ghost_module: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """picklable failing to load an object makes the exit status 1 and names it with the hint."""
         status = main(["audit", ghost_module, "--serializers", "picklable", "--jobs", "1"])
         out, err = capsys.readouterr()
@@ -106,7 +142,18 @@ class TestAuditCommand:
         self, fail_on: str, ghost_module: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """--fail-on without 'load' (or 'none') lets the same audit exit 0."""
-        status = main(["audit", ghost_module, "--serializers", "picklable", "--jobs", "1", "--fail-on", fail_on])
+        status = main(
+            [
+                "audit",
+                ghost_module,
+                "--serializers",
+                "picklable",
+                "--jobs",
+                "1",
+                "--fail-on",
+                fail_on,
+            ]
+        )
         capsys.readouterr()
         assert status == 0
 
@@ -124,7 +171,17 @@ class TestModuleEntryPoint:
     def test_python_m_picklable_audit(self) -> None:
         """`python -m picklable audit json --json -` prints the JSON report and exits 0."""
         done = subprocess.run(
-            [sys.executable, "-m", "picklable", "audit", "json", "--serializers", "picklable", "--json", "-"],
+            [
+                sys.executable,
+                "-m",
+                "picklable",
+                "audit",
+                "json",
+                "--serializers",
+                "picklable",
+                "--json",
+                "-",
+            ],
             capture_output=True,
             text=True,
             env=child_env(),

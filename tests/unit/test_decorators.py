@@ -8,10 +8,10 @@ import inspect
 import pickle
 
 import pytest
-from support import wrapper_checks
 
 import picklable
 from picklable_testpkg import wrapped as W
+from support import wrapper_checks
 
 
 def roundtrip(obj):
@@ -194,7 +194,14 @@ class TestShipping:
 
     @pytest.mark.parametrize(
         "obj",
-        [W.add, W.negate, W.logged, W.Point, W.Account.__dict__["deposit"], W.Account.__dict__["tallied"]],
+        [
+            W.add,
+            W.negate,
+            W.logged,
+            W.Point,
+            W.Account.__dict__["deposit"],
+            W.Account.__dict__["tallied"],
+        ],
         ids=["function", "wrapper-class", "decorator", "class", "method", "stacked"],
     )
     def test_importable_is_identity(self, obj):
@@ -235,7 +242,9 @@ class TestShipping:
             obj = W
             for part in path.split("."):
                 obj = vars(obj)[part] if isinstance(obj, type) else getattr(obj, part)
-            assert child.run(wrapper_checks.loaded_is, picklable.dumps(obj), "picklable_testpkg.wrapped", path)
+            assert child.run(
+                wrapper_checks.loaded_is, picklable.dumps(obj), "picklable_testpkg.wrapped", path
+            )
 
     def test_local_products_run_in_child(self, child):
         """Local products run their wrapper in a fresh interpreter."""

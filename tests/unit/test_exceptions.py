@@ -5,8 +5,8 @@ from __future__ import annotations
 import copyreg
 import functools
 import importlib.util
-import linecache
 import io
+import linecache
 import pickle
 import sys
 import traceback
@@ -31,7 +31,6 @@ def raised(exc):
         return caught
 
 
-
 def stdlib_dumps(obj):
     """stdlib pickle as shipped, without reducers other libraries put in copyreg
     (importing distributed runs tblib's install(), which changes exceptions)."""
@@ -40,6 +39,7 @@ def stdlib_dumps(obj):
     pickler.dispatch_table = {}
     pickler.dump(obj)
     return buffer.getvalue()
+
 
 class TestStdlibPickleFails:
     """The problems picklable solves, as stdlib pickle shows them."""
@@ -145,13 +145,19 @@ class TestUserExceptions:
     def test_oserror_subclass(self):
         """errno, strerror and filename of an OSError subclass stay right."""
         back = roundtrip(errors.MissingConfigError("/etc/app.toml", hint="create it"))
-        assert (back.errno, back.strerror, back.filename) == (2, "No such file or directory", "/etc/app.toml")
+        assert (back.errno, back.strerror, back.filename) == (
+            2,
+            "No such file or directory",
+            "/etc/app.toml",
+        )
         assert back.args == (2, "No such file or directory") and back.hint == "create it"
         assert str(back) == "[Errno 2] No such file or directory: '/etc/app.toml'"
 
     def test_group_subclass_with_new(self):
         """A group whose __new__ takes a keyword-only argument."""
-        group = errors.StagedGroup("g", [errors.KwOnlyError("a", code=1), ValueError("v")], stage="init")
+        group = errors.StagedGroup(
+            "g", [errors.KwOnlyError("a", code=1), ValueError("v")], stage="init"
+        )
         back = roundtrip(group)
         assert type(back) is errors.StagedGroup and back.stage == "init" and back.message == "g"
         assert [type(e) for e in back.exceptions] == [errors.KwOnlyError, ValueError]
@@ -214,7 +220,17 @@ class TestBuiltinExceptions:
         exc = raised(exc)
         back = roundtrip(exc)
         assert type(back) is type(exc) and back.args == exc.args and str(back) == str(exc)
-        for name in ("errno", "strerror", "filename", "filename2", "lineno", "offset", "text", "value", "code"):
+        for name in (
+            "errno",
+            "strerror",
+            "filename",
+            "filename2",
+            "lineno",
+            "offset",
+            "text",
+            "value",
+            "code",
+        ):
             assert getattr(back, name, None) == getattr(exc, name, None), name
         assert back.__traceback__ is not None
 
@@ -226,7 +242,9 @@ class TestBuiltinExceptions:
         group = raised(ExceptionGroup("outer", [inner, member]))
         back = roundtrip(group)
         assert type(back) is ExceptionGroup and back.message == "outer"
-        assert type(back.exceptions[0]) is ExceptionGroup and back.exceptions[0].exceptions[0].args == (1,)
+        assert type(back.exceptions[0]) is ExceptionGroup and back.exceptions[0].exceptions[
+            0
+        ].args == (1,)
         assert back.exceptions[1].code == 5 and back.exceptions[1].__notes__ == ["note"]
         assert back.exceptions[1].__traceback__ is not None
 
@@ -251,7 +269,11 @@ class TestChain:
         exc.__context__ = KeyError("k")
         exc.__suppress_context__ = True
         back = roundtrip(exc)
-        assert back.__cause__ is None and back.__suppress_context__ is True and type(back.__context__) is KeyError
+        assert (
+            back.__cause__ is None
+            and back.__suppress_context__ is True
+            and type(back.__context__) is KeyError
+        )
 
     def test_cause_without_suppression(self):
         """A cause with __suppress_context__ reset to False keeps False."""
@@ -269,12 +291,17 @@ class TestChain:
 
     def test_context_cycle(self):
         """A context chain that loops back loads as the same loop."""
-        a, b = errors.KwOnlyError("a", code=1), errors.SideEffectError.__new__(errors.SideEffectError, "b")
+        a, b = (
+            errors.KwOnlyError("a", code=1),
+            errors.SideEffectError.__new__(errors.SideEffectError, "b"),
+        )
         a.__context__, b.__context__ = b, a
         back = roundtrip(a)
         assert back.__context__.__context__ is back
 
-    @pytest.mark.parametrize("make", [ExceptionGroup, lambda m, e: errors.StagedGroup(m, e, stage="s")])
+    @pytest.mark.parametrize(
+        "make", [ExceptionGroup, lambda m, e: errors.StagedGroup(m, e, stage="s")]
+    )
     def test_group_member_context_is_group(self, make):
         """A group member whose context is the group itself."""
         member = ValueError("m")
@@ -315,7 +342,9 @@ class TestTraceback:
         frames = traceback.extract_tb(exc.__cause__.__traceback__)
         assert [f.name for f in frames] == ["_load", "_parse"]
         assert frames[-1].filename == errors.__file__
-        assert frames[-1].line == 'raise ExtraArgsError(path, line, "unexpected token")  # LINE: parse'
+        assert (
+            frames[-1].line == 'raise ExtraArgsError(path, line, "unexpected token")  # LINE: parse'
+        )
 
     def test_frames_keep_nothing_alive(self):
         """Rebuilt frames have no locals and no f_back (the loader's stack is not kept)."""
@@ -355,13 +384,19 @@ class TestTraceback:
         payload = picklable.dumps(exc)
         assert len(payload) < 900 * 8
         back = picklable.loads(payload)
-        assert len(traceback.extract_tb(back.__traceback__)) == len(traceback.extract_tb(exc.__traceback__))
+        assert len(traceback.extract_tb(back.__traceback__)) == len(
+            traceback.extract_tb(exc.__traceback__)
+        )
 
     def test_fifty_distinct_frames_payload(self):
         """A 50-frame traceback of distinct functions stays small (no locals, one line each)."""
-        source = "\n".join(
-            f"def f{i}(x):\n    return f{i + 1}(x + {i})  # calling the next one" for i in range(50)
-        ) + "\ndef f50(x):\n    raise ValueError(x)\n"
+        source = (
+            "\n".join(
+                f"def f{i}(x):\n    return f{i + 1}(x + {i})  # calling the next one"
+                for i in range(50)
+            )
+            + "\ndef f50(x):\n    raise ValueError(x)\n"
+        )
         namespace: dict = {}
         exec(compile(source, "<generated>", "exec"), namespace)
         exc = raised_from(lambda: namespace["f0"](0))
@@ -381,20 +416,32 @@ class TestTraceback:
         linecache.checkcache(str(path))
         _traceback._frames.clear()
         text = "".join(traceback.format_exception(picklable.loads(payload)))
-        assert f'File "{path}", line 2, in boom\n    raise KeyError(\'gone\')  # the shipped line\n' in text
+        assert (
+            f"File \"{path}\", line 2, in boom\n    raise KeyError('gone')  # the shipped line\n"
+            in text
+        )
 
     def test_lines_of_later_tracebacks_are_added(self, tmp_path):
         """A second traceback from the same missing file brings its own lines."""
         path = tmp_path / "twice_module.py"
-        path.write_text("def one():\n    raise KeyError('one')\n\n\ndef two():\n    raise KeyError('two')\n")
+        path.write_text(
+            "def one():\n    raise KeyError('one')\n\n\ndef two():\n    raise KeyError('two')\n"
+        )
         spec = importlib.util.spec_from_file_location("twice_module", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        first, second = picklable.dumps(raised_from(module.one)), picklable.dumps(raised_from(module.two))
+        first, second = (
+            picklable.dumps(raised_from(module.one)),
+            picklable.dumps(raised_from(module.two)),
+        )
         path.unlink()
         linecache.checkcache(str(path))
-        assert "    raise KeyError('one')\n" in "".join(traceback.format_exception(picklable.loads(first)))
-        assert "    raise KeyError('two')\n" in "".join(traceback.format_exception(picklable.loads(second)))
+        assert "    raise KeyError('one')\n" in "".join(
+            traceback.format_exception(picklable.loads(first))
+        )
+        assert "    raise KeyError('two')\n" in "".join(
+            traceback.format_exception(picklable.loads(second))
+        )
         assert linecache.getline(str(path), 2) == "    raise KeyError('one')\n"
 
     def test_registered_traceback_reducer_is_kept(self):
@@ -410,7 +457,13 @@ class TestTraceback:
 class TestLocationTable:
     @pytest.mark.parametrize(
         "positions",
-        [(12, 12, 4, 19), (3, 5, 0, 200), (100_000, 100_001, 70, 4000), (7, None, None, None), (None, None, None, None)],
+        [
+            (12, 12, 4, 19),
+            (3, 5, 0, 200),
+            (100_000, 100_001, 70, 4000),
+            (7, None, None, None),
+            (None, None, None, None),
+        ],
     )
     def test_positions_roundtrip(self, positions):
         """A rebuilt frame's code reports the shipped positions for every instruction."""
@@ -419,9 +472,11 @@ class TestLocationTable:
         record = ("f.py", "fn", None, "m", *positions, None)
         frame = _traceback._make_frame(record)
         found = set(frame.f_code.co_positions())
-        lineno, end_lineno, colno, end_colno = positions
+        lineno, _end_lineno, colno, _end_colno = positions
         if colno is None:
-            expected = {(lineno, lineno, None, None)} if lineno is not None else {(None, None, None, None)}
+            expected = (
+                {(lineno, lineno, None, None)} if lineno is not None else {(None, None, None, None)}
+            )
         else:
             expected = {positions}
         assert found == expected

@@ -88,7 +88,10 @@ class TestLocate:
         """A factory in one module whose product is set on a class of another module."""
         from picklable_testpkg import siblings
 
-        assert locate(siblings.Table.summary) == ("picklable_testpkg.siblings", ("Table", "summary"))
+        assert locate(siblings.Table.summary) == (
+            "picklable_testpkg.siblings",
+            ("Table", "summary"),
+        )
 
     def test_clear_cache(self):
         """clear_cache forgets indexes; answers stay the same."""
@@ -118,8 +121,13 @@ class TestDescriptorsAndRelocatedClasses:
         class Slotted:
             __slots__ = ("a",)
 
-        assert picklable.loads(picklable.dumps(collections.deque.maxlen)) is collections.deque.maxlen
-        assert picklable.loads(picklable.dumps(api.Frame.__dict__["__dict__"])) is api.Frame.__dict__["__dict__"]
+        assert (
+            picklable.loads(picklable.dumps(collections.deque.maxlen)) is collections.deque.maxlen
+        )
+        assert (
+            picklable.loads(picklable.dumps(api.Frame.__dict__["__dict__"]))
+            is api.Frame.__dict__["__dict__"]
+        )
         member = Slotted.a
         assert picklable.loads(picklable.dumps(member)) is member
 

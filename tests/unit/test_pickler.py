@@ -28,7 +28,13 @@ class TestDumps:
         """Every protocol from 2 up round-trips located and by-value objects."""
         for obj in (api.add, api.make_closure(3), api.Frame.mean):
             back = picklable.loads(picklable.dumps(obj, protocol))
-            assert back(api.Frame([1])) if obj is api.Frame.mean else back(1, 2) if obj is api.add else back(1) == 4
+            assert (
+                back(api.Frame([1]))
+                if obj is api.Frame.mean
+                else back(1, 2)
+                if obj is api.add
+                else back(1) == 4
+            )
 
     def test_located_reference_with_old_protocol(self):
         """Protocols without STACK_GLOBAL load located paths through _resolve."""

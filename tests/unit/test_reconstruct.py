@@ -19,11 +19,15 @@ class TestResolve:
         )
         with pytest.raises(picklable.UnpicklingError) as info:
             picklable.loads(payload)
-        assert str(info.value).startswith("Cannot load: module 'no_such_module_abc' is not importable here")
+        assert str(info.value).startswith(
+            "Cannot load: module 'no_such_module_abc' is not importable here"
+        )
 
     def test_renamed_attribute(self):
         """A located path that no longer exists names the path."""
-        payload = pickle.dumps(_Reduce(_reconstruct._resolve, ("picklable_testpkg.api", ("Frame", "gone"))), 5)
+        payload = pickle.dumps(
+            _Reduce(_reconstruct._resolve, ("picklable_testpkg.api", ("Frame", "gone"))), 5
+        )
         with pytest.raises(picklable.UnpicklingError) as info:
             picklable.loads(payload)
         assert "Cannot load picklable_testpkg.api:Frame.gone" in str(info.value)

@@ -43,7 +43,10 @@ class TestAssertShips:
         def local(x: int) -> int:
             return x + 1
 
-        with pytest.raises(AssertionError, match="cannot be checked for identity: picklable finds no importable name"):
+        with pytest.raises(
+            AssertionError,
+            match="cannot be checked for identity: picklable finds no importable name",
+        ):
             assert_ships(local)
         result = assert_ships(local, identity=False)
         assert result.outcome is Outcome.COPY
@@ -66,9 +69,11 @@ class TestAssertShips:
         assert str(info.value).splitlines() == [
             "testing_ghost_module.f did not ship as expected (identity) into a fresh interpreter",
             "  outcome: load fails",
-            "  error:   UnpicklingError: Cannot load: module 'testing_ghost_module' is not importable here. "
-            "Fix: install it in the receiving environment, or ship the sender's module by value with "
-            "picklable.register_by_value().",
+            (
+                "  error:   UnpicklingError: Cannot load: module 'testing_ghost_module' is not importable here. "
+                "Fix: install it in the receiving environment, or ship the sender's module by value with "
+                "picklable.register_by_value()."
+            ),
             "  hint:    install it in the receiving environment",
         ]
 
@@ -85,7 +90,10 @@ class TestAssertAudit:
         with pytest.raises(AssertionError) as info:
             assert_audit("testing_ghost_module")
         lines = str(info.value).splitlines()
-        assert lines[0] == "picklable audit of testing_ghost_module: 1 of 1 objects do not ship with picklable"
+        assert (
+            lines[0]
+            == "picklable audit of testing_ghost_module: 1 of 1 objects do not ship with picklable"
+        )
         assert lines[1] == "  testing_ghost_module.f (function): load fails"
         assert lines[3] == "      hint: install it in the receiving environment"
 
@@ -94,7 +102,7 @@ class TestAssertAudit:
         assert_audit("testing_ghost_module", allow=["testing_ghost_module.*"])
 
 
-PLUGIN_TESTS = '''
+PLUGIN_TESTS = """
 import sys, types
 
 import pytest
@@ -126,7 +134,7 @@ def test_fixture_returns_report(picklable_audit):
 
 def test_fixture_fails(picklable_audit):
     picklable_audit("plugin_ghost_module")
-'''
+"""
 
 
 class TestPytestPlugin:
@@ -134,7 +142,16 @@ class TestPytestPlugin:
         """In a maintainer's suite the marker and the fixture pass, fail readably, and honour allow."""
         (tmp_path / "test_maintainer.py").write_text(textwrap.dedent(PLUGIN_TESTS))
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "-q", "test_maintainer.py"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-rA",
+                "-q",
+                "test_maintainer.py",
+            ],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -147,7 +164,12 @@ class TestPytestPlugin:
             assert f"PASSED test_maintainer.py::{name}" in out
         for name in ("test_marker_fails", "test_fixture_fails"):
             assert f"FAILED test_maintainer.py::{name} - Failed: picklable audit of pl" in out
-        assert out.count("picklable audit of plugin_ghost_module: 1 of 1 objects do not ship with picklable") == 2
+        assert (
+            out.count(
+                "picklable audit of plugin_ghost_module: 1 of 1 objects do not ship with picklable"
+            )
+            == 2
+        )
         assert "  plugin_ghost_module.f (function): load fails" in out
         assert "      hint: install it in the receiving environment" in out
         assert "Traceback" not in out  # pytrace=False: the audit text alone

@@ -14,11 +14,11 @@ import threading
 
 import pytest
 import wrapt
-from support import wrapper_checks
 
 import picklable
 from picklable import _wrappers
 from picklable_testpkg import wrapped as W
+from support import wrapper_checks
 
 
 def roundtrip(obj):
@@ -43,7 +43,13 @@ class TestWraptProxies:
 
     @pytest.mark.parametrize(
         "obj",
-        [W.double, W.tagged, W.traced_square, W.Service.__dict__["scale"], W.Service.__dict__["kind"]],
+        [
+            W.double,
+            W.tagged,
+            W.traced_square,
+            W.Service.__dict__["scale"],
+            W.Service.__dict__["kind"],
+        ],
         ids=["decorated", "decorator", "object-proxy", "method", "classmethod"],
     )
     def test_importable_proxy_is_identity(self, obj):
@@ -89,7 +95,9 @@ class TestWraptProxies:
 
         def capture(func):
             func.config = {"a": 1}  # set on the importable function, as sacred does
-            return wrapt.FunctionWrapper(func, lambda wrapped, instance, args, kwargs: ("cap", wrapped(*args)))
+            return wrapt.FunctionWrapper(
+                func, lambda wrapped, instance, args, kwargs: ("cap", wrapped(*args))
+            )
 
         proxy = capture(W._square)
         try:
@@ -341,7 +349,9 @@ class TestInChild:
         obj = W
         for part in path.split("."):
             obj = vars(obj)[part] if isinstance(obj, type) else getattr(obj, part)
-        assert child.run(wrapper_checks.loaded_is, picklable.dumps(obj), "picklable_testpkg.wrapped", path)
+        assert child.run(
+            wrapper_checks.loaded_is, picklable.dumps(obj), "picklable_testpkg.wrapped", path
+        )
 
     def test_copies_run_their_wrappers(self, child):
         """Local wrappers of every kind load and run their wrapper's code there."""

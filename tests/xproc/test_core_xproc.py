@@ -8,11 +8,11 @@ import pickle
 
 import numpy as np
 import pytest
-from support import checks
 
 import picklable
 from picklable_testpkg import api
 from picklable_testpkg.decorators import no_wraps
+from support import checks
 
 MOD = "picklable_testpkg.api"
 
@@ -68,7 +68,11 @@ class TestCallsInReceiver:
         """A factory-made method works bound and unbound after shipping."""
         frame = api.Frame([1, 2])
         assert child.run(checks.call, picklable.dumps(frame.total)) == ("total", [1, 2], ())
-        assert child.run(checks.call, picklable.dumps(api.Frame.mean), frame, 7) == ("mean", [1, 2], (7,))
+        assert child.run(checks.call, picklable.dumps(api.Frame.mean), frame, 7) == (
+            "mean",
+            [1, 2],
+            (7,),
+        )
 
     def test_stacked_classmethod_staticmethod(self, child):
         """classmethod/staticmethod over a no-wraps decorator, and their bound methods."""
@@ -80,7 +84,9 @@ class TestCallsInReceiver:
     def test_class_based_decorator_keeps_working(self, child):
         """The wrapper object and the function behind it both run."""
         assert child.run(checks.call, picklable.dumps(api.counted_square), 4) == 16
-        assert child.run(checks.call, picklable.dumps(api.beat_interval_option.apply_function), "x") == ("beat", "x")
+        assert child.run(
+            checks.call, picklable.dumps(api.beat_interval_option.apply_function), "x"
+        ) == ("beat", "x")
 
     def test_spawn_pool_runs_decorated_tasks(self, child):
         """Tasks shipped with picklable through a stdlib spawn Pool give right results."""
@@ -160,7 +166,9 @@ class TestPayloads:
 
     def test_stdlib_pickle_loads_picklable_payloads(self, child):
         """pickle.loads suffices in the receiver when picklable is importable."""
-        assert child.run(checks.call_with_stdlib_pickle, picklable.dumps(api.make_closure(2)), 1) == 3
+        assert (
+            child.run(checks.call_with_stdlib_pickle, picklable.dumps(api.make_closure(2)), 1) == 3
+        )
         assert child.run(checks.call_with_stdlib_pickle, picklable.dumps(api.add), 1, 1) == 2
 
     def test_numpy_out_of_band(self):

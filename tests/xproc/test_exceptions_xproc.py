@@ -14,10 +14,10 @@ import textwrap
 import traceback
 
 import pytest
-from support.child import run_script
 
 import picklable
 from picklable_testpkg import errors
+from support.child import run_script
 
 
 def _raised(exc):
@@ -91,7 +91,10 @@ class TestLoadInChild:
             payload = picklable.dumps(exc)
         path.unlink()
         text = child.run(errors.format_loaded, payload)
-        assert f'  File "{path}", line 2, in boom\n    return {{}}[x]  # only the sender has this file\n' in text
+        assert (
+            f'  File "{path}", line 2, in boom\n    return {{}}[x]  # only the sender has this file\n'
+            in text
+        )
 
 
 class TestFromChild:
@@ -105,7 +108,7 @@ class TestFromChild:
         """The printed traceback names the child's functions, file and lines."""
         before = list(errors.INIT_CALLS)
         exc, _ = child.run(errors.fail_and_format, "chained")
-        assert errors.INIT_CALLS == before
+        assert before == errors.INIT_CALLS
         assert type(exc) is errors.KwOnlyError and exc.code == 2
         assert type(exc.__cause__) is errors.ExtraArgsError and exc.__cause__.line == 7
         text = "".join(traceback.format_exception(exc))
@@ -125,7 +128,10 @@ class TestFromChild:
         assert type(group) is errors.StagedGroup and group.stage == "init"
         kinds = [type(e) for e in group.exceptions]
         assert kinds == [errors.KwOnlyError, errors.SideEffectError, errors.MissingConfigError]
-        assert group.exceptions[1].attempt == 3 and type(group.exceptions[1].__context__) is ZeroDivisionError
+        assert (
+            group.exceptions[1].attempt == 3
+            and type(group.exceptions[1].__context__) is ZeroDivisionError
+        )
         assert group.exceptions[2].filename == "/etc/app.toml"
         matched, rest = group.split(errors.KwOnlyError)
         assert type(matched) is errors.StagedGroup and len(rest.exceptions) == 2
@@ -190,5 +196,8 @@ def test_main_exception_comes_back_as_the_original_class(tmp_path):
         '''
     )
     out = run_script(source, tmp_path)
-    assert "pickle fails: JobError.__init__() missing 1 required keyword-only argument: 'attempt'" in out
+    assert (
+        "pickle fails: JobError.__init__() missing 1 required keyword-only argument: 'attempt'"
+        in out
+    )
     assert "child: caught as JobError" in out and out.strip().endswith("OK")

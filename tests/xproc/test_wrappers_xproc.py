@@ -14,6 +14,7 @@ import json
 import textwrap
 
 import pytest
+
 from support import wrapper_checks
 from support.child import run_script
 
@@ -227,4 +228,6 @@ def test_cloudpickle_drops_the_wrapper(child, payloads):
 def test_pickle_and_dill_fail(payloads, library):
     """stdlib pickle and dill refuse the proxy outright."""
     report, _ = payloads
-    assert report[library].startswith("error: NotImplementedError: object proxy must define __reduce")
+    assert report[library].startswith(
+        "error: NotImplementedError: object proxy must define __reduce"
+    )

@@ -115,7 +115,7 @@ class MissingConfigError(FileNotFoundError):
         self.hint = hint
 
 
-class StagedGroup(ExceptionGroup):  # type: ignore[type-arg]  # noqa: F821
+class StagedGroup(ExceptionGroup):  # type: ignore[type-arg]
     """A group with an extra keyword-only argument in ``__new__`` and ``__init__``."""
 
     def __new__(cls, message: str, exceptions: Any, *, stage: str) -> StagedGroup:
@@ -176,9 +176,7 @@ def fail_with_context() -> SideEffectError:
 
 def fail_group() -> StagedGroup:
     """A group of the exceptions above, each raised (so each has a traceback)."""
-    members: list[Exception] = []
-    for fn in (fail_chained, fail_with_context):
-        members.append(fn())
+    members: list[Exception] = [fn() for fn in (fail_chained, fail_with_context)]
     try:
         raise MissingConfigError("/etc/app.toml", hint="create it")
     except MissingConfigError as exc:
@@ -191,7 +189,11 @@ def fail_group() -> StagedGroup:
 
 def fail_and_format(kind: str) -> tuple[BaseException, str]:
     """Fail as ``kind`` and also return the traceback as printed here."""
-    exc: BaseException = {"chained": fail_chained, "context": fail_with_context, "group": fail_group}[kind]()
+    exc: BaseException = {
+        "chained": fail_chained,
+        "context": fail_with_context,
+        "group": fail_group,
+    }[kind]()
     return exc, "".join(traceback.format_exception(exc))
 
 
@@ -234,6 +236,6 @@ def summary(exc: BaseException | None, depth: int = 0) -> dict[str, Any]:
     if depth < 4:
         out["cause"] = summary(exc.__cause__, depth + 1)
         out["context"] = summary(exc.__context__, depth + 1)
-        if isinstance(exc, BaseExceptionGroup):  # noqa: F821
+        if isinstance(exc, BaseExceptionGroup):
             out["members"] = [summary(e, depth + 1) for e in exc.exceptions]
     return out

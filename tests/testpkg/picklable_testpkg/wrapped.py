@@ -127,7 +127,7 @@ class Shape:
 
     scaled = functools.partialmethod(lambda self, k: self.side * k, 3)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def volume(self, depth):
         return self.side * self.side * depth
 
@@ -222,7 +222,11 @@ def counted_add(x, y):
 @picklable.decorator
 def logged(wrapped, instance, args, kwargs):
     """A toolkit decorator: reports the instance it was bound to."""
-    who = None if instance is None else (instance.__name__ if isinstance(instance, type) else type(instance).__name__)
+    who = (
+        None
+        if instance is None
+        else (instance.__name__ if isinstance(instance, type) else type(instance).__name__)
+    )
     return ("logged", who, wrapped(*args, **kwargs))
 
 
