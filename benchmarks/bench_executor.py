@@ -118,20 +118,24 @@ def throughput(n: int, repeats: int, with_loky: bool) -> list[dict[str, Any]]:
                 lambda p: None,
             )
         )
-    best: dict[str, float] = {}
-    for label, make, run, stop in cases:
-        pool = make()
-        try:
-            run_small(pool, run, label)
-            times = []
-            for _ in range(repeats):
+    # All pools are made and warmed first, then the repeats go round the cases
+    # in turn, so a burst of load from elsewhere hits every case alike.
+    pools = []
+    try:
+        for _, make, _, _ in cases:
+            pool = make()
+            pools.append(pool)
+            warm(pool)
+        best = {label: float("inf") for label, _, _, _ in cases}
+        for _ in range(repeats):
+            for (label, _, run, _), pool in zip(cases, pools):
                 start = time.perf_counter()
                 out = run(pool)
-                times.append(time.perf_counter() - start)
+                best[label] = min(best[label], time.perf_counter() - start)
                 check = out if isinstance(out, int) else len(out)
                 assert check == n, (label, check)
-            best[label] = min(times)
-        finally:
+    finally:
+        for (_, _, _, stop), pool in zip(cases, pools):
             stop(pool)
     base = best[cases[0][0]]
     return [
@@ -140,9 +144,8 @@ def throughput(n: int, repeats: int, with_loky: bool) -> list[dict[str, Any]]:
     ]
 
 
-def run_small(pool: Any, run: Callable[[Any], Any], label: str) -> None:
-    # Warm the pool: workers started, functions loaded, first-use costs paid.
-    del run, label
+def warm(pool: Any) -> None:
+    """Start the workers and pay first-use costs before timing."""
     if isinstance(pool, (multiprocessing.pool.Pool, picklable.Pool)):
         pool.map(abs, range(64), chunksize=1)
     else:
