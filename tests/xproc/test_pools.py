@@ -583,7 +583,7 @@ class TestExecutor:
     def test_shutdown_cancel_futures(self, method):
         """shutdown(cancel_futures=True) cancels what has not started."""
         ex = picklable.ProcessPoolExecutor(1, mp_context=method)
-        first = ex.submit(pool_tasks.sleep_then, 1, 0.5)
+        first = ex.submit(pool_tasks.sleep_then, 1, 1.5)
         wait_for(first.running)
         rest = [ex.submit(pool_tasks.identity, i) for i in range(5)]
         ex.shutdown(wait=True, cancel_futures=True)
