@@ -203,7 +203,8 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
             deferred.add(id(cell))
             effects.append(_CellFill(cell, content))
     slots: dict[str, Any] | None = None
-    if effects or func.__qualname__ != code.co_qualname:
+    # FunctionType takes __qualname__ from co_qualname (3.11+), else co_name (3.10).
+    if effects or func.__qualname__ != getattr(code, "co_qualname", code.co_name):
         slots = {
             "__qualname__": _Effects(func.__qualname__, effects) if effects else func.__qualname__
         }
