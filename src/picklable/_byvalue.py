@@ -106,7 +106,9 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
         for instruction in dis.get_instructions(current):
             if instruction.opname in ops:
                 names[instruction.argval] = None
-        stack.extend((c, _NESTED_NAME_OPS) for c in current.co_consts if isinstance(c, types.CodeType))
+        stack.extend(
+            (c, _NESTED_NAME_OPS) for c in current.co_consts if isinstance(c, types.CodeType)
+        )
     return tuple(names)
 
 
