@@ -25,11 +25,10 @@ bases, metaclass, ``__slots__``) and its attributes, set once it is memoized.
 from __future__ import annotations
 
 import abc
-import dis
 import marshal
+import os
 import sys
 import types
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from . import _locator, _reconstruct
@@ -99,6 +98,8 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     From the bytecode, not ``co_names``, which also holds attribute names:
     ``x.real`` must not ship a global that happens to be called ``real``.
     """
+    import dis  # only once by-value code is shipped: workers that load need not pay
+
     names: dict[str, None] = {}
     stack = [(code, _GLOBAL_OPS)]
     while stack:
@@ -321,7 +322,7 @@ _ENUM_SKIP = frozenset(
 def tracker_id(cls: type) -> str:
     found = _ID_BY_CLASS.get(cls)
     if found is None:
-        found = uuid.uuid4().hex
+        found = os.urandom(16).hex()  # as unique as uuid4, without importing uuid
         _track(cls, found)
     return found
 

@@ -10,7 +10,6 @@ pickle do what it always does).
 from __future__ import annotations
 
 import copyreg
-import dataclasses
 import sys
 import types
 from collections.abc import Callable
@@ -252,15 +251,21 @@ def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
     return reduce
 
 
-_DATACLASS_SINGLETONS: dict[type, Handler] = {
-    dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
-    dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),
-    type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(  # type: ignore[attr-defined]
-        lambda obj: "_HAS_DEFAULT_FACTORY"
-    ),
-}
-if hasattr(dataclasses, "_KW_ONLY_TYPE"):
-    _DATACLASS_SINGLETONS[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
+def _dataclass_singletons() -> dict[type, Handler]:
+    """Handlers for dataclasses' sentinels, once dataclasses is imported (an
+    object of those types cannot exist before)."""
+    import dataclasses
+
+    table: dict[type, Handler] = {
+        dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
+        dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),
+        type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(  # type: ignore[attr-defined]
+            lambda obj: "_HAS_DEFAULT_FACTORY"
+        ),
+    }
+    if hasattr(dataclasses, "_KW_ONLY_TYPE"):
+        table[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
+    return table
 
 
 _STATIC: dict[type, Handler | None] = {
@@ -280,7 +285,6 @@ _STATIC: dict[type, Handler | None] = {
     types.MethodWrapperType: None,
     types.GetSetDescriptorType: reduce_slot_descriptor,
     types.MemberDescriptorType: reduce_slot_descriptor,
-    **_DATACLASS_SINGLETONS,
     # (its reducers take the pickler and the object, as every Handler does)
     **cast("dict[type, Handler | None]", _byvalue.EFFECT_REDUCERS),
 }
@@ -334,6 +338,10 @@ def classify(t: type) -> Handler | None:
     """Pick the handler for instances of ``t`` (called once per type)."""
     if t in _STATIC:
         return _STATIC[t]
+    if t.__module__ == "dataclasses":
+        singleton = _dataclass_singletons().get(t)
+        if singleton is not None:
+            return singleton
     refused = _REFUSED.get(f"{t.__module__}.{t.__qualname__}")
     if refused is not None:
         return _refuse(*refused)
