@@ -215,8 +215,8 @@ def dumps(
     except RecursionError as exc:
         raise _recursion_error(obj) from exc
     except PicklingError as exc:
-        if exc.path:
-            raise  # already located by the retry above
+        if exc.path or isinstance(exc.__cause__, RecursionError):
+            raise  # already located by the retry above, or too deep to walk again
         from ._diagnose import pickling_error
 
         raise pickling_error(obj, exc) from exc

@@ -153,9 +153,6 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
     """Build a code object from marshal bytes, refusing another interpreter's."""
     if record != _HERE:
         _check_interpreter(record)
-    code = _codes.get(data)
-    if code is not None:
-        return code
     if type(data) is not bytes:
         raise UnpicklingError(
             f"Cannot load: code shipped by value comes as {type(data).__name__}, not bytes: "
@@ -163,6 +160,9 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
             reason="damaged payload: code is not bytes",
             hint="check that the bytes arrive unchanged",
         )
+    code = _codes.get(data)
+    if code is not None:
+        return code
     if len(data) < 5 or zlib.crc32(memoryview(data)[:-4]) != int.from_bytes(data[-4:], "little"):
         raise UnpicklingError(
             "Cannot load: the bytes of code shipped by value fail their checksum: the "

@@ -230,7 +230,14 @@ def _svarint(out: bytearray, value: int) -> None:
 # ------------------------------------------------------------ shipped source lines
 
 
+# Shipped lines are served as a whole file text, padded up to the last line: a
+# damaged or forged line number must not make that text gigabytes long.
+_MAX_SHIPPED_LINENO = 1_000_000
+
+
 def _remember_line(filename: str, lineno: int, line: str) -> None:
+    if not 0 < lineno <= _MAX_SHIPPED_LINENO:
+        return  # the frame keeps its position; the line is not shown
     if len(line.splitlines()) > 1:
         # linecache splits text with str.splitlines(): a form feed or other
         # separator inside the line would shift every line after it.

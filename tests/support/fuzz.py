@@ -5,7 +5,8 @@ bytes and random opcode sequences made from real payloads), writes it to a
 file, and runs ``python -m support.fuzz CORPUS START [KEY_HEX]``. The child
 loads each case from START on and writes one line per case, ``<index>
 <outcome>``: ``L`` loaded, ``U`` refused with picklable.UnpicklingError,
-``X:<type>`` any other exception. A case that kills the child (no line, the
+``X:<type>`` any other exception (loading, or formatting a loaded exception
+and its traceback, as a receiver would). A case that kills the child (no line, the
 process gone) is a crash; one that writes nothing for ``hang_after`` seconds is a
 hang. Either way the parent restarts the child after that case, so one run
 classifies every case.
@@ -357,13 +358,25 @@ def _serve(corpus: str, start: int, key: bytes | None) -> None:
     options = {"key": key} if key is not None else {}
     for index in range(start, len(cases)):
         try:
-            picklable.loads(cases[index], **options)
+            loaded = picklable.loads(cases[index], **options)
             outcome = "L"
+            _exercise(loaded)
         except picklable.UnpicklingError:
             outcome = "U"
         except BaseException as exc:  # what must never happen: reported, not hidden
             outcome = f"X:{type(exc).__module__}.{type(exc).__qualname__}"
         out.write(f"{index} {outcome}\n")
+
+
+def _exercise(obj: Any, depth: int = 0) -> None:
+    """Use what loaded the way a receiver would: print an exception and its traceback."""
+    import traceback
+
+    if isinstance(obj, BaseException):
+        "".join(traceback.format_exception(obj))
+    elif type(obj) in (list, tuple) and depth < 2:
+        for item in obj[:10]:
+            _exercise(item, depth + 1)
 
 
 if __name__ == "__main__":
