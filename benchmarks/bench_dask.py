@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     options = parser.parse_args()
-    rounds = 2 if options.quick else 5
+    rounds = 3 if options.quick else 9
 
     with (
         distributed.LocalCluster(

@@ -63,6 +63,15 @@ T = TypeVar("T")
 # local schedulers, an in-process LocalCluster) needs no envelope on the way back.
 _ORIGIN = os.urandom(8)
 
+
+def _new_origin() -> None:
+    global _ORIGIN
+    _ORIGIN = os.urandom(8)
+
+
+if hasattr(os, "register_at_fork"):  # a forked worker is another process
+    os.register_at_fork(after_in_child=_new_origin)
+
 # Plain by type: stdlib pickle and picklable write the same bytes, Dask ships them.
 _SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
 _CONTAINERS = frozenset({list, tuple, dict, set, frozenset})

@@ -6,6 +6,8 @@ The cluster tests are in tests/integration/test_dask.py.
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 import traceback
 
 import dask
@@ -121,6 +123,25 @@ class TestShippedFunction:
         """Outside a worker, in its own process, the function's exception propagates as is."""
         with pytest.raises(KwOnlyError):
             ShippedFunction.of(_raise_kw_only)()
+
+    def test_forked_child_is_not_home(self):
+        """A forked process (a worker started by fork) gets its own origin."""
+        code = (
+            "import os, picklable.dask as p\n"
+            "parent = p._ORIGIN\n"
+            "read, write = os.pipe()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.write(write, p._ORIGIN)\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "child = os.read(read, 8)\n"
+            "assert len(child) == 8 and child != parent, (child, parent)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
 
     def test_coroutine_function_refused(self):
         """A coroutine function is refused with the reason and the fix."""
