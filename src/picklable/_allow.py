@@ -39,26 +39,47 @@ import builtins
 import copyreg
 import dataclasses
 import functools
-import importlib
 import io
 import operator
 import pickle
 import types
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from . import _reconstruct, exceptions
 from .exceptions import UnpicklingError
 
 __all__ = ["IMPLICIT", "AllowListUnpickler", "Policy"]
 
+T = TypeVar("T")
+
 _MAIN_NAMES = ("__main__", "__mp_main__")
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
 
-_SAFE_BUILTINS = (
-    "object bool int float complex str bytes bytearray list tuple dict set frozenset "
-    "slice range type property classmethod staticmethod memoryview Ellipsis NotImplemented"
-).split()
+_SAFE_BUILTINS = [
+    "object",
+    "bool",
+    "int",
+    "float",
+    "complex",
+    "str",
+    "bytes",
+    "bytearray",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "frozenset",
+    "slice",
+    "range",
+    "type",
+    "property",
+    "classmethod",
+    "staticmethod",
+    "memoryview",
+    "Ellipsis",
+    "NotImplemented",
+]
 
 
 def _implicit() -> dict[tuple[str, str], Any]:
@@ -77,8 +98,16 @@ def _implicit() -> dict[tuple[str, str], Any]:
     for name in ("MethodType", "MappingProxyType", "FunctionType", "CellType", "SimpleNamespace"):
         table["types", name] = getattr(types, name)
     # What a by-value dataclass carries in __dataclass_fields__ / __dataclass_params__.
-    for name in ("Field", "_DataclassParams", "MISSING", "_HAS_DEFAULT_FACTORY", "KW_ONLY",
-                 "_FIELD", "_FIELD_CLASSVAR", "_FIELD_INITVAR"):
+    for name in (
+        "Field",
+        "_DataclassParams",
+        "MISSING",
+        "_HAS_DEFAULT_FACTORY",
+        "KW_ONLY",
+        "_FIELD",
+        "_FIELD_CLASSVAR",
+        "_FIELD_INITVAR",
+    ):
         if hasattr(dataclasses, name):
             table["dataclasses", name] = getattr(dataclasses, name)
     table["picklable.exceptions", "_rebuild_error"] = exceptions._rebuild_error
@@ -115,7 +144,15 @@ _PASS_THROUGH = frozenset(
 )
 # Metadata _with_state may set on an admitted object; other dunders are refused.
 _STATE_DUNDERS = frozenset(
-    {"__doc__", "__wrapped__", "__name__", "__qualname__", "__module__", "__annotations__", "__dict__"}
+    {
+        "__doc__",
+        "__wrapped__",
+        "__name__",
+        "__qualname__",
+        "__module__",
+        "__annotations__",
+        "__dict__",
+    }
 )
 
 
@@ -150,11 +187,10 @@ class Policy:
             )
         names: list[str] = []
         for entry in allowed:
-            if isinstance(entry, types.ModuleType):
-                entry = entry.__name__
-            if type(entry) is not str or not entry or entry != entry.strip(" ."):
+            name = entry.__name__ if isinstance(entry, types.ModuleType) else entry
+            if type(name) is not str or not name or name != name.strip(" ."):
                 raise TypeError(f"allowed holds {entry!r}: expected module names such as 'numpy'")
-            names.append(entry)
+            names.append(name)
         if any(n in _MAIN_NAMES for n in names):
             names.extend(_MAIN_NAMES)
         self.names = tuple(sorted(set(names)))
@@ -181,16 +217,20 @@ class Policy:
             f"Refusing to load {what}: {why or f'module {module!r} is not in the allow-list'} "
             f"(allowed: {listed}). {fix}",
             reason=f"{what} not allowed",
-            hint=f"add {top!r} to allowed=" if top else "load it without an allow-list, if you trust it",
+            hint=f"add {top!r} to allowed="
+            if top
+            else "load it without an allow-list, if you trust it",
         )
 
-    def admit(self, obj: Any, what: str) -> Any:
+    def admit(self, obj: T, what: str) -> T:
         """Return ``obj`` if it belongs to an allowed module (or is implicit), else raise."""
         if _is_implicit(obj):
             return obj
         if isinstance(obj, types.ModuleType):
             if not self.allows(obj.__name__):
-                raise self.refuse(what, obj.__name__, f"it is the module {obj.__name__!r}, not allowed")
+                raise self.refuse(
+                    what, obj.__name__, f"it is the module {obj.__name__!r}, not allowed"
+                )
             return obj
         try:
             # Functions and classes say where they come from; so do instances of
@@ -245,16 +285,26 @@ class Policy:
 
     def guarded_getattr(self, obj: Any, name: str, *default: Any) -> Any:
         """``getattr`` for payloads: public names of non-module objects, and ``__new__``."""
-        if type(name) is not str or isinstance(obj, types.ModuleType) or (
-            name.startswith("_") and name != "__new__"
+        if (
+            type(name) is not str
+            or isinstance(obj, types.ModuleType)
+            or (name.startswith("_") and name != "__new__")
         ):
-            raise self.refuse(f"getattr(<{type(obj).__name__}>, {name!r})", None, "the attribute is not public")
-        return self.admit(getattr(obj, name, *default), f"getattr(<{type(obj).__name__}>, {name!r})")
+            raise self.refuse(
+                f"getattr(<{type(obj).__name__}>, {name!r})", None, "the attribute is not public"
+            )
+        return self.admit(
+            getattr(obj, name, *default), f"getattr(<{type(obj).__name__}>, {name!r})"
+        )
 
     def guarded_setattr(self, obj: Any, name: str, value: Any) -> None:
         """``setattr`` for payloads: only fills closure cells (picklable's use)."""
         if type(obj) is not types.CellType or name != "cell_contents":
-            raise self.refuse(f"setattr(<{type(obj).__name__}>, {name!r}, ...)", None, "it only fills closure cells")
+            raise self.refuse(
+                f"setattr(<{type(obj).__name__}>, {name!r}, ...)",
+                None,
+                "it only fills closure cells",
+            )
         obj.cell_contents = value
 
     # ------------------------------------------------ guarded rebuilders
@@ -272,7 +322,9 @@ class Policy:
         """Refuse code shipped by value unless its module is allowed."""
         if not self.allows(module):
             raise self.refuse(
-                f"{what} shipped by value", module, f"code shipped by value counts as module {module!r}, not allowed"
+                f"{what} shipped by value",
+                module,
+                f"code shipped by value counts as module {module!r}, not allowed",
             )
 
 
@@ -295,7 +347,9 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
         if not allowed and module not in _IMPLICIT_MODULES:
             raise policy.refuse(where, module)
         if allowed and path and path[0] == "__dict__":
-            raise policy.refuse(where, module, "a module's namespace leads to everything it imported")
+            raise policy.refuse(
+                where, module, "a module's namespace leads to everything it imported"
+            )
         for step in path:
             key = step[0] if type(step) is tuple else step
             if type(key) is str and key.startswith("__") and key not in _PATH_DUNDERS:
@@ -320,7 +374,9 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
         return _reconstruct._make_function(data, record, globals, name, defaults, closure)
 
     def _load_code(data: bytes, record: str) -> types.CodeType:
-        raise policy.refuse("a code object", None, "a bare code object belongs to no module an allow-list can name")
+        raise policy.refuse(
+            "a code object", None, "a bare code object belongs to no module an allow-list can name"
+        )
 
     def _class_module(namespace: Any, name: Any) -> None:
         module = namespace.get("__module__") if type(namespace) is dict else None
@@ -337,7 +393,7 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
         _class_module(namespace, name)
         if not policy.allows("__main__"):
             origin = None  # the receiver's own __main__ classes stay out of reach
-        cls = _reconstruct._make_class(metaclass, name, bases, namespace, tracker_id, origin)
+        cls: type = _reconstruct._make_class(metaclass, name, bases, namespace, tracker_id, origin)
         # A tracker id may name any class this process knows: check what it found.
         return policy.admit(cls, f"class {name!r}")
 
@@ -353,23 +409,37 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
         _class_module(namespace, name)
         if not policy.allows("__main__"):
             origin = None
-        cls = _reconstruct._make_enum(metaclass, name, bases, namespace, members, tracker_id, origin)
+        cls: type = _reconstruct._make_enum(
+            metaclass, name, bases, namespace, members, tracker_id, origin
+        )
         return policy.admit(cls, f"class {name!r}")
 
     def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
         if state:
             for key in state:
                 if type(key) is not str or (key.startswith("_") and key not in _STATE_DUNDERS):
-                    raise policy.refuse(f"state {key!r} of a with_state object", None, "not a public attribute")
+                    raise policy.refuse(
+                        f"state {key!r} of a with_state object", None, "not a public attribute"
+                    )
         return _reconstruct._with_state(obj, state)
 
     def _exception_setstate(exc: Any, state: Any) -> Any:
         if not isinstance(exc, BaseException):
-            raise policy.refuse(f"exception state on a {type(exc).__name__}", None, "the target is not an exception")
+            raise policy.refuse(
+                f"exception state on a {type(exc).__name__}", None, "the target is not an exception"
+            )
         return _reconstruct._exception_setstate(exc, state)
 
-    for fn in (_import, _resolve, _make_function, _load_code, _make_class, _make_enum, _with_state,
-               _exception_setstate):
+    for fn in (
+        _import,
+        _resolve,
+        _make_function,
+        _load_code,
+        _make_class,
+        _make_enum,
+        _with_state,
+        _exception_setstate,
+    ):
         table[fn.__name__] = fn
     return table
 
@@ -387,7 +457,9 @@ class AllowListUnpickler(pickle.Unpickler):
         Out-of-band buffers, as for :class:`pickle.Unpickler`.
     """
 
-    def __init__(self, file: IO[bytes], policy: Policy, *, buffers: Iterable[Any] | None = None) -> None:
+    def __init__(
+        self, file: IO[bytes], policy: Policy, *, buffers: Iterable[Any] | None = None
+    ) -> None:
         # Python 2 names are translated by Policy.find_class, before the check.
         super().__init__(file, fix_imports=False, buffers=buffers)
         self.policy = policy
@@ -403,7 +475,7 @@ class AllowListUnpickler(pickle.Unpickler):
         )
 
 
-def load_allowed(data: Any, allowed: Iterable[Any], buffers: Iterable[Any] | None) -> Any:
+def load_allowed(data: Any, allowed: Iterable[Any] | Policy, buffers: Iterable[Any] | None) -> Any:
     """Load ``data`` (bytes-like) under the allow-list ``allowed``."""
     policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
     return AllowListUnpickler(io.BytesIO(data), policy, buffers=buffers).load()

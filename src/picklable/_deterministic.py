@@ -33,14 +33,13 @@ file path in ``co_filename``, another Python version).
 from __future__ import annotations
 
 import hashlib
-import io
 import marshal
 import os
 import pickle
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from . import _reconstruct
 from ._byvalue import code_info as _code_info
@@ -51,7 +50,11 @@ __all__ = ["DeterministicPickler", "code_bytes", "dumps", "tracker_id"]
 _MARSHAL_VERSION = 2
 
 
-class DeterministicPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
+# typeshed declares little of the pure-Python pickler's internals (save, memo, write ...).
+_PurePickler: Any = pickle._Pickler
+
+
+class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     """The pure-Python pickler with :class:`~picklable.Pickler`'s hook and sorted sets.
 
     Parameters
@@ -64,7 +67,7 @@ class DeterministicPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
         As for :class:`pickle.Pickler`.
     """
 
-    dispatch = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict[type, Callable[..., None]]] = dict(_PurePickler.dispatch)
 
     def __init__(
         self,
@@ -123,10 +126,10 @@ class DeterministicPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
             self._values[type(obj), obj] = memo[0]
 
     def save_str(self, obj: str) -> None:
-        self._save_by_value(obj, pickle._Pickler.save_str)  # type: ignore[attr-defined]
+        self._save_by_value(obj, _PurePickler.save_str)
 
     def save_bytes(self, obj: bytes) -> None:
-        self._save_by_value(obj, pickle._Pickler.save_bytes)  # type: ignore[attr-defined]
+        self._save_by_value(obj, _PurePickler.save_bytes)
 
     def save_set(self, obj: set[Any]) -> None:
         if self.proto < 4:
@@ -164,11 +167,13 @@ class DeterministicPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
 # The payload-state helpers the reducers call on a pickler (everything Pickler
 # defines but the C pickler's own machinery), shared so the two cannot drift.
 for _name, _value in vars(Pickler).items():
-    if not (_name.startswith("__") and _name.endswith("__")) and _name not in vars(DeterministicPickler):
+    if not (_name.startswith("__") and _name.endswith("__")) and _name not in vars(
+        DeterministicPickler
+    ):
         setattr(DeterministicPickler, _name, _value)
 del _name, _value
 
-_reduce = Pickler.reducer_override
+_reduce: Any = Pickler.reducer_override
 _make_function = _reconstruct._make_function
 _load_code = _reconstruct._load_code
 _make_class = _reconstruct._make_class
@@ -245,7 +250,9 @@ def _holds_set(value: Any) -> bool:
     return False
 
 
-def _strip_sets(code: types.CodeType, splices: list[tuple[bytes, bytes]], token: bytes) -> types.CodeType:
+def _strip_sets(
+    code: types.CodeType, splices: list[tuple[bytes, bytes]], token: bytes
+) -> types.CodeType:
     """``code`` with each constant that holds a frozenset replaced by a placeholder."""
     consts = list(code.co_consts)
     changed = False
@@ -333,7 +340,9 @@ def class_digest(cls: type) -> str:
 
 
 def _name_of(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+    return (
+        f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+    )
 
 
 def _digest_value(value: Any, put: Callable[..., None], depth: int) -> None:

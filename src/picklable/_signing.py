@@ -76,16 +76,14 @@ def check_key(key: Any) -> bytes:
         ``key`` is shorter than 16 bytes.
     """
     if not isinstance(key, (bytes, bytearray, memoryview)):
-        raise TypeError(
-            f"key must be bytes (e.g. picklable.new_key()), not {type(key).__name__}"
-        )
-    key = bytes(key)
-    if len(key) < MIN_KEY_BYTES:
+        raise TypeError(f"key must be bytes (e.g. picklable.new_key()), not {type(key).__name__}")
+    data = bytes(key)
+    if len(data) < MIN_KEY_BYTES:
         raise ValueError(
-            f"key is {len(key)} bytes long; a signing key needs at least {MIN_KEY_BYTES} "
+            f"key is {len(data)} bytes long; a signing key needs at least {MIN_KEY_BYTES} "
             "(picklable.new_key() makes a random 32-byte one)"
         )
-    return key
+    return data
 
 
 def _buffer_bytes(buffer: Any) -> memoryview:
@@ -99,7 +97,9 @@ def _buffer_bytes(buffer: Any) -> memoryview:
     return view.cast("B") if (view.ndim != 1 or view.format != "B") else view
 
 
-def _mac(key: bytes, head: bytes | memoryview, body: bytes | memoryview, buffers: Sequence[Any]) -> bytes:
+def _mac(
+    key: bytes, head: bytes | memoryview, body: bytes | memoryview, buffers: Sequence[Any]
+) -> bytes:
     mac = hmac.new(key, head, hashlib.sha256)
     mac.update(body)
     for buffer in buffers:
@@ -142,7 +142,9 @@ def _refuse(message: str, reason: str, hint: str) -> UnpicklingError:
     return UnpicklingError(f"Refusing to load: {message}", reason=reason, hint=hint)
 
 
-def verify(key: bytes, data: Any, buffers: Iterable[Any] | None = None) -> tuple[memoryview, list[Any] | None]:
+def verify(
+    key: bytes, data: Any, buffers: Iterable[Any] | None = None
+) -> tuple[memoryview, list[Any] | None]:
     """Check a signed payload and return ``(pickle, buffers)`` to load.
 
     Nothing of the pickle is interpreted before the MAC matched.
@@ -182,7 +184,7 @@ def verify(key: bytes, data: Any, buffers: Iterable[Any] | None = None) -> tuple
             "payload not signed",
             "sign it with dumps(obj, key=...) on the sending side",
         )
-    magic, version, length, count = _HEAD.unpack_from(view)
+    _, version, length, count = _HEAD.unpack_from(view)
     if version != VERSION:
         raise _refuse(
             f"the payload is signed with format version {version}; this picklable "

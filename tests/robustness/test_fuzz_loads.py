@@ -7,11 +7,11 @@ import pickle
 from collections import Counter
 
 import pytest
-from support import fuzz
-from support.child import child_env
 
 import picklable
 from picklable_testpkg import hostile
+from support import fuzz
+from support.child import child_env
 
 CASES = 10_000
 SIGNED_CASES = 2_000
@@ -22,17 +22,17 @@ def _summary(title, kinds, report):
     by_kind = Counter()
     for kind, outcome in zip(kinds, report.outcomes):
         by_kind[kind, "loaded" if outcome == "L" else "refused" if outcome == "U" else "other"] += 1
-    lines = [
+    head = (
         f"{title}: {len(report.outcomes):,} cases in {report.seconds:.1f} s: "
         f"{report.count('L'):,} loaded, {report.count('U'):,} refused with UnpicklingError, "
         f"{len(report.unclean) - len(report.crashes) - len(report.hangs)} other exceptions, "
         f"{len(report.crashes)} crashes, {len(report.hangs)} hangs"
+    )
+    lines = [head] + [
+        f"  {kind:15} {by_kind[kind, 'loaded']:5,} loaded {by_kind[kind, 'refused']:5,} refused "
+        f"{by_kind[kind, 'other']:3} other"
+        for kind in dict.fromkeys(kinds)
     ]
-    for kind in dict.fromkeys(kinds):
-        lines.append(
-            f"  {kind:15} {by_kind[kind, 'loaded']:5,} loaded {by_kind[kind, 'refused']:5,} refused "
-            f"{by_kind[kind, 'other']:3} other"
-        )
     return "\n".join(lines)
 
 

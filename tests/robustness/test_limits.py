@@ -7,10 +7,10 @@ import textwrap
 import types
 
 import pytest
-from support import checks, robust_checks
-from support.child import run_script
 
 import picklable
+from support import checks, robust_checks
+from support.child import run_script
 
 DEPTH = 10_000
 COUNT = 100_000
@@ -60,7 +60,10 @@ class TestDeepNesting:
     def test_deep_closure_chain_is_a_clear_error(self):
         """10,000 closures, each over the previous: a PicklingError, not a crash."""
         namespace: dict = {"__name__": "__main__"}
-        exec("def wrap(inner):\n    def outer(x):\n        return inner(x) + 1\n    return outer\n", namespace)
+        exec(
+            "def wrap(inner):\n    def outer(x):\n        return inner(x) + 1\n    return outer\n",
+            namespace,
+        )
         fn = lambda x: x  # noqa: E731
         for _ in range(DEPTH):
             fn = namespace["wrap"](fn)
@@ -85,7 +88,10 @@ class TestDeepNesting:
         )
         assert run_script(source, tmp_path).strip() == "ok"
         limit = sys.getrecursionlimit()
-        loaded = {name: picklable.loads((tmp_path / f"{name}.bin").read_bytes()) for name in ("list", "dict", "tuple")}
+        loaded = {
+            name: picklable.loads((tmp_path / f"{name}.bin").read_bytes())
+            for name in ("list", "dict", "tuple")
+        }
         assert sys.getrecursionlimit() == limit
         assert depth_of(loaded["list"], _list_step) == DEPTH
         assert depth_of(loaded["dict"], _dict_step) == DEPTH
@@ -106,7 +112,11 @@ def _make_distinct(count: int) -> list:
     out = []
     for i in range(count):
         consts = tuple(i if (type(c) is int and c == 0) else c for c in code.co_consts)
-        out.append(types.FunctionType(code.replace(co_consts=consts, co_name=f"f{i}", co_qualname=f"f{i}"), namespace))
+        out.append(
+            types.FunctionType(
+                code.replace(co_consts=consts, co_name=f"f{i}", co_qualname=f"f{i}"), namespace
+            )
+        )
     return out
 
 

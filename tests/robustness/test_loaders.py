@@ -7,11 +7,11 @@ import marshal
 import types
 
 import pytest
-from support import robust_checks
 
 import picklable
 from picklable import _reconstruct
 from picklable_testpkg import api
+from support import robust_checks
 
 HERE = _reconstruct._HERE
 GOOD = _reconstruct.seal_code(marshal.dumps(api.make_closure(1).__code__))
@@ -44,7 +44,7 @@ def load_or_refuse(fn, *args) -> None:
 
 class TestCodeBytes:
     @pytest.mark.parametrize(
-        "data, reason",
+        ("data", "reason"),
         [
             (b"garbage", "damaged payload: code checksum"),
             (b"", "damaged payload: code checksum"),
@@ -82,9 +82,9 @@ class TestRecords:
     @pytest.mark.parametrize("record", [42, None, b"cpython 3.11", ["cpython"]])
     def test_record_not_a_string(self, record):
         """A record of another type is a damaged payload, not an AttributeError."""
-        assert load_error(_reconstruct._make_function, GOOD, record, {}, "f", None, None).reason == (
-            "damaged payload: no interpreter record"
-        )
+        assert load_error(
+            _reconstruct._make_function, GOOD, record, {}, "f", None, None
+        ).reason == ("damaged payload: no interpreter record")
 
     def test_record_of_other_shape(self):
         """A record with other fields is refused as another interpreter, fields unknown."""
@@ -109,7 +109,7 @@ class TestArguments:
         load_error(_reconstruct._make_function, *args)
 
     @pytest.mark.parametrize(
-        "fn, args",
+        ("fn", "args"),
         [
             (_reconstruct._make_cell, (1, 2)),
             (_reconstruct._make_class, (type, 42, (object,), {}, "id", None)),
@@ -119,7 +119,10 @@ class TestArguments:
             (_reconstruct._resolve, ("picklable_testpkg.api", (("a", "b"),))),
             (_reconstruct._import, (42,)),
             (_reconstruct._make_traceback, ("garbage",)),
-            (_reconstruct._make_traceback, ((("f", "n", None, None, "5", None, None, None, None),),)),
+            (
+                _reconstruct._make_traceback,
+                ((("f", "n", None, None, "5", None, None, None, None),),),
+            ),
             (_reconstruct._exception_setstate, (ValueError(), "garbage")),
             (_reconstruct._with_state, (types.SimpleNamespace(), "garbage")),
             (_reconstruct._make_module, (42, {})),
@@ -131,9 +134,12 @@ class TestArguments:
         load_error(fn, *args)
 
     @pytest.mark.parametrize(
-        "fn, args",
+        ("fn", "args"),
         [
-            (_reconstruct._make_class, (type, "X", (object,), {}, "id-5", ("__main__", 42, "/no/file"))),
+            (
+                _reconstruct._make_class,
+                (type, "X", (object,), {}, "id-5", ("__main__", 42, "/no/file")),
+            ),
             (_reconstruct._make_enum, (type, "X", (), {}, {"A": 1}, "id-6", None)),
             (_reconstruct._class_setstate, (type("Fresh", (), {}), ({"x": 1}, ["garbage"]))),
             (_reconstruct._make_traceback, ((("f", "n", None, None, -5, 2**70, -1, None, "x"),),)),

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import checks
 
 import picklable
 from picklable import _reconstruct
+from support import checks
 
 KEY = b"property-test-key-0123456789abcd"
 
@@ -35,7 +35,9 @@ leaves = (
     | st.text(max_size=20)
     | st.binary(max_size=20)
 )
-hashables = st.recursive(leaves, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=4), max_leaves=8)
+hashables = st.recursive(
+    leaves, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=4), max_leaves=8
+)
 data = st.recursive(
     leaves,
     lambda inner: (
@@ -48,7 +50,9 @@ data = st.recursive(
     ),
     max_leaves=30,
 )
-identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
+identifiers = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(
+    lambda s: not keyword.iskeyword(s)
+)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -106,25 +110,25 @@ def factory(captured, default):
         return (captured, x, y)
     return NAME
 ''',
-    "nested": '''
+    "nested": """
 def factory(captured, default):
     def outer(k):
         def NAME(x, *rest, flag=default, **options):
             return (captured, k, x, rest, flag, sorted(options.items()))
         return NAME
     return outer(default)
-''',
-    "lambda": '''
+""",
+    "lambda": """
 def factory(captured, default):
     return lambda x, *a, **kw: (captured, default, x, a, sorted(kw.items()))
-''',
-    "recursive": '''
+""",
+    "recursive": """
 def factory(captured, default):
     def NAME(n):
         return (captured, default) if n <= 0 else NAME(n - 1)
     return NAME
-''',
-    "global": '''
+""",
+    "global": """
 GLOBAL = None
 def factory(captured, default):
     global GLOBAL
@@ -132,15 +136,15 @@ def factory(captured, default):
     def NAME(x):
         return (GLOBAL, default, x)
     return NAME
-''',
-    "generator": '''
+""",
+    "generator": """
 def factory(captured, default):
     def NAME(x):
         yield captured
         yield default
         yield x
     return NAME
-''',
+""",
 }
 
 
@@ -168,7 +172,14 @@ def materialised(result: Any) -> Any:
 
 
 def metadata(fn: Any) -> tuple[Any, ...]:
-    return (fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__defaults__, fn.__kwdefaults__)
+    return (
+        fn.__name__,
+        fn.__qualname__,
+        fn.__module__,
+        fn.__doc__,
+        fn.__defaults__,
+        fn.__kwdefaults__,
+    )
 
 
 closures = st.builds(
@@ -204,7 +215,7 @@ class TestClosures:
 
 # --------------------------------------------------------------- classes
 
-_METHODS = '''
+_METHODS = """
 def total(self):
     return (self.a, self.b, type(self).__name__)
 
@@ -246,7 +257,7 @@ def behaviour(obj):
         out["described"] = obj.described
     out["attrs"] = {k: v for k, v in vars(cls).items() if k.startswith("attr_")}
     return out
-'''
+"""
 
 # The class-building source, run once as a script would be: its functions ship by value.
 _SOURCE: dict[str, Any] = {"__name__": "__main__"}
@@ -254,7 +265,9 @@ exec(compile(_METHODS, "<generated methods>", "exec"), _SOURCE)
 behaviour = _SOURCE["behaviour"]
 
 
-def make_class(name: str, attributes: dict[str, Any], methods: list[str], slots: bool, base: type) -> type:
+def make_class(
+    name: str, attributes: dict[str, Any], methods: list[str], slots: bool, base: type
+) -> type:
     namespace: dict[str, Any] = {"__module__": "__main__", "__qualname__": name}
     for method in ("__init__", "__eq__", "__hash__", *methods):
         namespace[method] = _SOURCE[method]
@@ -296,7 +309,11 @@ class TestClasses:
         finally:
             _reconstruct._track(cls, _reconstruct._ID_BY_CLASS[cls])
         assert copy is not cls and type(obj) is copy
-        assert (copy.__name__, copy.__qualname__, copy.__module__) == (cls.__name__, cls.__qualname__, "__main__")
+        assert (copy.__name__, copy.__qualname__, copy.__module__) == (
+            cls.__name__,
+            cls.__qualname__,
+            "__main__",
+        )
         assert same(behaviour(obj), behaviour(cls(a, [a])))
         assert ("__dict__" in vars(copy)) == ("__dict__" in vars(cls))
 
@@ -313,13 +330,13 @@ class TestClasses:
 
 # -------------------------------------------------------------- wrappers
 
-_HOLDER = '''
+_HOLDER = """
 class Holder:
     def __init__(self, fn):
         self.fn = fn
     def call(self, x):
         return ("held", self.fn(x))
-'''
+"""
 
 
 def wrap(kind: str, fn: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -346,7 +363,9 @@ def wrap(kind: str, fn: Any) -> tuple[Any, tuple[Any, ...]]:
     return namespace["Holder"](fn).call, (7,)
 
 
-wrappers = st.builds(wrap, st.sampled_from(["partial", "lru_cache", "wraps", "no_wraps", "bound"]), closures)
+wrappers = st.builds(
+    wrap, st.sampled_from(["partial", "lru_cache", "wraps", "no_wraps", "bound"]), closures
+)
 
 
 class TestWrappers:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import io
 
 import pytest
-from support import checks
 
 import picklable
 from picklable_testpkg import reassign
+from support import checks
 
 MOD = "picklable_testpkg.reassign"
 ORIGINAL = reassign.target

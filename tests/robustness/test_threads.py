@@ -16,7 +16,7 @@ THREADS = 8
 ROUNDS = 300
 KEY = b"threads-test-key-0123456789abcdef"
 
-_SOURCE = '''
+_SOURCE = """
 OFFSET = 10
 
 def make_closure(n):
@@ -33,7 +33,7 @@ class Shape:
 
 def failing():
     raise ValueError("from a thread")
-'''
+"""
 
 
 def _script() -> dict[str, Any]:

@@ -18,7 +18,6 @@ import dataclasses
 import enum
 import functools
 import os
-import pickle
 import random
 import select
 import struct
@@ -234,7 +233,9 @@ def mutations(payloads: list[bytes], count: int, seed: int) -> list[tuple[str, b
             data = base[: rng.randrange(len(base))] + other[rng.randrange(len(other)) :]
         elif kind == "random bytes":
             size = rng.randint(0, 300)
-            prefix = rng.choice([b"", b"\x80\x05", b"\x80\x05\x95" + struct.pack("<Q", size), b"\x00PKS\x01"])
+            prefix = rng.choice(
+                [b"", b"\x80\x05", b"\x80\x05\x95" + struct.pack("<Q", size), b"\x00PKS\x01"]
+            )
             data = prefix + bytes(rng.getrandbits(8) for _ in range(size))
         else:
             data = _random_opcodes(rng)
@@ -283,7 +284,9 @@ class Report:
         return [(i, o) for i, o in enumerate(self.outcomes) if o not in ("L", "U")]
 
 
-def run(corpus: Path, *, key: bytes | None = None, hang_after: float = 10.0, env: dict[str, str]) -> Report:
+def run(
+    corpus: Path, *, key: bytes | None = None, hang_after: float = 10.0, env: dict[str, str]
+) -> Report:
     """Feed every case of ``corpus`` to loads in child interpreters (restarted after a crash or hang)."""
     total = len(read_corpus(corpus))
     outcomes = ["?"] * total
@@ -296,7 +299,9 @@ def run(corpus: Path, *, key: bytes | None = None, hang_after: float = 10.0, env
         command = [sys.executable, "-m", "support.fuzz", str(corpus), str(index)]
         if key is not None:
             command.append(key.hex())
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
         assert process.stdout is not None
         for line, timed_out in _lines(process, hang_after):
             if timed_out:

@@ -41,7 +41,11 @@ def load_refused(payload: bytes, options: dict[str, Any] | None = None) -> dict[
         }
     finally:
         _reconstruct.marshal = marshal  # type: ignore[assignment]
-    return {"type": None, "marshal_calls": spy.calls, "codes_built": len(_reconstruct._codes) - codes_before}
+    return {
+        "type": None,
+        "marshal_calls": spy.calls,
+        "codes_built": len(_reconstruct._codes) - codes_before,
+    }
 
 
 def load_class_report(payload: bytes) -> dict[str, Any]:
@@ -56,7 +60,9 @@ def load_class_report(payload: bytes) -> dict[str, Any]:
     }
 
 
-def load_and_call(payload: bytes, args: tuple[Any, ...], options: dict[str, Any] | None = None) -> Any:
+def load_and_call(
+    payload: bytes, args: tuple[Any, ...], options: dict[str, Any] | None = None
+) -> Any:
     """Load with options (key=, allowed=) and call the result with ``args``."""
     return picklable.loads(payload, **(options or {}))(*args)
 
@@ -64,4 +70,3 @@ def load_and_call(payload: bytes, args: tuple[Any, ...], options: dict[str, Any]
 def load_value(payload: bytes, options: dict[str, Any] | None = None) -> Any:
     """Load with options and return the object (shipped back with picklable)."""
     return picklable.loads(payload, **(options or {}))
-

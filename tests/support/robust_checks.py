@@ -40,7 +40,9 @@ def format_odd_tracebacks(seed: int, count: int) -> int:
             rng.choice([None, "x = 1", "", "a\fb"]),
         )
         try:
-            tb = picklable.loads(picklable.dumps(_Call(_reconstruct._make_traceback, ((record, record),))))
+            tb = picklable.loads(
+                picklable.dumps(_Call(_reconstruct._make_traceback, ((record, record),)))
+            )
         except picklable.UnpicklingError:
             continue
         built += 1

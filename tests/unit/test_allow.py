@@ -76,7 +76,11 @@ class TestPolicy:
 class TestAdmitted:
     def test_plain_data_with_empty_list(self):
         """Plain data, sets and bytes need no module at all."""
-        data = {"a": [1, 2.5, None, True], "b": (b"x", {1, 2}, frozenset({3})), "c": bytearray(b"y")}
+        data = {
+            "a": [1, 2.5, None, True],
+            "b": (b"x", {1, 2}, frozenset({3})),
+            "c": bytearray(b"y"),
+        }
         assert picklable.loads(picklable.dumps(data), allowed=[]) == data
 
     @pytest.mark.parametrize("protocol", [0, 2, 4, 5])
@@ -191,7 +195,9 @@ class TestRefused:
     def test_reexported_name(self):
         """A name of an allowed module that belongs to another module is refused."""
         refused(b"cpicklable_testpkg.api\ndataclasses\n.", TESTPKG)  # a module imported there
-        payload = b"cpicklable_testpkg.api\nno_wraps\n."  # imported from picklable_testpkg.decorators
+        payload = (
+            b"cpicklable_testpkg.api\nno_wraps\n."  # imported from picklable_testpkg.decorators
+        )
         assert picklable.loads(payload, allowed=TESTPKG) is api.no_wraps
         refused(payload, ["picklable_testpkg.api"])
 
@@ -199,9 +205,9 @@ class TestRefused:
         """Dotted names through dunders (plain.__globals__) are refused."""
         refused(global_payload("picklable_testpkg.api", "plain.__globals__"), TESTPKG)
         refused(global_payload("picklable_testpkg.api", "Frame.<locals>"), TESTPKG)
-        assert picklable.loads(global_payload("picklable_testpkg.api", "Frame.total"), allowed=TESTPKG) is (
-            api.Frame.total
-        )
+        assert picklable.loads(
+            global_payload("picklable_testpkg.api", "Frame.total"), allowed=TESTPKG
+        ) is (api.Frame.total)
 
     def test_by_value_code_of_unlisted_module(self):
         """A by-value function whose module is not listed is refused before it is built."""
@@ -217,7 +223,9 @@ class TestRefused:
     def test_getattr_guarded(self):
         """getattr in a payload reaches public attributes only, and no module attribute."""
         assert picklable.loads(crafted(getattr, dict, "update"), allowed=[]) == dict.update
-        assert picklable.loads(crafted(getattr, api.plain, "__globals__")) is api.__dict__  # unguarded
+        assert (
+            picklable.loads(crafted(getattr, api.plain, "__globals__")) is api.__dict__
+        )  # unguarded
         refused(crafted(getattr, api.plain, "__globals__"), TESTPKG)
         refused(crafted(getattr, api.Frame, "_private"), TESTPKG)
         refused(crafted(getattr, os, "system"), ["os", "picklable_testpkg"])
@@ -225,10 +233,13 @@ class TestRefused:
     def test_setattr_only_fills_cells(self):
         """setattr in a payload only fills closure cells."""
         refused(crafted(setattr, api.Frame, "total", None), TESTPKG)
-        assert picklable.loads(crafted(setattr, types.CellType(), "cell_contents", 1), allowed=[]) is None
+        assert (
+            picklable.loads(crafted(setattr, types.CellType(), "cell_contents", 1), allowed=[])
+            is None
+        )
 
     @pytest.mark.parametrize(
-        "module, path",
+        ("module", "path"),
         [
             ("picklable_testpkg.api", ("__dict__", ("dataclasses",))),
             ("picklable_testpkg.api", ("plain", "__globals__")),
@@ -244,7 +255,11 @@ class TestRefused:
 
     def test_resolve_located_paths(self):
         """Paths the locator writes (through __wrapped__, __closure__, __func__) still load."""
-        payload = crafted(_reconstruct._resolve, "picklable_testpkg.api", ("add", "__closure__", 0, "cell_contents"))
+        payload = crafted(
+            _reconstruct._resolve,
+            "picklable_testpkg.api",
+            ("add", "__closure__", 0, "cell_contents"),
+        )
         assert picklable.loads(payload, allowed=TESTPKG) is api.add.__closure__[0].cell_contents
         payload = crafted(_reconstruct._resolve, "types", ("MethodType",))
         assert picklable.loads(payload, allowed=[]) is types.MethodType
@@ -252,7 +267,10 @@ class TestRefused:
     def test_import(self):
         """_import of an unlisted module is refused; listed ones load."""
         refused(crafted(_reconstruct._import, "os"), TESTPKG)
-        assert picklable.loads(crafted(_reconstruct._import, "picklable_testpkg.api"), allowed=TESTPKG) is api
+        assert (
+            picklable.loads(crafted(_reconstruct._import, "picklable_testpkg.api"), allowed=TESTPKG)
+            is api
+        )
 
     def test_unlisted_rebuilder(self):
         """picklable._reconstruct helpers that payloads never name (_walk) are refused."""
@@ -273,7 +291,9 @@ class TestRefused:
         secret = type("Secret", (), {"__module__": "secretmod"})
         tracker = _reconstruct._ID_BY_CLASS.get(secret) or "forged-id"
         _reconstruct._track(secret, tracker)
-        payload = crafted(_reconstruct._make_class, type, "X", (object,), {"__module__": __name__}, tracker, None)
+        payload = crafted(
+            _reconstruct._make_class, type, "X", (object,), {"__module__": __name__}, tracker, None
+        )
         assert picklable.loads(payload) is secret  # what the check stops
         message = refused(payload, [__name__])
         assert "belongs to module 'secretmod'" in message

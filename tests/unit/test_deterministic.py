@@ -36,7 +36,7 @@ class TestSets:
         """Sets of mixed types, tuples and frozensets order and load back."""
         value = {None, 1, "a", b"b", 2.5, (1, "x"), frozenset({3, 4}), api.Color.RED, api.plain}
         assert picklable.loads(det(value)) == value
-        assert det(value) == det(set(reversed(list(value))))
+        assert det(value) == det(set(reversed(list(value))))  # noqa: C414 - another insertion order
 
     def test_sorted_items(self):
         """Elements are ordered by type name, then value."""
@@ -52,7 +52,7 @@ class TestSets:
 class TestMemo:
     def test_equal_strings_are_one(self):
         """Two equal strings are written once whether or not they are one object."""
-        a, b = "".join(["ab", "c"]), "".join(["a", "bc"])
+        a, b = "".join(["ab", "c"]), "".join(["a", "bc"])  # noqa: FLY002 - two str objects
         assert a == b and a is not b
         assert picklable.dumps([a, b]) != picklable.dumps([a, a])
         assert det([a, b]) == det([a, a])
@@ -93,8 +93,16 @@ class TestCode:
             return x in {1, 9, 17}
 
         code = f.__code__
-        one = code.replace(co_consts=tuple(frozenset([1, 9, 17]) if type(c) is frozenset else c for c in code.co_consts))
-        two = code.replace(co_consts=tuple(frozenset([17, 9, 1]) if type(c) is frozenset else c for c in code.co_consts))
+        one = code.replace(
+            co_consts=tuple(
+                frozenset([1, 9, 17]) if type(c) is frozenset else c for c in code.co_consts
+            )
+        )
+        two = code.replace(
+            co_consts=tuple(
+                frozenset([17, 9, 1]) if type(c) is frozenset else c for c in code.co_consts
+            )
+        )
         assert list(one.co_consts[-1]) != list(two.co_consts[-1])
         assert _deterministic.code_bytes(one) == _deterministic.code_bytes(two)
         rebuilt = marshal.loads(_deterministic.code_bytes(one))

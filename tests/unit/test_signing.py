@@ -95,7 +95,9 @@ class TestRefusals:
         data = signed([1, 2, 3])
         error = refused(data[:-3], key=KEY)
         assert error.reason == "truncated payload"
-        assert f"announces a {len(data) - 49}-byte pickle, {len(data) - 52} bytes arrived" in str(error)
+        assert f"announces a {len(data) - 49}-byte pickle, {len(data) - 52} bytes arrived" in str(
+            error
+        )
 
     def test_trailing_bytes_refused(self):
         """Bytes after the signed pickle are refused."""
@@ -119,7 +121,9 @@ class TestRefusals:
     def test_signed_without_key(self):
         """A signed payload given to loads without a key is refused, naming the fix."""
         error = refused(signed())
-        assert error.reason == "signed payload, no key given" and "loads(data, key=...)" in str(error)
+        assert error.reason == "signed payload, no key given" and "loads(data, key=...)" in str(
+            error
+        )
 
     def test_unknown_version(self):
         """A future framing version is refused as such (the MAC is not even tried)."""

@@ -8,12 +8,12 @@ import sys
 import textwrap
 
 import pytest
-from support import guard_checks
-from support.child import child_env
 
 import picklable
 from picklable import _byvalue, _reconstruct
 from picklable_testpkg import api
+from support import guard_checks
+from support.child import child_env
 
 HERE = _reconstruct._HERE
 
@@ -108,7 +108,9 @@ class TestVersionGuard:
 
     def test_matching_record_loads(self, child):
         """The same interpreter's payload loads and runs (the guard lets it through)."""
-        assert child.run(guard_checks.load_and_call, picklable.dumps(api.make_closure(3)), (1,)) == 4
+        assert (
+            child.run(guard_checks.load_and_call, picklable.dumps(api.make_closure(3)), (1,)) == 4
+        )
 
 
 class TestSignedAcrossProcesses:
@@ -129,7 +131,9 @@ class TestSignedAcrossProcesses:
 
     def test_signed_without_key_refused(self, child):
         """A signed payload given to loads without a key is refused, saying so."""
-        report = child.run(guard_checks.load_refused, picklable.dumps(api.make_closure(5), key=self.KEY))
+        report = child.run(
+            guard_checks.load_refused, picklable.dumps(api.make_closure(5), key=self.KEY)
+        )
         assert report["reason"] == "signed payload, no key given"
 
 
@@ -137,7 +141,10 @@ class TestAllowedAcrossProcesses:
     def test_allowed_package_loads(self, child):
         """Objects of an allowed package load, by reference and by value."""
         payload = picklable.dumps([api.plain, api.make_closure(2)])
-        assert child.run(guard_checks.load_value, payload, {"allowed": ["picklable_testpkg"]})[1](1) == 3
+        assert (
+            child.run(guard_checks.load_value, payload, {"allowed": ["picklable_testpkg"]})[1](1)
+            == 3
+        )
 
     def test_other_package_refused(self, child):
         """The same payload under another allow-list is refused, naming the module."""
@@ -150,7 +157,7 @@ class TestAllowedAcrossProcesses:
 
 # A script run as __main__ twice, under two hash seeds: its objects go by value.
 _DETERMINISM_SCRIPT = textwrap.dedent(
-    '''
+    """
     import abc, dataclasses, enum, sys
     import picklable
     from picklable_testpkg import api
@@ -205,7 +212,7 @@ _DETERMINISM_SCRIPT = textwrap.dedent(
     for name, obj in objects.items():
         data = picklable.dumps(obj, deterministic=True)
         out.write(name.encode() + b"\\t" + data.hex().encode() + b"\\n")
-    '''
+    """
 )
 
 
@@ -215,7 +222,12 @@ def _run_with_seed(tmp_path, seed: str) -> dict[str, bytes]:
     env = child_env()
     env["PYTHONHASHSEED"] = seed
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, env=env, cwd=tmp_path, timeout=120, check=False
+        [sys.executable, str(script)],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
     rows = [line.split(b"\t") for line in done.stdout.splitlines()]
@@ -241,12 +253,16 @@ class TestDeterministicAcrossProcesses:
     def test_sets_really_vary_without_it(self, tmp_path):
         """The check has teeth: without deterministic=True the set payloads differ by seed."""
         script = tmp_path / "sets.py"
-        script.write_text("import sys, picklable\nsys.stdout.write(picklable.dumps({str(i) for i in range(50)}).hex())")
+        script.write_text(
+            "import sys, picklable\nsys.stdout.write(picklable.dumps({str(i) for i in range(50)}).hex())"
+        )
         outs = set()
         for seed in ("1", "2"):
             env = child_env()
             env["PYTHONHASHSEED"] = seed
-            done = subprocess.run([sys.executable, str(script)], capture_output=True, env=env, timeout=60, check=True)
+            done = subprocess.run(
+                [sys.executable, str(script)], capture_output=True, env=env, timeout=60, check=True
+            )
             outs.add(done.stdout)
         assert len(outs) == 2
 
@@ -255,7 +271,9 @@ class TestDeterministicAcrossProcesses:
         payloads = runs[0]
         assert child.run(guard_checks.load_and_call, payloads["closure"], (1,)) == 9
         assert child.run(guard_checks.load_and_call, payloads["module function"], ("beta",)) is True
-        assert child.run(guard_checks.load_and_call, payloads["registered module function"], (1,)) == 5
+        assert (
+            child.run(guard_checks.load_and_call, payloads["registered module function"], (1,)) == 5
+        )
         assert child.run(guard_checks.load_value, payloads["data"]) == {
             "set": {"a", "b", "c", "d"},
             "bytes": {b"1", b"2", b"3"},
