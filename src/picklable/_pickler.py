@@ -257,20 +257,27 @@ def _dumps_with(
                     oob.append(buffer)  # the signature covers it
                 return in_band
 
-    if deterministic:
-        from ._deterministic import DeterministicPickler
-
-        make: Any = DeterministicPickler
+    if (
+        not deterministic
+        and buffer_callback is None
+        and (protocol is None or protocol == DEFAULT_PROTOCOL)
+    ):
+        data = dumps(obj)  # signed, otherwise the default: the pooled picklers
     else:
-        make = Pickler
-    buffer = io.BytesIO()
-    _dump_fresh(
-        obj,
-        buffer,
-        lambda file: make(file, protocol, buffer_callback=buffer_callback),
-        oob.clear,
-    )
-    data = buffer.getvalue()
+        if deterministic:
+            from ._deterministic import DeterministicPickler
+
+            make: Any = DeterministicPickler
+        else:
+            make = Pickler
+        buffer = io.BytesIO()
+        _dump_fresh(
+            obj,
+            buffer,
+            lambda file: make(file, protocol, buffer_callback=buffer_callback),
+            oob.clear,  # a retry calls the callback for every buffer again
+        )
+        data = buffer.getvalue()
     if signing_key is None:
         return data
     from ._signing import sign
