@@ -245,9 +245,7 @@ def _dumps_with(
     signing_key = None
     oob: list[pickle.PickleBuffer] = []
     if key is not None:
-        from ._signing import check_key
-
-        signing_key = check_key(key)
+        signing_key = _signing().check_key(key)
         if buffer_callback is not None:
             user_callback = buffer_callback
 
@@ -280,9 +278,16 @@ def _dumps_with(
         data = buffer.getvalue()
     if signing_key is None:
         return data
-    from ._signing import sign
+    return _signing().sign(signing_key, data, oob)
 
-    return sign(signing_key, data, oob)
+
+def _signing() -> Any:
+    """picklable._signing, imported on first use (a function-level import
+    statement costs a microsecond per call; pools sign every frame)."""
+    module = sys.modules.get("picklable._signing")
+    if module is None:
+        from . import _signing as module
+    return module
 
 
 def dump(

@@ -18,6 +18,7 @@ call is one positional ``pickle.loads``):
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -92,9 +93,10 @@ def _loads_checked(
 
         policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
     if key is not None:
-        from ._signing import check_key, verify
-
-        data, buffers = verify(check_key(key), data, buffers)
+        signing = sys.modules.get("picklable._signing")
+        if signing is None:  # first use; an import statement per call costs a microsecond
+            from . import _signing as signing
+        data, buffers = signing.verify(signing.check_key(key), data, buffers)
     try:
         if policy is not None:
             from ._allow import load_allowed

@@ -333,3 +333,47 @@ class TestMayQueue:
     def test_budget_is_small(self):
         """The queue budget keeps tail imbalance to a few milliseconds."""
         assert 0 < QUEUE_BUDGET <= 0.01
+
+
+class TestSignedFrames:
+    """Pools sign every frame with a per-pool random key (issue 8)."""
+
+    def test_each_codec_has_its_own_key(self):
+        """Two pools never share a key."""
+        from picklable._pool._protocol import Codec
+
+        assert Codec().key != Codec().key and len(Codec().key) == 32
+
+    def test_tampered_frame_refused(self):
+        """A frame altered in transit is refused before it is unpickled."""
+        from picklable._pool._protocol import Codec
+
+        codec = Codec()
+        frame = bytearray(codec.encode(("task", 1, [1, 2, 3])))
+        assert codec.decode(bytes(frame)) == ("task", 1, [1, 2, 3])
+        frame[-3] ^= 0xFF
+        with pytest.raises(picklable.UnpicklingError, match="signature"):
+            codec.decode(bytes(frame))
+
+    def test_frame_from_another_pool_refused(self):
+        """A frame signed with another pool's key is refused."""
+        from picklable._pool._protocol import Codec
+
+        with pytest.raises(picklable.UnpicklingError):
+            Codec().decode(Codec().encode("hello"))
+
+    def test_unsigned_frame_refused(self):
+        """An unsigned pickle injected into the channel is refused."""
+        from picklable._pool._protocol import Codec
+
+        with pytest.raises(picklable.UnpicklingError, match="not signed"):
+            Codec().decode(picklable.dumps("injected"))
+
+    def test_key_reaches_workers(self):
+        """The codec travels to workers with its key (plain pickle, at start)."""
+        import pickle
+
+        from picklable._pool._protocol import Codec
+
+        codec = Codec()
+        assert pickle.loads(pickle.dumps(codec)).key == codec.key

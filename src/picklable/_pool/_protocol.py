@@ -32,6 +32,7 @@ import struct
 from typing import Any
 
 from .._pickler import dumps
+from .._signing import new_key
 from .._unpickler import loads
 
 LENGTH = struct.Struct("<Q")
@@ -68,39 +69,45 @@ ErrorInfo = tuple[bytes | None, str, str, str, str]
 class Codec:
     """Turns the objects of one pool into payload bytes and back, at both ends.
 
-    The only place where a pool serializes: a subclass that signs and checks
-    payloads (or compresses them) changes what every frame carries. A pool
-    makes one instance, encodes its initializer with it, hands it to its
-    :class:`~._core.Core`, and ships it to every worker at start with plain
-    pickle (spawn: over the worker's own socket; fork: inherited; forkserver:
-    through multiprocessing's socket to the server), so a key held in the
-    instance reaches the workers and no one else.
+    The only place where a pool serializes. A pool makes one instance, encodes
+    its initializer with it, hands it to its :class:`~._core.Core`, and ships it
+    to every worker at start with plain pickle (spawn: over the worker's own
+    socket; fork: inherited; forkserver: through multiprocessing's socket to
+    the server), so the key it holds reaches the workers and no one else.
+
+    Every frame is signed with that key (HMAC-SHA256, see
+    :mod:`picklable._signing`) and checked before anything in it is unpickled:
+    a frame that another local process injected or altered is refused.
     """
 
-    __slots__ = ()
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self.key = key if key is not None else new_key()
 
     def encode(self, obj: Any) -> bytes:
-        """Serialize ``obj`` with picklable.
+        """Serialize ``obj`` with picklable and sign it.
 
         Raises
         ------
         picklable.PicklingError
             Naming the attribute path of what cannot be shipped.
         """
-        return dumps(obj)
+        return dumps(obj, key=self.key)
 
     def decode(self, data: bytes | bytearray | memoryview) -> Any:
-        """Load a payload made by :meth:`encode`.
+        """Check and load a payload made by :meth:`encode`.
 
         Raises
         ------
         picklable.UnpicklingError
-            Naming what is missing in this process.
+            Naming what is missing in this process, or refusing a frame whose
+            signature does not match.
         """
-        return loads(data)
+        return loads(data, key=self.key)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), ())
+        return (type(self), (self.key,))
 
 
 def type_name(t: type) -> str:
