@@ -278,7 +278,8 @@ def _dumps_with(
         data = buffer.getvalue()
     if signing_key is None:
         return data
-    return _signing().sign(signing_key, data, oob)
+    signed: bytes = _signing().sign(signing_key, data, oob)
+    return signed
 
 
 def _signing() -> Any:

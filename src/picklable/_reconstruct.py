@@ -72,7 +72,7 @@ def _walk(root: Any, path: tuple[Any, ...]) -> Any:
 
 def format_path(module: str, path: tuple[Any, ...]) -> str:
     """Render a located path as ``module:attr.attr[0]['key']``."""
-    out = []
+    out: list[str] = []
     for step in path:
         if type(step) is str:
             out.append(("." if out else "") + step)
@@ -308,12 +308,12 @@ def _make_enum(
     if known is not None:
         _track(known, tracker_id)
         return known
-    classdict = metaclass.__prepare__(name, bases)  # type: ignore[attr-defined]
+    classdict = metaclass.__prepare__(name, bases)
     for key, value in namespace.items():
         classdict[key] = value
     for key, value in members.items():
         classdict[key] = value
-    cls = metaclass(name, bases, classdict)
+    cls: type = metaclass(name, bases, classdict)
     _BUILT.add(cls)
     _track(cls, tracker_id)
     return cls
@@ -396,7 +396,7 @@ def _set_proxy_state(
             setattr(proxy, key, value)
 
 
-def _make_wrapt_proxy(cls: type, wrapped: Any) -> Any:
+def _make_wrapt_proxy(cls: Any, wrapped: Any) -> Any:
     """An ``ObjectProxy`` subclass instance around ``wrapped``, bypassing a custom ``__init__``."""
     proxy = cls.__new__(cls)
     for klass in cls.__mro__:
@@ -411,12 +411,12 @@ def _make_wrapt_proxy(cls: type, wrapped: Any) -> Any:
     return proxy
 
 
-def _make_wrapt_function_wrapper(cls: type, wrapped: Any, fields: dict[str, Any]) -> Any:
+def _make_wrapt_function_wrapper(cls: Any, wrapped: Any, fields: dict[str, Any]) -> Any:
     """A wrapt ``FunctionWrapper`` (or subclass) with the very fields it had."""
     proxy = cls.__new__(cls)
     for klass in cls.__mro__:
         if klass.__name__ == "_FunctionWrapperBase":
-            klass.__init__(proxy, wrapped=wrapped, **fields)  # type: ignore[misc]
+            klass.__init__(proxy, wrapped=wrapped, **fields)
             return proxy
     raise UnpicklingError(
         f"Cannot load a wrapt function wrapper of type {cls.__qualname__}: the wrapt "
@@ -433,7 +433,7 @@ def _make_lru_cache(wrapped: Any, maxsize: int | None, typed: bool) -> Any:
     return functools.lru_cache(maxsize=maxsize, typed=typed)(wrapped)
 
 
-def _make_cached_property(cls: type, with_lock: bool) -> Any:
+def _make_cached_property(cls: Any, with_lock: bool) -> Any:
     """An empty cached_property of ``cls``; its attributes come with BUILD."""
     obj = cls.__new__(cls)
     if with_lock:
@@ -443,7 +443,7 @@ def _make_cached_property(cls: type, with_lock: bool) -> Any:
     return obj
 
 
-def _make_property(cls: type, fget: Any, fset: Any, fdel: Any, doc: Any) -> Any:
+def _make_property(cls: Any, fget: Any, fset: Any, fdel: Any, doc: Any) -> Any:
     """A property subclass instance with its accessors (C slots pickle drops)."""
     obj = cls.__new__(cls)
     property.__init__(obj, fget, fset, fdel, doc)
@@ -492,7 +492,7 @@ def _exception_setstate(
     if setter is not None:
         setter(exc, inner)
     elif inner is not None:
-        exc.__setstate__(inner)  # type: ignore[attr-defined]
+        exc.__setstate__(inner)
     for key, value in fields.items():
         object.__setattr__(exc, key, value)
     return exc

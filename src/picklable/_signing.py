@@ -106,12 +106,13 @@ def _buffer_bytes(buffer: Any) -> memoryview:
 _keyed: dict[bytes, Any] = {}
 _KEYED_LIMIT = 64
 
-try:
-    from _hashlib import hmac_new as _new_keyed_hmac
-except ImportError:  # pragma: no cover - CPython without OpenSSL
 
-    def _new_keyed_hmac(key: bytes, msg: bytes = b"", digestmod: Any = None) -> Any:
-        return hmac.new(key, msg, hashlib.sha256)
+def _new_keyed_hmac(key: bytes) -> Any:
+    try:
+        from _hashlib import hmac_new
+    except ImportError:  # pragma: no cover - CPython built without OpenSSL
+        return hmac.new(key, digestmod=hashlib.sha256)
+    return hmac_new(key, digestmod="sha256")
 
 
 def _mac(
@@ -121,7 +122,7 @@ def _mac(
     if base is None:
         if len(_keyed) >= _KEYED_LIMIT:
             _keyed.clear()
-        base = _keyed[key] = _new_keyed_hmac(key, digestmod="sha256")
+        base = _keyed[key] = _new_keyed_hmac(key)
     mac = base.copy()
     mac.update(head)
     mac.update(body)
@@ -129,7 +130,8 @@ def _mac(
         view = _buffer_bytes(buffer)
         mac.update(_U64.pack(view.nbytes))
         mac.update(view)
-    return mac.digest()
+    digest: bytes = mac.digest()
+    return digest
 
 
 def sign(key: bytes, body: bytes, buffers: Sequence[Any] = ()) -> bytes:

@@ -93,7 +93,7 @@ def _loads_checked(
 
         policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
     if key is not None:
-        signing = sys.modules.get("picklable._signing")
+        signing: Any = sys.modules.get("picklable._signing")
         if signing is None:  # first use; an import statement per call costs a microsecond
             from . import _signing as signing
         data, buffers = signing.verify(signing.check_key(key), data, buffers)
