@@ -1,10 +1,14 @@
 """``ship(obj)``: an envelope any pickle-based engine can carry.
 
 Engines that pickle with stdlib pickle (multiprocessing, concurrent.futures,
-Dask, Ray, mpi4py, Celery's pickle serializer), or with cloudpickle (loky,
-joblib), cannot ship what picklable ships. Wrap the object instead::
+Ray, mpi4py, Celery's pickle serializer), or with cloudpickle (loky, joblib),
+cannot ship what picklable ships. Wrap the object instead::
 
     pool.map(picklable.ship(fn), items)
+
+Dask distributed is the exception: its scheduler unpickles and re-pickles task
+graphs with its own serializer, which opens the envelope on the way. Use
+:mod:`picklable.dask`, whose envelopes stay bytes until a worker opens them.
 
 The envelope's pickle reduction is ``(_open_envelope, (digest, payload))``:
 the picklable payload as bytes, made once by :func:`ship`. The receiving
