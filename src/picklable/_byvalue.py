@@ -45,7 +45,7 @@ _setattr = setattr
 _dict_update = dict.update
 
 # id(code) -> (code, marshal bytes, names of globals it may read)
-_code_cache: dict[int, tuple[types.CodeType, bytes, tuple[str, ...], str | None]] = {}
+_code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 
 
@@ -113,15 +113,27 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     return tuple(names)
 
 
-def code_info(code: types.CodeType) -> tuple[types.CodeType, bytes, tuple[str, ...], str | None]:
-    """(code, marshal bytes, global names it may read, the __doc__ FunctionType
-    derives from it), computed once per code object."""
+CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str]
+
+
+def code_info(code: types.CodeType) -> CodeInfo:
+    """What shipping a code object needs, computed once per code object:
+    ``(code, sealed marshal bytes, global names it may read, and the __doc__ and
+    __qualname__ that FunctionType derives from it)``."""
     info = _code_cache.get(id(code))
     if info is not None and info[0] is code:
         return info
     consts = code.co_consts
     default_doc = consts[0] if consts and type(consts[0]) is str else None
-    info = (code, _reconstruct.seal_code(marshal.dumps(code)), _global_names(code), default_doc)
+    # FunctionType takes __qualname__ from co_qualname (3.11+), else co_name (3.10).
+    default_qualname = getattr(code, "co_qualname", code.co_name)
+    info = (
+        code,
+        _reconstruct.seal_code(marshal.dumps(code)),
+        _global_names(code),
+        default_doc,
+        default_qualname,
+    )
     if len(_code_cache) >= _CODE_CACHE_LIMIT:
         _code_cache.clear()
     _code_cache[id(code)] = info
@@ -154,11 +166,16 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
     BUILD at all.
     """
     code = func.__code__
-    _, data, names, default_doc = code_info(code)
+    info = _code_cache.get(id(code))
+    if info is None or info[0] is not code:
+        info = code_info(code)
+    _, data, names, default_doc, default_qualname = info
     home = func.__globals__
     module_name = home.get("__name__")
     effects: list[Any] = []
-    shipped = pickler._shipped_globals(home)
+    # Per-payload state, read directly: this runs once per function shipped.
+    shipped_map = pickler._globals_map
+    shipped = shipped_map.get(id(home)) if shipped_map is not None else None
     if shipped is None:
         refs = {}
         if module_name is not None:
@@ -206,8 +223,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
             deferred.add(id(cell))
             effects.append(_CellFill(cell, content))
     slots: dict[str, Any] | None = None
-    # FunctionType takes __qualname__ from co_qualname (3.11+), else co_name (3.10).
-    if effects or func.__qualname__ != getattr(code, "co_qualname", code.co_name):
+    if effects or func.__qualname__ != default_qualname:
         slots = {
             "__qualname__": _Effects(func.__qualname__, effects) if effects else func.__qualname__
         }

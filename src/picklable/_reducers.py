@@ -59,7 +59,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
         return NotImplemented
     module = func.__module__
     if _byvalue.ships_by_value(module):
-        return _wrappers.reduce_function_by_value(pickler, func)
+        return _function_by_value(pickler, func)
     qualname = func.__qualname__
     # Fast path, stdlib's own test: the function is importable by its own name.
     if "<" not in qualname and type(module) is str:
@@ -78,7 +78,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     located = locate(func)
     if located is not None:
         return reference(pickler, func, *located)
-    return _wrappers.reduce_function_by_value(pickler, func)
+    return _function_by_value(pickler, func)
 
 
 # Built-in types no module exports under their own name (types.FunctionType is
@@ -89,6 +89,16 @@ _builtin_type_refs: dict[int, tuple[type, Any]] = {
     id(types.FunctionType): (types.FunctionType, (type, (_reconstruct._make_function,))),
     id(types.CellType): (types.CellType, (type, (_reconstruct._make_cell(),))),
 }
+
+
+_SINGLEDISPATCH_CODE = _wrappers._SINGLEDISPATCH_CODE
+
+
+def _function_by_value(pickler: Pickler, func: types.FunctionType) -> Any:
+    """A copy: special kinds of function first (singledispatch keeps its registry)."""
+    if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
+        return _wrappers.reduce_singledispatch(pickler, func)
+    return _byvalue.reduce_function(pickler, func)
 
 
 def reduce_class(pickler: Pickler, cls: type) -> Any:
