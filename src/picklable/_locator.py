@@ -259,6 +259,15 @@ _BY_NAME_LIMIT = 100_000
 _indexes: dict[str, _ModuleIndex] = {}
 # Last answers: id(obj) -> (module, path); checked by identity on every use.
 _hits: dict[int, tuple[str, Path]] = {}
+_HITS_LIMIT = 100_000
+
+
+def _remember_hit(key: int, answer: tuple[str, Path]) -> None:
+    # Bounded: a long-lived process may locate many short-lived objects (their
+    # ids are reused; every hit is checked by identity before it is trusted).
+    if len(_hits) >= _HITS_LIMIT:
+        _hits.clear()
+    _hits[key] = answer
 
 
 def _index_for(module_name: str, *, revalidate: bool) -> _ModuleIndex | None:
@@ -402,7 +411,7 @@ def locate(obj: Any) -> tuple[str, Path] | None:
                 continue
             path = index.paths.get(key) or index.probe(obj)
             if path is not None and _resolves_to(module_name, path, obj):
-                _hits[key] = (module_name, path)
+                _remember_hit(key, (module_name, path))
                 return module_name, path
         qualname = getattr(obj, "__qualname__", None)
         # Factory-made functions and descriptors (which carry no owner's name)
@@ -412,7 +421,7 @@ def locate(obj: Any) -> tuple[str, Path] | None:
         ):
             found = _search_packages(obj, candidates)
             if found is not None:
-                _hits[key] = found
+                _remember_hit(key, found)
                 return found
     return None
 
