@@ -265,7 +265,16 @@ class Result(Generic[T]):
 
 
 def _hosts_worker() -> bool:
-    return bool(getattr(distributed.Worker, "_instances", ()))
+    """Whether this process runs a live Dask worker (a closed one that is not yet
+    garbage-collected still sits in ``Worker._instances``)."""
+    for worker in list(getattr(distributed.Worker, "_instances", ())):
+        status = getattr(getattr(worker, "status", None), "name", None)
+        if status not in _WORKER_GONE:
+            return True
+    return False
+
+
+_WORKER_GONE = frozenset({"stopping", "stopped", "closing", "closed", "failed"})
 
 
 def _load_result(payload: bytes) -> Any:
