@@ -5,8 +5,9 @@ user's script)::
 
     .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE]
 
-Each figure is the best of several repeats of a timed loop (timeit's advice: the
-minimum is the least disturbed by other processes). Ratios are against stdlib
+Times are the best of 9 rounds; ratios are the median, over the rounds, of each
+serializer's time divided by the reference's time in the same round (the
+serializers take turns, so a slow spell of a shared machine cancels out). Ratios are against stdlib
 pickle for by-reference and plain-data cases, and against cloudpickle for by-value
 functions (stdlib pickle cannot ship those: it writes a reference to ``__main__``,
 which the receiver does not have).
@@ -19,6 +20,7 @@ import dataclasses
 import json
 import pickle
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -59,25 +61,25 @@ def make_closure(n: int) -> Callable[[int], int]:
     return add
 
 
-def best_time(fn: Callable[[], Any], *, budget: float) -> float:
-    """Seconds per call: best of 5 repeats, loop sized to ~budget/5 each."""
+def calibrate(fn: Callable[[], Any], *, budget: float) -> int:
+    """How many calls make one timed batch of about ``budget`` seconds."""
     fn()
     loops = 1
     while True:
         start = time.perf_counter()
         for _ in range(loops):
             fn()
-        elapsed = time.perf_counter() - start
-        if elapsed > budget / 25 or loops > 1_000_000:
-            break
-        loops *= 4
-    best = elapsed / loops
-    for _ in range(4):
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        best = min(best, (time.perf_counter() - start) / loops)
-    return best
+        if time.perf_counter() - start > budget or loops > 1_000_000:
+            return loops
+        loops *= 2
+
+
+def batch(fn: Callable[[], Any], loops: int) -> float:
+    """Seconds per call over one batch."""
+    start = time.perf_counter()
+    for _ in range(loops):
+        fn()
+    return (time.perf_counter() - start) / loops
 
 
 def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
@@ -93,10 +95,22 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
     }
 
 
+ROUNDS = 9
+
+
 def measure(budget: float) -> list[dict[str, Any]]:
+    """Per case and serializer: best seconds per call, and the median over rounds of
+    the ratio to the reference serializer measured in the same round.
+
+    The serializers take turns batch by batch (in a rotating order), so a slow spell
+    of the machine hits all of them alike and cancels out of the paired ratios: on a
+    shared VM the best time of one serializer drifts by 30% between runs.
+    """
     rows = []
     for name, (obj, opts) in cases().items():
         row: dict[str, Any] = {"case": name, "by_value": bool(opts.get("by_value"))}
+        base = "cloudpickle" if opts.get("by_value") else "pickle"
+        calls: dict[str, tuple[Callable[[], Any], Callable[[], Any], int]] = {}
         for ser, (dumps, loads) in SERIALIZERS.items():
             if opts.get("by_value") and ser == "pickle":
                 continue  # pickle writes __main__ references: nothing comparable
@@ -122,11 +136,26 @@ def measure(budget: float) -> list[dict[str, Any]]:
                 def load(loads=loads, data=data):
                     return loads(data)
 
-            row[ser] = {
-                "dumps_s": best_time(dump, budget=budget),
-                "loads_s": best_time(load, budget=budget),
-                "bytes": len(data),
-            }
+            calls[ser] = (dump, load, len(data))
+        loops = {
+            ser: (calibrate(d, budget=budget), calibrate(lo, budget=budget))
+            for ser, (d, lo, _) in calls.items()
+        }
+        times: dict[str, dict[str, list[float]]] = {s: {"dumps": [], "loads": []} for s in calls}
+        order = list(calls)
+        for round_ in range(ROUNDS):
+            for ser in order[round_ % len(order) :] + order[: round_ % len(order)]:
+                dump, load, _ = calls[ser]
+                times[ser]["dumps"].append(batch(dump, loops[ser][0]))
+                times[ser]["loads"].append(batch(load, loops[ser][1]))
+        for ser, (_, _, size) in calls.items():
+            entry: dict[str, Any] = {"bytes": size}
+            for op in ("dumps", "loads"):
+                entry[f"{op}_s"] = min(times[ser][op])
+                entry[f"{op}_ratio"] = statistics.median(
+                    t / r for t, r in zip(times[ser][op], times[base][op])
+                )
+            row[ser] = entry
         rows.append(row)
     return rows
 
@@ -138,7 +167,10 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"{platform.machine()}, {time.strftime('%Y-%m-%d')}"
         ),
         "",
-        f"{'case':32} {'serializer':12} {'dumps':>10} {'loads':>10} {'bytes':>11}   ratio (dumps / loads / bytes)",
+        (
+            f"{'case':32} {'serializer':12} {'dumps':>10} {'loads':>10} {'bytes':>11}   "
+            "ratio: median of paired rounds (dumps / loads / bytes)"
+        ),
     ]
     for row in rows:
         base = "cloudpickle" if row["by_value"] else "pickle"
@@ -148,7 +180,7 @@ def render(rows: list[dict[str, Any]]) -> str:
                 continue
             r = row[ser]
             ratio = (
-                f"{r['dumps_s'] / ref['dumps_s']:.2f}x / {r['loads_s'] / ref['loads_s']:.2f}x / "
+                f"{r['dumps_ratio']:.2f}x / {r['loads_ratio']:.2f}x / "
                 f"{r['bytes'] / ref['bytes']:.2f}x vs {base}"
             )
             lines.append(
@@ -170,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short loops (smoke run)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    rows = measure(budget=0.05 if args.quick else 1.0)
+    rows = measure(budget=0.005 if args.quick else 0.05)
     print(render(rows))
     if args.json:
         with open(args.json, "w") as f:
