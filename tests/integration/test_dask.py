@@ -30,7 +30,7 @@ from picklable._reconstruct import _interpreter_record
 from picklable_testpkg import api
 from picklable_testpkg.errors import FrozenError, KwOnlyError
 from picklable_testpkg.wrapped import tagged
-from support import dask_tasks
+from support import dask_tasks, sacred_runs
 from support.child import child_env, run_script
 
 
@@ -299,90 +299,67 @@ class TestClient:
                 client.submit(dask_tasks.fail_kw_only, 1).result()
 
 
-SACRED_TASKS = [
-    ({"a": 1, "b": 5}, []),
-    ({"a": 2, "b": 6}, []),
-    ({"a": 3, "b": 7}, []),
-    ({"b": 8}, ["large"]),
-]
-SACRED_EXPECTED = [
-    {"value": 15, "label": "base"},
-    {"value": 26, "label": "base"},
-    {"value": 37, "label": "base"},
-    {"value": 10008, "label": "large"},
-]
+SACRED_TASKS = sacred_runs.TASKS
+SACRED_EXPECTED = sacred_runs.EXPECTED
 
-MAIN_SCRIPT = textwrap.dedent(
-    """
-    import json, os, sys, traceback
-    import distributed
-    import wrapt
-    from sacred import Experiment
-    from sacred.observers import FileStorageObserver
-    import picklable.dask
 
-    ex = Experiment("dask_main_experiment", save_git_info=False)
+MAIN_SCRIPT = (
+    textwrap.dedent(
+        """
+        import json, os, sys, traceback
+        import distributed
+        import wrapt
+        from sacred import Experiment
+        from sacred.observers import FileStorageObserver
+        import picklable.dask
 
-    @ex.config
-    def config():
-        a = 2
-        b = 3
-        label = "base"
+        ex = Experiment("dask_main_experiment", save_git_info=False)
+        """
+    )
+    + sacred_runs.EXPERIMENT_BODY
+    + textwrap.dedent(
+        """
+        def run_config(experiment, updates, named):
+            run = experiment.run(config_updates=updates, named_configs=named,
+                                 options={"--loglevel": "ERROR", "--capture": "sys"})
+            return {"result": run.result, "run_id": run._id, "pid": os.getpid(),
+                    "experiment": experiment.path}
 
-    @ex.named_config
-    def large():
-        a = 1000
-        label = "large"
+        @wrapt.decorator
+        def marked(wrapped, instance, args, kwargs):
+            return ["marked", wrapped(*args, **kwargs)]
 
-    @ex.capture
-    def scaled(a, b, factor=10):
-        return a * factor + b
+        @marked
+        def triple(x):
+            return 3 * x
 
-    @ex.main
-    def main(a, label, _run):
-        _run.log_scalar("a", a)
-        return {"value": scaled(), "label": label}
+        class JobError(Exception):
+            def __init__(self, job, *, attempt):
+                super().__init__(f"job {job} failed")
+                self.job, self.attempt = job, attempt
 
-    def run_config(experiment, updates, named):
-        run = experiment.run(config_updates=updates, named_configs=named,
-                             options={"--loglevel": "ERROR", "--capture": "sys"})
-        return {"result": run.result, "run_id": run._id, "pid": os.getpid(),
-                "experiment": experiment.path}
+        def explode(job):
+            raise JobError(job, attempt=2)
 
-    @wrapt.decorator
-    def marked(wrapped, instance, args, kwargs):
-        return ["marked", wrapped(*args, **kwargs)]
-
-    @marked
-    def triple(x):
-        return 3 * x
-
-    class JobError(Exception):
-        def __init__(self, job, *, attempt):
-            super().__init__(f"job {job} failed")
-            self.job, self.attempt = job, attempt
-
-    def explode(job):
-        raise JobError(job, attempt=2)
-
-    if __name__ == "__main__":
-        address, runs, tasks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-        ex.observers.append(FileStorageObserver(runs))
-        report = {}
-        with picklable.dask.Client(address) as client:
-            workers = sorted(client.scheduler_info()["workers"])
-            futures = [client.submit(run_config, ex, updates, named, workers=[workers[i % 2]])
-                       for i, (updates, named) in enumerate(tasks)]
-            report["runs"] = client.gather(futures)
-            report["wrapped"] = client.submit(triple, 3).result()
-            report["plain_wrapped"] = distributed.Client.submit(client, triple, 3).result()
-            try:
-                client.submit(explode, 9).result()
-            except JobError as exc:  # the __main__ class itself comes back
-                report["error"] = {"job": exc.job, "attempt": exc.attempt,
-                                   "text": "".join(traceback.format_exception(exc))}
-        print(json.dumps(report))
-    """
+        if __name__ == "__main__":
+            address, runs, tasks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+            ex.observers.append(FileStorageObserver(runs))
+            report = {}
+            with picklable.dask.Client(address) as client:
+                workers = sorted(client.scheduler_info()["workers"])
+                futures = [client.submit(run_config, ex, updates, named, workers=[workers[i % 2]])
+                           for i, (updates, named) in enumerate(tasks)]
+                report["runs"] = client.gather(futures)
+                report["wrapped"] = client.submit(triple, 3).result()
+                report["plain_wrapped"] = distributed.Client.submit(client, triple, 3).result()
+                try:
+                    client.submit(explode, 9).result()
+                except JobError as exc:  # the __main__ class itself comes back
+                    report["error"] = {"job": exc.job, "attempt": exc.attempt,
+                                       "text": "".join(traceback.format_exception(exc))}
+            print(json.dumps(report))
+        """
+    )
 )
 
 

@@ -32,18 +32,8 @@ from picklable_testpkg import experiment as E
 from support import sacred_runs, wrapper_checks
 from support.child import run_script
 
-TASKS = [
-    ({"a": 1, "b": 5}, []),
-    ({"a": 2, "b": 6}, []),
-    ({"a": 3, "b": 7}, []),
-    ({"b": 8}, ["large"]),
-]
-EXPECTED = [
-    {"value": 15, "label": "base"},
-    {"value": 26, "label": "base"},
-    {"value": 37, "label": "base"},
-    {"value": 10008, "label": "large"},
-]
+TASKS = sacred_runs.TASKS
+EXPECTED = sacred_runs.EXPECTED
 
 
 def run_in_spawn_pool(payload: bytes) -> list[dict]:
@@ -180,60 +170,46 @@ class TestCommandlineOptions:
         )
 
 
-MAIN_SCRIPT = textwrap.dedent(
-    """
-    import json, multiprocessing, sys
-    import picklable
-    from sacred import Experiment
-    from sacred.observers import FileStorageObserver
-    from support import sacred_runs
-    from support.child import Child
+MAIN_SCRIPT = (
+    textwrap.dedent(
+        """
+        import json, multiprocessing, sys
+        import picklable
+        from sacred import Experiment
+        from sacred.observers import FileStorageObserver
+        from support import sacred_runs
+        from support.child import Child
 
-    ex = Experiment("main_experiment", save_git_info=False)
+        ex = Experiment("main_experiment", save_git_info=False)
+        """
+    )
+    + sacred_runs.EXPERIMENT_BODY
+    + textwrap.dedent(
+        """
+        @ex.command
+        def summary(a, b):
+            return f"a={a} b={b}"
 
-    @ex.config
-    def config():
-        a = 2
-        b = 3
-        label = "base"
-
-    @ex.named_config
-    def large():
-        a = 1000
-        label = "large"
-
-    @ex.capture
-    def scaled(a, b, factor=10):
-        return a * factor + b
-
-    @ex.main
-    def main(a, label, _run):
-        _run.log_scalar("a", a)
-        return {"value": scaled(), "label": label}
-
-    @ex.command
-    def summary(a, b):
-        return f"a={a} b={b}"
-
-    if __name__ == "__main__":
-        ex.observers.append(FileStorageObserver(sys.argv[1]))
-        tasks = json.loads(sys.argv[2])
-        payload = picklable.dumps(ex)
-        context = multiprocessing.get_context("spawn")
-        barrier = context.Barrier(len(tasks))
-        with context.Pool(len(tasks), initializer=sacred_runs.init_worker, initargs=(barrier,)) as pool:
-            results = pool.starmap(sacred_runs.run_shipped, [(payload, u, n) for u, n in tasks])
-        # A copied captured function carries its state (policy, case 2).
-        scaled.config = {"a": 5, "b": 4}
-        alone = picklable.dumps(scaled)
-        child = Child()
-        try:
-            from support import checks
-            copy_result = child.run(checks.call, alone)
-        finally:
-            child.close()
-        print(json.dumps({"results": results, "copy_result": copy_result}))
-    """
+        if __name__ == "__main__":
+            ex.observers.append(FileStorageObserver(sys.argv[1]))
+            tasks = json.loads(sys.argv[2])
+            payload = picklable.dumps(ex)
+            context = multiprocessing.get_context("spawn")
+            barrier = context.Barrier(len(tasks))
+            with context.Pool(len(tasks), initializer=sacred_runs.init_worker, initargs=(barrier,)) as pool:
+                results = pool.starmap(sacred_runs.run_shipped, [(payload, u, n) for u, n in tasks])
+            # A copied captured function carries its state (policy, case 2).
+            scaled.config = {"a": 5, "b": 4}
+            alone = picklable.dumps(scaled)
+            child = Child()
+            try:
+                from support import checks
+                copy_result = child.run(checks.call, alone)
+            finally:
+                child.close()
+            print(json.dumps({"results": results, "copy_result": copy_result}))
+        """
+    )
 )
 
 

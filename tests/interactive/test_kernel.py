@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from support import sacred_runs
 from support.child import child_env
 
 from . import cells
@@ -214,43 +215,29 @@ class TestEnvelopes:
             kernel.run("stdlib_pool.shutdown(wait=True)")
 
 
-SACRED = """
+SACRED = (
+    """
 import tempfile
 from sacred import Experiment
 from sacred.observers import FileStorageObserver
 ex = Experiment("notebook_experiment", interactive=True, save_git_info=False)
 runs_dir = tempfile.mkdtemp(prefix="sacred-runs-")
 ex.observers.append(FileStorageObserver(runs_dir))
-@ex.config
-def config():
-    a = 2
-    b = 3
-    label = "base"
-@ex.named_config
-def large():
-    a = 1000
-    label = "large"
-@ex.capture
-def scaled(a, b, factor=10):
-    return a * factor + b
-@ex.main
-def main(a, label, _run):
-    _run.log_scalar("a", a)
-    return {"value": scaled(), "label": label}
+"""
+    + sacred_runs.EXPERIMENT_BODY
+    + """
 def run_config(task):
     updates, named = task
     options = {"--loglevel": "ERROR", "--capture": "sys"}
     run = ex.run(config_updates=updates, named_configs=named, options=options)
     return {"result": run.result, "id": run._id, "pid": os.getpid()}
-TASKS = [
-    ({"a": 1, "b": 5}, []),
-    ({"a": 2, "b": 6}, []),
-    ({"a": 3, "b": 7}, []),
-    ({"b": 8}, ["large"]),
-]
+"""
+    + f"TASKS = {sacred_runs.TASKS!r}\n"
+    + """
 with picklable.Pool(2) as sacred_pool:
     sacred_results = sacred_pool.map(run_config, TASKS, chunksize=1)
 """
+)
 
 
 class TestSacred:
@@ -260,12 +247,7 @@ class TestSacred:
         """4 configs run in pool workers; the observer shipped with the Experiment
         records each run."""
         got = kernel.run(SACRED, results="sacred_results", runs="runs_dir", kernel="os.getpid()")
-        assert [r["result"] for r in got["results"]] == [
-            {"value": 15, "label": "base"},
-            {"value": 26, "label": "base"},
-            {"value": 37, "label": "base"},
-            {"value": 10008, "label": "large"},
-        ]
+        assert [r["result"] for r in got["results"]] == sacred_runs.EXPECTED
         assert got["kernel"] not in {r["pid"] for r in got["results"]}
         runs = Path(got["runs"])
         ids = sorted(str(r["id"]) for r in got["results"])

@@ -11,6 +11,46 @@ import picklable
 
 _barrier: Any = None
 
+# The Experiment the sacred tests define where users define theirs: in a script
+# run as __main__, in notebook cells. Those must hold the code itself (sacred
+# reads config scopes from source), so they share this text, after a line that
+# makes ``ex``. picklable_testpkg.experiment is the same Experiment, importable.
+EXPERIMENT_BODY = """
+@ex.config
+def config():
+    a = 2
+    b = 3
+    label = "base"
+
+@ex.named_config
+def large():
+    a = 1000
+    label = "large"
+
+@ex.capture
+def scaled(a, b, factor=10):
+    return a * factor + b
+
+@ex.main
+def main(a, label, _run):
+    _run.log_scalar("a", a)
+    return {"value": scaled(), "label": label}
+"""
+
+# (config_updates, named_configs) of the four runs, and what each returns.
+TASKS: list[tuple[dict[str, int], list[str]]] = [
+    ({"a": 1, "b": 5}, []),
+    ({"a": 2, "b": 6}, []),
+    ({"a": 3, "b": 7}, []),
+    ({"b": 8}, ["large"]),
+]
+EXPECTED = [
+    {"value": 15, "label": "base"},
+    {"value": 26, "label": "base"},
+    {"value": 37, "label": "base"},
+    {"value": 10008, "label": "large"},
+]
+
 
 def init_worker(barrier: Any) -> None:
     """Pool initializer: keep the barrier that makes each task wait for the others."""
