@@ -85,13 +85,6 @@ class Pickler(pickle.Pickler):
 
     # State shared by the reducers of one payload ------------------------------
 
-    def _shipped_globals(self, home: dict[str, Any]) -> dict[str, Any] | None:
-        """The globals dict that by-value functions of ``home`` share in this
-        payload, or None before the first of them."""
-        if self._globals_map is None:
-            return None
-        return self._globals_map.get(id(home))
-
     def _ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
         globals_map, globals_values = self._globals_map, self._globals_values

@@ -267,6 +267,18 @@ def _track(cls: type, tracker_id: str) -> None:
     _ID_BY_CLASS[cls] = tracker_id
 
 
+def _known_class(tracker_id: str, origin: tuple[str, str, str | None] | None) -> type | None:
+    """The class this process already has for a by-value class: one it made or
+    sent under ``tracker_id``, or the original a spawned child sends back."""
+    known = _CLASS_BY_ID.get(tracker_id)
+    if known is not None:
+        return known
+    original = _main_original(origin)
+    if original is not None:
+        _track(original, tracker_id)
+    return original
+
+
 def _make_class(
     metaclass: type,
     name: str,
@@ -276,13 +288,9 @@ def _make_class(
     origin: tuple[str, str, str | None] | None,
 ) -> type:
     """Create (or find again) a class shipped by value; attributes come later."""
-    known = _CLASS_BY_ID.get(tracker_id)
+    known = _known_class(tracker_id, origin)
     if known is not None:
         return known
-    original = _main_original(origin)
-    if original is not None:
-        _track(original, tracker_id)
-        return original
     if metaclass is type:
         cls = type(name, bases, dict(namespace))
     else:
@@ -304,9 +312,8 @@ def _make_enum(
     origin: tuple[str, str, str | None] | None,
 ) -> type:
     """Create (or find again) an Enum class shipped by value."""
-    known = _CLASS_BY_ID.get(tracker_id) or _main_original(origin)
+    known = _known_class(tracker_id, origin)
     if known is not None:
-        _track(known, tracker_id)
         return known
     classdict = metaclass.__prepare__(name, bases)
     for key, value in namespace.items():
