@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 from . import _reconstruct
 from ._byvalue import code_info as _code_info
-from ._pickler import DEFAULT_PROTOCOL, Pickler
+from ._pickler import Pickler, resolve_protocol
 
 __all__ = ["DeterministicPickler", "code_bytes", "dumps", "tracker_id"]
 
@@ -76,10 +76,7 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
         *,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
     ) -> None:
-        if protocol is None:
-            protocol = DEFAULT_PROTOCOL
-        elif protocol < 0:
-            protocol = pickle.HIGHEST_PROTOCOL
+        protocol = resolve_protocol(protocol)
         super().__init__(file, protocol, buffer_callback=buffer_callback)
         self.protocol = protocol
         self._values: dict[tuple[type, Any], int] = {}

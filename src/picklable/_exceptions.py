@@ -107,6 +107,15 @@ def _registered(t: type) -> Any:
     return registered
 
 
+def _stdlib_reduction(pickler: Pickler, exc: BaseException) -> Any:
+    """What stdlib pickle writes for ``exc``, even when copyreg holds another
+    reducer for its class: pickle consults copyreg after us, and a blanket
+    reducer (tblib's) would make the payload need tblib to load."""
+    if type(exc) in copyreg.dispatch_table:
+        return exc.__reduce_ex__(pickler.protocol)
+    return NotImplemented  # pickle's own path: the same bytes
+
+
 def reduce_traceback(pickler: Pickler, tb: types.TracebackType) -> Any:
     """A traceback as frame records (file, function, positions, line; no locals)."""
     registered = _registered(types.TracebackType)
@@ -223,11 +232,7 @@ class _Plan:
 
     def reduce_builtin(self, pickler: Pickler, exc: BaseException) -> Any:
         if self._plain(exc):
-            if self.type in copyreg.dispatch_table:
-                # pickle would consult copyreg after us (tblib's blanket reducer):
-                # keep the stdlib reduction, which needs nothing but Python here.
-                return exc.__reduce_ex__(pickler.protocol)
-            return NotImplemented
+            return _stdlib_reduction(pickler, exc)
         registered = _registered(self.type)
         if registered is not None:
             return _add_chain(registered(exc), chain(exc))
@@ -257,9 +262,7 @@ class _Plan:
         if registered is not None:
             return _add_chain(registered(exc), chain(exc))
         if self.simple and self._plain(exc):
-            if cls in copyreg.dispatch_table:  # a blanket reducer would win after us
-                return exc.__reduce_ex__(pickler.protocol)
-            return NotImplemented
+            return _stdlib_reduction(pickler, exc)
         if self.group:
             new_args: tuple[Any, ...] = (exc.message, exc.exceptions)  # type: ignore[attr-defined]
         else:

@@ -28,6 +28,15 @@ from .exceptions import PicklingError
 DEFAULT_PROTOCOL = 5
 
 
+def resolve_protocol(protocol: int | None) -> int:
+    """The protocol a pickler of ours uses: 5 by default, negative for the highest."""
+    if protocol is None:
+        return DEFAULT_PROTOCOL
+    if protocol < 0:
+        return pickle.HIGHEST_PROTOCOL
+    return protocol
+
+
 class Pickler(pickle.Pickler):
     """A :class:`pickle.Pickler` that ships any callable correctly.
 
@@ -56,10 +65,7 @@ class Pickler(pickle.Pickler):
         fix_imports: bool = True,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
     ) -> None:
-        if protocol is None:
-            protocol = DEFAULT_PROTOCOL
-        elif protocol < 0:
-            protocol = pickle.HIGHEST_PROTOCOL
+        protocol = resolve_protocol(protocol)
         super().__init__(
             file,
             protocol,

@@ -159,17 +159,17 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
 
 
 def reduce_classmethod(pickler: Pickler, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
-    located = _located(obj)
-    if located is not None:
-        return reference(pickler, obj, *located)
+    by_reference = _class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
     state = getattr(obj, "__dict__", None) or None
     return (type(obj), (obj.__func__,), state)
 
 
 def reduce_property(pickler: Pickler, obj: property) -> Any:
-    located = _located(obj)
-    if located is not None:
-        return reference(pickler, obj, *located)
+    by_reference = _class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
     state = getattr(obj, "__dict__", None) or None
     return (type(obj), (obj.fget, obj.fset, obj.fdel, obj.__doc__), state)
 
@@ -190,26 +190,26 @@ def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
         if importable_by_own_name(owner) and vars(owner).get(name) is obj:
             path = (*owner.__qualname__.split("."), "__dict__", (name,))
             return (_reconstruct._resolve, (owner.__module__, path))
-    located = _located(obj)
-    if located is not None:
-        return reference(pickler, obj, *located)
+    by_reference = _class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
     return NotImplemented  # pickle's own error, explained by the diagnostics
 
 
 def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
     """Other descriptors (cached properties of compiled classes, ...) live as
     class attributes: by reference when the locator finds them there."""
-    located = _located(obj)
-    if located is not None:
-        return reference(pickler, obj, *located)
-    return NotImplemented
+    by_reference = _class_attribute_reference(pickler, obj)
+    return NotImplemented if by_reference is None else by_reference
 
 
-def _located(obj: Any) -> tuple[str, tuple[Any, ...]] | None:
+def _class_attribute_reference(pickler: Pickler, obj: Any) -> Any:
+    """A by-reference reduction of a descriptor the locator finds on a class, or None."""
     try:
-        return locate(obj)
+        located = locate(obj)
     except Exception:  # a descriptor with a hostile __getattr__
         return None
+    return None if located is None else reference(pickler, obj, *located)
 
 
 def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
