@@ -69,12 +69,7 @@ class ProcessPoolExecutor(Executor):
             not isinstance(max_tasks_per_child, int) or max_tasks_per_child <= 0
         ):
             raise ValueError("max_tasks_per_child must be >= 1")
-        if initializer is not None and not callable(initializer):
-            raise TypeError("initializer must be a callable")
-        if retries < 0:
-            raise ValueError("retries must be 0 or more")
-        codec = P.Codec()
-        init = codec.encode((initializer, tuple(initargs))) if initializer is not None else None
+        codec, init = P.start_codec(initializer, initargs, retries)
         self._max_workers = max_workers
         self._retries = retries
         self._core = Core(

@@ -138,12 +138,7 @@ class Pool:
             not isinstance(maxtasksperchild, int) or maxtasksperchild <= 0
         ):
             raise ValueError("maxtasksperchild must be a positive int or None")
-        if initializer is not None and not callable(initializer):
-            raise TypeError("initializer must be a callable")
-        if retries < 0:
-            raise ValueError("retries must be 0 or more")
-        codec = P.Codec()
-        init = codec.encode((initializer, tuple(initargs))) if initializer is not None else None
+        codec, init = P.start_codec(initializer, initargs, retries)
         self._processes = processes
         self._retries = retries
         self._core = Core(processes, method, init, maxtasksperchild, "picklable.Pool", codec)

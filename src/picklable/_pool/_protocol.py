@@ -110,6 +110,28 @@ class Codec:
         return (type(self), (self.key,))
 
 
+def start_codec(initializer: Any, initargs: Any, retries: int) -> tuple[Codec, bytes | None]:
+    """Check the options both pool APIs share; make the pool's codec (its key)
+    and the initializer's payload.
+
+    Raises
+    ------
+    TypeError
+        ``initializer`` is not callable.
+    ValueError
+        ``retries`` is negative.
+    picklable.PicklingError
+        The initializer or its arguments cannot be shipped.
+    """
+    if initializer is not None and not callable(initializer):
+        raise TypeError("initializer must be a callable")
+    if retries < 0:
+        raise ValueError("retries must be 0 or more")
+    codec = Codec()
+    init = codec.encode((initializer, tuple(initargs))) if initializer is not None else None
+    return codec, init
+
+
 def type_name(t: type) -> str:
     """``module.Qualname`` of a type, without the ``builtins.`` prefix."""
     module = getattr(t, "__module__", None)
