@@ -12,7 +12,6 @@ Needs Debian's chromium and chromium-driver, as tests/e2e does.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +19,12 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 import picklable
 from picklable.notebook import AuditView, show_audit
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+from support.browser import chromium
 
 
 def _make_locked() -> Any:
@@ -51,30 +47,8 @@ def locked() -> Any:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
     """Headless Chromium driven through chromedriver."""
-    for path in (CHROMIUM, CHROMEDRIVER):
-        assert os.path.exists(path), (
-            f"{path} is missing: install it with `apt-get install -y chromium chromium-driver`"
-        )
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1200,1400",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), "--window-size=1200,1400") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")
