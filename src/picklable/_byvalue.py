@@ -173,9 +173,8 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
     home = func.__globals__
     module_name = home.get("__name__")
     effects: list[Any] = []
-    # Per-payload state, read directly: this runs once per function shipped.
-    shipped_map = pickler._globals_map
-    shipped = shipped_map.get(id(home)) if shipped_map is not None else None
+    payload = pickler._state()
+    shipped = payload.globals_map.get(id(home))
     if shipped is None:
         refs = {}
         if module_name is not None:
@@ -191,13 +190,13 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
         # the arguments, except a reference to itself, which would make pickle
         # build it twice (it is not memoized until its arguments are saved).
         own = refs.pop(func.__name__, None) if refs.get(func.__name__) is func else None
-        shipped = pickler._ship_globals(home, refs)
+        shipped = payload.ship_globals(home, refs)
         if own is not None:
             effects.append(_GlobalsUpdate(shipped, {func.__name__: own}))
-            pickler._globals_known(home)[func.__name__] = own
+            payload.globals_values[id(home)][func.__name__] = own
     else:
         # Later functions of the namespace add only what the payload lacks.
-        known = pickler._globals_known(home)
+        known = payload.globals_values[id(home)]
         missing = None
         for name in names:
             value = home.get(name, _MISSING)
@@ -210,7 +209,6 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
             effects.append(_GlobalsUpdate(shipped, missing))
     closure = func.__closure__
     if closure is not None:
-        deferred = None
         for cell in closure:
             try:
                 content = cell.cell_contents
@@ -218,9 +216,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> tuple[Any, ..
                 continue  # an empty cell stays empty
             if type(content) in _LEAF_TYPES:
                 continue  # reduce_cell puts it in the arguments
-            if deferred is None:
-                deferred = pickler._deferred_cells
-            deferred.add(id(cell))
+            payload.deferred_cells.add(id(cell))
             effects.append(_CellFill(cell, content))
     slots: dict[str, Any] | None = None
     if effects or func.__qualname__ != default_qualname:
@@ -308,7 +304,8 @@ def reduce_cell(pickler: Pickler, cell: types.CellType) -> tuple[Any, ...]:
         return (_reconstruct._make_cell, ())
     if type(content) in _LEAF_TYPES:
         return (_reconstruct._make_cell, (content,))
-    if pickler._deferred is not None and id(cell) in pickler._deferred:
+    payload = pickler._payload
+    if payload is not None and id(cell) in payload.deferred_cells:
         return (_reconstruct._make_cell, ())  # filled by the function's state
     return (_reconstruct._make_cell, (), (None, {"cell_contents": content}))
 

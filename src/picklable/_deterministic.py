@@ -78,9 +78,8 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     ) -> None:
         protocol = resolve_protocol(protocol)
         super().__init__(file, protocol, buffer_callback=buffer_callback)
-        self.protocol = protocol
+        self._start(protocol)
         self._values: dict[tuple[type, Any], int] = {}
-        self._reset()
 
     def reducer_override(self, obj: Any) -> Any:
         """:class:`~picklable.Pickler`'s reduction, with the varying parts replaced.
@@ -161,11 +160,14 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     dispatch[frozenset] = save_frozenset
 
 
-# The payload-state helpers the reducers call on a pickler (everything Pickler
-# defines but the C pickler's own machinery), shared so the two cannot drift.
+# The methods the reducers call on a pickler (everything Pickler defines but
+# the C pickler's own machinery, its slots and its dispatch_table front),
+# shared so the two cannot drift.
 for _name, _value in vars(Pickler).items():
-    if not (_name.startswith("__") and _name.endswith("__")) and _name not in vars(
-        DeterministicPickler
+    if (
+        isinstance(_value, types.FunctionType)
+        and not (_name.startswith("__") and _name.endswith("__"))
+        and _name not in vars(DeterministicPickler)
     ):
         setattr(DeterministicPickler, _name, _value)
 del _name, _value

@@ -258,7 +258,7 @@ def shipping(obj: Any) -> Shipping:
     t = type(obj)
     if t in PLAIN_TYPES:
         return _DATA
-    handler = _reducers.HANDLERS[t]  # by type(obj): proxies lie about their class
+    handler = _reducers.handler_for(t)  # by type(obj): proxies lie about their class
     if handler is _wrappers.reduce_with_state:
         inner = shipping(obj.obj)
         if inner.how == "reference":

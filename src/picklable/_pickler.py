@@ -15,6 +15,7 @@ first: proxies lie about their class) to the rule:
 
 from __future__ import annotations
 
+import copyreg
 import io
 import pickle
 import sys
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from . import _locator
-from ._reducers import HANDLERS
+from ._reducers import HANDLERS, handler_for
 from .exceptions import PicklingError
 
 DEFAULT_PROTOCOL = 5
@@ -57,6 +58,11 @@ class Pickler(pickle.Pickler):
         travels out of band.
     """
 
+    # Slots, not a __dict__: dumps resets per-payload state after every call,
+    # and a slot store costs a fraction of an instance-dict store on a
+    # subclass of a C type. (Subclasses get a __dict__ as usual.)
+    __slots__ = ("protocol", "_payload", "_table")
+
     def __init__(
         self,
         file: IO[bytes],
@@ -72,46 +78,86 @@ class Pickler(pickle.Pickler):
             fix_imports=fix_imports,
             buffer_callback=buffer_callback,
         )
+        self._start(protocol)
+
+    def _start(self, protocol: int) -> None:
+        """Set what the reducers read (shared with the deterministic pickler)."""
         self.protocol = protocol
-        self._reset()
+        self._payload: PayloadState | None = None
+        # The dispatch table pickle consults after the hook (the plain-instance
+        # reducer defers to its entries): a subclass's class attribute, or
+        # copyreg's. An instance's own table comes through the setter below.
+        table = getattr(type(self), "dispatch_table", None)
+        self._table: Any = _COPYREG_TABLE if table is None or table is _TABLE_PROPERTY else table
 
-    def _reset(self) -> None:
-        """Forget the per-payload state (the memo is cleared separately)."""
-        self._globals_map: dict[int, dict[str, Any]] | None = None
-        self._globals_values: dict[int, dict[str, Any]] | None = None
-        self._deferred: set[int] | None = None
+    @property
+    def dispatch_table(self) -> Any:
+        """Reducers by type for this pickler, as for :class:`pickle.Pickler`.
 
-    def reducer_override(self, obj: Any, _handlers: Any = HANDLERS, _type: Any = type) -> Any:
+        Unset (``AttributeError``) until assigned: pickle then uses
+        ``copyreg.dispatch_table``.
+        """
+        table = self._table
+        if table is _COPYREG_TABLE:
+            raise AttributeError("dispatch_table")
+        return table
+
+    @dispatch_table.setter
+    def dispatch_table(self, table: Any) -> None:
+        _C_TABLE.__set__(self, table)  # the field the C pickler reads
+        self._table = table
+
+    def reducer_override(
+        self,
+        obj: Any,
+        _handlers: Any = HANDLERS,
+        _type: Any = type,
+        _classify: Any = handler_for,
+    ) -> Any:
         # Called for every non-builtin object (each of 10,000 dataclass
         # instances): locals, one dict hit, no attribute lookups.
-        handler = _handlers[_type(obj)]
+        try:
+            handler = _handlers[_type(obj)]
+        except KeyError:
+            handler = _classify(_type(obj))
         if handler is None:
             return NotImplemented
         return handler(self, obj)
 
-    # State shared by the reducers of one payload ------------------------------
+    def _state(self) -> PayloadState:
+        """The state the reducers of this payload share (made on first need)."""
+        state = self._payload
+        if state is None:
+            state = self._payload = PayloadState()
+        return state
 
-    def _ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
+
+# The C pickler's own dispatch_table field, the table it falls back on, and
+# the property above that fronts both.
+_C_TABLE: Any = vars(pickle.Pickler)["dispatch_table"]
+_COPYREG_TABLE = copyreg.dispatch_table
+_TABLE_PROPERTY = vars(Pickler)["dispatch_table"]
+
+
+class PayloadState:
+    """What the reducers of one payload share; a by-value function needs it,
+    plain data never does (so a payload without functions never makes one)."""
+
+    __slots__ = ("globals_map", "globals_values", "deferred_cells")
+
+    def __init__(self) -> None:
+        # id(module globals) -> the shipped globals dict of that namespace
+        self.globals_map: dict[int, dict[str, Any]] = {}
+        # id(module globals) -> names and values those shipped globals hold once loaded
+        self.globals_values: dict[int, dict[str, Any]] = {}
+        # ids of closure cells whose contents a function's state fills in
+        self.deferred_cells: set[int] = set()
+
+    def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
-        globals_map, globals_values = self._globals_map, self._globals_values
-        if globals_map is None or globals_values is None:
-            globals_map = self._globals_map = {}
-            globals_values = self._globals_values = {}
-        globals_map[id(home)] = refs
-        globals_values[id(home)] = dict(refs)
+        self.globals_map[id(home)] = refs
+        self.globals_values[id(home)] = dict(refs)
         return refs
-
-    def _globals_known(self, home: dict[str, Any]) -> dict[str, Any]:
-        """Names and values the shipped globals of ``home`` hold once loaded."""
-        assert self._globals_values is not None
-        return self._globals_values[id(home)]
-
-    @property
-    def _deferred_cells(self) -> set[int]:
-        """ids of closure cells whose contents a function's state fills in."""
-        if self._deferred is None:
-            self._deferred = set()
-        return self._deferred
 
 
 class _Sink:
@@ -189,48 +235,52 @@ def dumps(
     """
     if key is not None or deterministic or (protocol is not None and protocol != DEFAULT_PROTOCOL):
         return _dumps_with(obj, protocol, buffer_callback, key, deterministic)
+    # The success path is what pickle.dumps is measured against: no finally,
+    # and the resets are slot stores; failures leave through _dump_failed.
     try:
         pickler, sink = _idle.pop()
     except IndexError:
         sink = _Sink()
         pickler = Pickler(sink, buffer_callback=sink.forward_buffer)  # type: ignore[arg-type]
-    sink.buffer_callback = buffer_callback
+    if buffer_callback is not None:
+        sink.buffer_callback = buffer_callback
     chunks = sink.chunks
-    data = b""
     try:
-        try:
-            pickler.dump(obj)
-        except Exception:
-            if not _locator.by_name:
-                raise
-            # A cached "importable by name" answer may have gone stale (a module
-            # attribute reassigned): forget them all and try once more.
-            _locator.by_name.clear()
-            chunks.clear()
-            pickler.clear_memo()
-            pickler._reset()
-            _dump(obj, pickler)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    except RecursionError as exc:
-        raise _recursion_error(obj) from exc
-    except PicklingError as exc:
-        if exc.path or isinstance(exc.__cause__, RecursionError):
-            raise  # already located by the retry above, or too deep to walk again
-        from ._diagnose import pickling_error
-
-        raise pickling_error(obj, exc) from exc
+        pickler.dump(obj)
     except Exception as exc:
+        # The pickler is not put back: it may hold a half-written payload.
+        return _dump_failed(obj, pickler, chunks, exc)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    chunks.clear()
+    pickler.clear_memo()
+    pickler._payload = None
+    sink.buffer_callback = None
+    if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:
+        _idle.append((pickler, sink))
+    return data
+
+
+def _dump_failed(obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception) -> bytes:
+    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``.
+
+    A cached "importable by name" answer may have gone stale (a module
+    attribute reassigned): forget them all and try once more. Otherwise, or if
+    that fails too, raise a :class:`PicklingError` that names the path.
+    """
+    if isinstance(exc, RecursionError):
+        raise _recursion_error(obj) from exc
+    if isinstance(exc, PicklingError) and (exc.path or isinstance(exc.__cause__, RecursionError)):
+        raise exc  # already located by a reducer, or too deep to walk again
+    if not _locator.by_name:
         from ._diagnose import pickling_error
 
         raise pickling_error(obj, exc) from exc
-    finally:
-        chunks.clear()
-        sink.buffer_callback = None
-        pickler.clear_memo()
-        pickler._reset()
-        if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:
-            _idle.append((pickler, sink))
-    return data
+    _locator.by_name.clear()
+    chunks.clear()
+    pickler.clear_memo()
+    pickler._payload = None
+    _dump(obj, pickler)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _dumps_with(

@@ -1,21 +1,23 @@
 """Per-type reducers and the dispatch table that picks them.
 
-The pickler calls ``HANDLERS[type(obj)]`` for every object the C pickler does not
-handle itself. The table is filled lazily, one classification per type, so the
-cost for an ordinary instance (a dataclass in a list of 10,000) is one dict hit.
+The pickler looks up ``HANDLERS[type(obj)]`` for every object the C pickler does
+not handle itself. The table is filled lazily (:func:`handler_for`), one
+classification per type, so the cost for an ordinary instance (a dataclass in a
+list of 10,000) is one dict hit. It is a plain dict on purpose: the
+interpreter's fast path for subscripting a dict skips subclasses (a
+``__missing__`` hook would cost more than the rest of the lookup).
 A handler returns a reduce value, a global name, or ``NotImplemented`` (let
 pickle do what it always does).
 """
 
 from __future__ import annotations
 
-import copyreg
 import sys
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import _byvalue, _exceptions, _locator, _reconstruct, _wrappers
+from . import _byvalue, _exceptions, _instances, _locator, _reconstruct, _wrappers
 from ._locator import by_name as _by_name
 from ._locator import importable_by_own_name, locate
 from .exceptions import PicklingError
@@ -54,8 +56,12 @@ def located_reference(pickler: Pickler, obj: Any) -> Any:
     return reference(pickler, obj, *found)
 
 
-def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
-    if _by_name.get(id(func)) is func:
+def reduce_function(
+    pickler: Pickler, func: types.FunctionType, _named: Any = _by_name.get, _id: Any = id
+) -> Any:
+    # Runs for every function pickled (numpy's _frombuffer in each array):
+    # the "known by its own name" answer first, from locals.
+    if _named(_id(func)) is func:
         return NotImplemented
     module = func.__module__
     if _byvalue.ships_by_value(module):
@@ -101,8 +107,8 @@ def _function_by_value(pickler: Pickler, func: types.FunctionType) -> Any:
     return _byvalue.reduce_function(pickler, func)
 
 
-def reduce_class(pickler: Pickler, cls: type) -> Any:
-    if _by_name.get(id(cls)) is cls:
+def reduce_class(pickler: Pickler, cls: type, _named: Any = _by_name.get, _id: Any = id) -> Any:
+    if _named(_id(cls)) is cls:
         return NotImplemented
     known = _builtin_type_refs.get(id(cls))
     if known is not None and known[0] is cls:
@@ -330,8 +336,7 @@ def _refuse(reason: str, hint: str) -> Handler:
         # A pickler given its own reducer for this type knows better: loky
         # pickles its workers' Process objects with LOKY_PICKLER's Pickler and a
         # dispatch_table whose Connection reducer duplicates the descriptor.
-        table = getattr(pickler, "dispatch_table", copyreg.dispatch_table)
-        if type(obj) in table:
+        if type(obj) in pickler._table:
             return NotImplemented
         name = f"{type(obj).__module__}.{type(obj).__qualname__}"
         raise PicklingError(
@@ -367,16 +372,19 @@ def classify(t: type) -> Handler | None:
         return reduce_callable_instance
     if hasattr(t, "__get__"):
         return reduce_descriptor
+    if _instances.is_plain(t):
+        return _instances.reduce_plain_instance
     return None
 
 
-class _HandlerTable(dict):  # type: ignore[type-arg]
-    """type -> handler, classifying each new type on first sight."""
+# type -> handler (None: pickle's own way), filled by handler_for.
+HANDLERS: dict[type, Handler | None] = {}
 
-    def __missing__(self, t: type) -> Handler | None:
-        handler = classify(t)
-        self[t] = handler
+
+def handler_for(t: type) -> Handler | None:
+    """The handler for instances of ``t``, classifying ``t`` on first sight."""
+    try:
+        return HANDLERS[t]
+    except KeyError:
+        handler = HANDLERS[t] = classify(t)
         return handler
-
-
-HANDLERS: dict[type, Handler | None] = _HandlerTable()
