@@ -10,7 +10,7 @@ exception, stated here: the bytecode of functions shipped by value
 decoded with :func:`marshal.loads` to show the functions' names, files and the
 globals they read. ``marshal.loads`` builds a code object and runs none of it;
 it is only used when the payload says its code was compiled by this very
-interpreter (implementation, version and bytecode magic), and ``decode_code=False``
+interpreter (implementation and minor version), and ``decode_code=False``
 (``--no-code`` on the command line) turns it off. marshal is not hardened
 against maliciously crafted bytes, so do not decode payloads you distrust.
 """
@@ -469,7 +469,7 @@ class _Machine:
             self.decode_code
             and isinstance(data, bytes)
             and isinstance(record, str)
-            and record.split(" ")[:3] == _HERE.split(" ")[:3]
+            and record == _HERE
         ):
             try:
                 code = marshal.loads(data)  # builds a code object; runs nothing

@@ -102,8 +102,10 @@ def _resolve(module: str, path: tuple[Any, ...]) -> Any:
 def _check_interpreter(record: str) -> None:
     """Refuse by-value code made by another interpreter, before building any.
 
-    ``record`` is ``"<implementation> <major.minor> <bytecode magic> <picklable version>"``;
-    the first three must match here, the picklable version is informative.
+    ``record`` is ``"<implementation> <major.minor>"``, the part users can act
+    on; the exact bytecode version (the magic number, which also changes
+    between pre-releases of one minor version) is bound by the checksum of
+    the code bytes (:func:`seal_code`).
     """
     if type(record) is not str:
         raise UnpicklingError(
@@ -113,19 +115,23 @@ def _check_interpreter(record: str) -> None:
             reason="damaged payload: no interpreter record",
             hint="check that the bytes arrive unchanged",
         )
-    theirs = record.split(" ")
-    ours = _HERE.split(" ")
-    if theirs[:3] == ours[:3]:
+    if record == _HERE:
         return
-    if len(theirs) != 4:
-        theirs = ["unknown", "unknown", "unknown", "unknown"]
+    theirs = record if _well_formed(record) else "an unknown interpreter"
     raise UnpicklingError(
-        f"Cannot load: this payload carries code compiled by {theirs[0]} {theirs[1]} "
-        f"(bytecode magic {theirs[2]}, picklable {theirs[3]}); this interpreter is "
-        f"{ours[0]} {ours[1]} (bytecode magic {ours[2]}, picklable {ours[3]}). "
-        "Fix: run the same Python minor version on both sides.",
+        f"Cannot load: this payload carries code compiled by {theirs}; this interpreter "
+        f"is {_HERE}. Fix: run the same Python minor version on both sides.",
         reason="bytecode from another interpreter",
         hint="run the same Python minor version on both sides",
+    )
+
+
+def _well_formed(record: str) -> bool:
+    """Whether ``record`` reads like ``"cpython 3.11"`` (it is quoted in a message)."""
+    implementation, _, version = record.partition(" ")
+    major, _, minor = version.partition(".")
+    return (
+        len(record) <= 40 and implementation.isidentifier() and major.isdigit() and minor.isdigit()
     )
 
 
@@ -137,16 +143,19 @@ _CODES_LIMIT = 4096
 
 
 def seal_code(data: bytes) -> bytes:
-    """marshal bytes of a code object + CRC32 of them (4 bytes, little-endian).
+    """marshal bytes of a code object + their CRC32 (4 bytes, little-endian),
+    computed from a start value derived from this interpreter's bytecode magic.
 
     marshal checks the structure of what it reads but not the bytecode inside,
     and a code object runs while a payload loads (a base class's
     ``__init_subclass__``, a ``__set_name__``): a flipped bit there can crash
     the interpreter instead of raising. The checksum turns damage in transit
-    into an :class:`~picklable.UnpicklingError`. It is no defence against a
-    forged payload (use ``key=``). ``marshal.loads`` ignores the trailer.
+    into an :class:`~picklable.UnpicklingError`, and so does bytecode of
+    another build with the same version number (the magic number differs
+    between pre-releases). It is no defence against a forged payload (use
+    ``key=``). ``marshal.loads`` ignores the trailer.
     """
-    return data + zlib.crc32(data).to_bytes(4, "little")
+    return data + zlib.crc32(data, _SEAL_START).to_bytes(4, "little")
 
 
 def _load_code(data: bytes, record: str) -> types.CodeType:
@@ -163,10 +172,13 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
     code = _codes.get(data)
     if code is not None:
         return code
-    if len(data) < 5 or zlib.crc32(memoryview(data)[:-4]) != int.from_bytes(data[-4:], "little"):
+    if len(data) < 5 or zlib.crc32(memoryview(data)[:-4], _SEAL_START) != int.from_bytes(
+        data[-4:], "little"
+    ):
         raise UnpicklingError(
             "Cannot load: the bytes of code shipped by value fail their checksum: the "
-            "payload was damaged on the way (or not made by this picklable version).",
+            "payload was damaged on the way, or made by another build of "
+            f"{_HERE} whose bytecode differs (a pre-release).",
             reason="damaged payload: code checksum",
             hint="check that the bytes arrive unchanged; "
             "sign payloads with key= to detect any change",
@@ -219,15 +231,14 @@ def _make_cell(*contents: Any) -> types.CellType:
 
 
 def _interpreter_record() -> str:
-    """``"<implementation> <major.minor> <bytecode magic> <picklable version>"`` of this process."""
-    from . import __version__
-
-    magic = int.from_bytes(importlib.util.MAGIC_NUMBER[:2], "little")
+    """``"<implementation> <major.minor>"`` of this process (``"cpython 3.11"``)."""
     major, minor = sys.version_info[:2]
-    return f"{sys.implementation.name} {major}.{minor} {magic} {__version__}"
+    return f"{sys.implementation.name} {major}.{minor}"
 
 
 _HERE = _interpreter_record()
+# Where the checksum of shipped code starts: this interpreter's bytecode magic.
+_SEAL_START = zlib.crc32(importlib.util.MAGIC_NUMBER)
 
 
 def _main_original(origin: tuple[str, str, str | None] | None) -> type | None:

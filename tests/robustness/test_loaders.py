@@ -89,7 +89,7 @@ class TestRecords:
     def test_record_of_other_shape(self):
         """A record with other fields is refused as another interpreter, fields unknown."""
         error = load_error(_reconstruct._load_code, GOOD, "nonsense")
-        assert "compiled by unknown unknown" in str(error)
+        assert "compiled by an unknown interpreter;" in str(error)
 
 
 class TestArguments:

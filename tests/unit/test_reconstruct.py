@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import sys
 
 import pytest
 
@@ -43,13 +44,24 @@ class TestInterpreterGuard:
         """Code from another Python version is refused with both sides named."""
         data = picklable.dumps(api.make_closure(1))
         here = _reconstruct._HERE
-        forged = here.replace(here.split(" ")[1], "3.99").replace(here.split(" ")[2], "9999")
-        assert len(forged) == len(here)
+        forged = "cpython 3." + "9" * (len(here) - len("cpython 3."))
+        assert len(forged) == len(here) and forged != here
         with pytest.raises(picklable.UnpicklingError) as info:
             picklable.loads(data.replace(here.encode(), forged.encode()))
         message = str(info.value)
-        assert "compiled by cpython 3.99 (bytecode magic 9999" in message
-        assert f"this interpreter is cpython {here.split(' ')[1]}" in message
+        assert f"compiled by {forged}; this interpreter is {here}." in message
+
+    def test_record_is_implementation_and_minor_version(self):
+        """The record says what users can act on: "cpython 3.11"."""
+        major, minor = sys.version_info[:2]
+        assert f"{sys.implementation.name} {major}.{minor}" == _reconstruct._HERE
+
+    @pytest.mark.parametrize("record", ["", "cpython", "cpython 3.x", "x" * 50 + " 3.11", "a b c"])
+    def test_malformed_record_is_not_quoted(self, record):
+        """A record that does not read like one is called unknown, not echoed."""
+        with pytest.raises(picklable.UnpicklingError) as info:
+            _reconstruct._check_interpreter(record)
+        assert "compiled by an unknown interpreter;" in str(info.value)
 
     def test_damaged_payload(self):
         """Truncated bytes give a clean UnpicklingError."""
