@@ -98,7 +98,7 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
 ROUNDS = 9
 
 
-def measure(budget: float) -> list[dict[str, Any]]:
+def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
     """Per case and serializer: best seconds per call, and the median over rounds of
     the ratio to the reference serializer measured in the same round.
 
@@ -108,6 +108,8 @@ def measure(budget: float) -> list[dict[str, Any]]:
     """
     rows = []
     for name, (obj, opts) in cases().items():
+        if only is not None and only not in name:
+            continue
         row: dict[str, Any] = {"case": name, "by_value": bool(opts.get("by_value"))}
         base = "cloudpickle" if opts.get("by_value") else "pickle"
         calls: dict[str, tuple[Callable[[], Any], Callable[[], Any], int]] = {}
@@ -201,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short loops (smoke run)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--case", metavar="TEXT", help="only the cases whose name contains TEXT")
     args = parser.parse_args(argv)
-    rows = measure(budget=0.005 if args.quick else 0.05)
+    rows = measure(budget=0.005 if args.quick else 0.05, only=args.case)
     print(render(rows))
     if args.json:
         with open(args.json, "w") as f:
