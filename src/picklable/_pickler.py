@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from . import _locator
+from ._instances import reduce_plain_instance
 from ._reducers import HANDLERS, handler_for
 from .exceptions import PicklingError
 
@@ -113,14 +114,19 @@ class Pickler(pickle.Pickler):
         _handlers: Any = HANDLERS,
         _type: Any = type,
         _classify: Any = handler_for,
+        _by_name: Any = _locator.by_name.get,
+        _id: Any = id,
+        _plain: Any = reduce_plain_instance,
     ) -> Any:
         # Called for every non-builtin object (each of 10,000 dataclass
-        # instances): locals, one dict hit, no attribute lookups.
+        # instances, four times per numpy array): locals, dict hits, no
+        # attribute lookups. A function or class already found importable by
+        # its own name goes to pickle's save_global without a second frame.
         try:
             handler = _handlers[_type(obj)]
         except KeyError:
             handler = _classify(_type(obj))
-        if handler is None:
+        if handler is None or (handler is not _plain and _by_name(_id(obj)) is obj):
             return NotImplemented
         return handler(self, obj)
 
