@@ -3,20 +3,22 @@
 Run from the repository root (objects defined here live in ``__main__``, like a
 user's script)::
 
-    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE]
+    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT]
 
-Times are the best of 9 rounds; ratios are the median, over the rounds, of each
-serializer's time divided by the reference's time in the same round (the
-serializers take turns, so a slow spell of a shared machine cancels out). Ratios are against stdlib
-pickle for by-reference and plain-data cases, and against cloudpickle for by-value
-functions (stdlib pickle cannot ship those: it writes a reference to ``__main__``,
-which the receiver does not have).
+Times are the best of 9 rounds, with the cyclic GC off while timing (as in
+timeit); ratios are the median, over the rounds, of each serializer's time
+divided by the reference's time in the same round (the serializers take turns,
+so a slow spell of a shared machine cancels out). Ratios are against stdlib
+pickle for by-reference and plain-data cases, and against cloudpickle for
+by-value functions (stdlib pickle cannot ship those: it writes a reference to
+``__main__``, which the receiver does not have).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import pickle
 import platform
@@ -75,11 +77,17 @@ def calibrate(fn: Callable[[], Any], *, budget: float) -> int:
 
 
 def batch(fn: Callable[[], Any], loops: int) -> float:
-    """Seconds per call over one batch."""
-    start = time.perf_counter()
-    for _ in range(loops):
-        fn()
-    return (time.perf_counter() - start) / loops
+    """Seconds per call over one batch, with the cyclic GC off (as timeit does): a
+    collection triggered by one serializer's garbage would land in another's batch."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        return (time.perf_counter() - start) / loops
+    finally:
+        gc.enable()
 
 
 def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
