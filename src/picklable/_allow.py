@@ -368,10 +368,13 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
         name: str,
         defaults: tuple[Any, ...] | None,
         closure: tuple[types.CellType, ...] | None,
+        annotations: dict[str, Any] | None = None,
     ) -> types.FunctionType:
         module = globals.get("__name__") if type(globals) is dict else None
         policy.by_value(module, f"function {name!r}")
-        return _reconstruct._make_function(data, record, globals, name, defaults, closure)
+        return _reconstruct._make_function(
+            data, record, globals, name, defaults, closure, annotations
+        )
 
     def _load_code(data: bytes, record: str) -> types.CodeType:
         raise policy.refuse(

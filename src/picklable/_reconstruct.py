@@ -211,18 +211,24 @@ def _make_function(
     name: str,
     defaults: tuple[Any, ...] | None,
     closure: tuple[types.CellType, ...] | None,
+    annotations: dict[str, Any] | None = None,
 ) -> types.FunctionType:
     """Build a function shipped by value (its other metadata comes by BUILD).
 
     One Python frame per function, but only one global per payload: at load a
-    global costs ten times a frame.
+    global costs ten times a frame. ``annotations`` (added after 0.1.0's first
+    payloads, hence optional) come here when they cannot lead back to the
+    function; otherwise by BUILD, once the function is memoized.
     """
     if record != _HERE:
         _check_interpreter(record)  # even for bytes this process has seen
     code = _codes.get(data)
     if code is None:
         code = _load_code(data, record)
-    return types.FunctionType(code, globals, name, defaults, closure)
+    func = types.FunctionType(code, globals, name, defaults, closure)
+    if annotations is not None:
+        func.__annotations__ = annotations
+    return func
 
 
 def _make_cell(*contents: Any) -> types.CellType:

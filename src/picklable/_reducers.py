@@ -64,8 +64,10 @@ def reduce_function(
     if _named(_id(func)) is func:
         return NotImplemented
     module = func.__module__
-    if _byvalue.ships_by_value(module):
-        return _function_by_value(pickler, func)
+    if module in _MAIN_MODULES or _byvalue.ships_by_value(module):
+        if func.__code__ is _SINGLEDISPATCH_CODE:
+            return _function_by_value(pickler, func)
+        return _byvalue_function(pickler, func)  # lambdas and closures of a script
     qualname = func.__qualname__
     # Fast path, stdlib's own test: the function is importable by its own name.
     if "<" not in qualname and type(module) is str:
@@ -98,6 +100,8 @@ _builtin_type_refs: dict[int, tuple[type, Any]] = {
 
 
 _SINGLEDISPATCH_CODE = _wrappers._SINGLEDISPATCH_CODE
+_MAIN_MODULES = _byvalue._MAIN_MODULES
+_byvalue_function = _byvalue.reduce_function
 
 
 def _function_by_value(pickler: Pickler, func: types.FunctionType) -> Any:
