@@ -48,6 +48,8 @@ def python_call_type(t: type) -> bool:
     C types (``functools.partial``, ``operator.itemgetter`` -- a heap type since
     3.11) implement ``__call__`` as a slot wrapper and are left to pickle.
     """
+    if not t.__flags__ & _HEAPTYPE:
+        return False  # a static C type: no Python-written attribute at all
     for klass in t.__mro__[:-1]:
         raw = vars(klass).get("__call__")
         if raw is not None:
@@ -100,11 +102,14 @@ class _ModuleIndex:
         self.fingerprint = self._fingerprint()
 
     def _fingerprint(self) -> tuple[int, int]:
+        # Checked on every lookup that misses the cache: no generator when the
+        # module defines no classes.
         try:
             size = len(vars(self.module))
         except TypeError:  # pragma: no cover - modules always have a __dict__
             size = -1
-        return size, sum(len(vars(c)) for c, _ in self.classes)
+        classes = self.classes
+        return size, sum([len(vars(c)) for c, _ in classes]) if classes else 0
 
     def stale(self) -> bool:
         return self._fingerprint() != self.fingerprint
@@ -278,7 +283,41 @@ def _index_for(module_name: str, *, revalidate: bool) -> _ModuleIndex | None:
     if index is None or index.module is not module or (revalidate and index.stale()):
         index = _ModuleIndex(module)
         _indexes[module_name] = index
+        top = module_name.partition(".")[0]
+        _package_generation[top] = _package_generation.get(top, 0) + 1
     return index
+
+
+# Top-level package -> how many times an index of one of its modules was built.
+_package_generation: dict[str, int] = {}
+# Top-level package -> ((len(sys.modules), generation), id -> [(module, path), ...])
+# over the indexes of its loaded modules: what the package-wide search reads.
+_package_maps: dict[str, tuple[tuple[int, int], dict[int, list[tuple[str, Path]]]]] = {}
+
+
+def _package_map(top: str) -> dict[int, list[tuple[str, Path]]]:
+    """Every indexed object of package ``top``'s loaded modules, by id.
+
+    Made once and reused until a module is imported or removed, or one of the
+    package's indexes is rebuilt: without it, each factory-made function that
+    is found nowhere (closures made by a library, shipped by value) would
+    re-list sys.modules and consult hundreds of indexes, one dump after another.
+    """
+    cached = _package_maps.get(top)
+    if cached is not None and cached[0] == (len(sys.modules), _package_generation.get(top, 0)):
+        return cached[1]
+    prefix = top + "."
+    names = [n for n in list(sys.modules) if n == top or n.startswith(prefix)]
+    merged: dict[int, list[tuple[str, Path]]] = {}
+    for module_name in names[:_MAX_PACKAGE_MODULES]:
+        index = _index_for(module_name, revalidate=False)
+        if index is None:
+            continue
+        for key, path in index.paths.items():
+            merged.setdefault(key, []).append((module_name, path))
+    # Read after the loop: building the indexes above moved the generation on.
+    _package_maps[top] = ((len(sys.modules), _package_generation.get(top, 0)), merged)
+    return merged
 
 
 def _resolves_to(module_name: str, path: Path, obj: Any) -> bool:
@@ -326,53 +365,59 @@ def importable_by_own_name(obj: Any) -> bool:
 _INNER_ATTRIBUTES = ("__func__", "fget", "func", "__wrapped__")
 
 
+def _add_module(names: list[str], module_name: Any) -> None:
+    if type(module_name) is str and module_name not in MAIN_MODULES and module_name not in names:
+        names.append(module_name)
+
+
+def _add_origin(names: list[str], candidate: Any) -> None:
+    """Add the module ``candidate`` was defined in, and its owner class's module."""
+    try:
+        module_name = candidate.__module__
+        qualname = candidate.__qualname__
+    except Exception:
+        module_name = getattr(candidate, "__module__", None)
+        qualname = None
+    _add_module(names, module_name)
+    # ``Owner.method`` whose Owner was moved to another module (pandas sets
+    # DataFrame.__module__ = "pandas"): index the module the owner now names.
+    if type(qualname) is str and "." in qualname and "<" not in qualname:
+        home = sys.modules.get(module_name) if type(module_name) is str else None
+        head = getattr(home, qualname.partition(".")[0], None) if home is not None else None
+        if isinstance(head, type):
+            _add_module(names, getattr(head, "__module__", None))
+
+
 def _candidate_modules(obj: Any) -> list[str]:
     """Modules worth indexing to find ``obj``: where it, or what it wraps, was
     defined, and where the class owning it now says it lives."""
     names: list[str] = []
-
-    def add(module_name: Any) -> None:
-        if (
-            type(module_name) is str
-            and module_name not in MAIN_MODULES
-            and module_name not in names
-        ):
-            names.append(module_name)
-
-    def add_origin(candidate: Any) -> None:
-        try:
-            module_name = candidate.__module__
-            qualname = candidate.__qualname__
-        except Exception:
-            module_name = getattr(candidate, "__module__", None)
-            qualname = None
-        add(module_name)
-        # ``Owner.method`` whose Owner was moved to another module (pandas sets
-        # DataFrame.__module__ = "pandas"): index the module the owner now names.
-        if type(qualname) is str and "." in qualname and "<" not in qualname:
-            home = sys.modules.get(module_name) if type(module_name) is str else None
-            head = getattr(home, qualname.partition(".")[0], None) if home is not None else None
-            if isinstance(head, type):
-                add(getattr(head, "__module__", None))
-
-    add_origin(obj)
-    owner = getattr(obj, "__objclass__", None)
+    _add_origin(names, obj)
+    # A plain function keeps other attributes in its __dict__ (FunctionType
+    # defines none of those read below): read them there, without a failing
+    # getattr each time (this runs for every function the locator looks for).
+    own = obj.__dict__ if type(obj) is types.FunctionType else None
+    owner = own.get("__objclass__") if own is not None else getattr(obj, "__objclass__", None)
     if isinstance(owner, type):
-        add_origin(owner)
+        _add_origin(names, owner)
     # What it wraps, down the chain: a wrapper lives where its function was defined.
     current = obj
     for _ in range(16):
         inner = None
+        own = current.__dict__ if type(current) is types.FunctionType else None
         for attribute in _INNER_ATTRIBUTES:
-            try:
-                inner = getattr(current, attribute, None)
-            except Exception:
-                inner = None
+            if own is not None:
+                inner = own.get(attribute)
+            else:
+                try:
+                    inner = getattr(current, attribute, None)
+                except Exception:
+                    inner = None
             if inner is not None and inner is not current:
                 break
         if inner is None or inner is current:
             break
-        add_origin(inner)
+        _add_origin(names, inner)
         current = inner
     if isinstance(obj, types.FunctionType):
         for cell in obj.__closure__ or ():
@@ -381,7 +426,7 @@ def _candidate_modules(obj: Any) -> list[str]:
             except ValueError:
                 continue
             if isinstance(content, types.FunctionType) or _heap_callable(content):
-                add_origin(content)
+                _add_origin(names, content)
     elif not isinstance(obj, type):
         try:
             attributes = list(vars(obj).values())
@@ -389,7 +434,7 @@ def _candidate_modules(obj: Any) -> list[str]:
             attributes = []
         for attr in attributes:
             if isinstance(attr, types.FunctionType):
-                add_origin(attr)
+                _add_origin(names, attr)
     if isinstance(obj, type) and getattr(obj, "__module__", None) == "builtins":
         names.append("types")
     return names
@@ -434,16 +479,8 @@ def _search_packages(obj: Any, candidates: list[str]) -> tuple[str, Path] | None
         top = candidate.partition(".")[0]
         if top == candidate and not hasattr(sys.modules.get(top), "__path__"):
             continue  # a plain module, not a package: nothing else to search
-        prefix = top + "."
-        names = [n for n in list(sys.modules) if n == top or n.startswith(prefix)]
-        for module_name in names[:_MAX_PACKAGE_MODULES]:
-            if module_name in candidates:
-                continue
-            index = _index_for(module_name, revalidate=False)
-            if index is None:
-                continue
-            path = index.paths.get(key)
-            if path is not None and _resolves_to(module_name, path, obj):
+        for module_name, path in _package_map(top).get(key, ()):
+            if module_name not in candidates and _resolves_to(module_name, path, obj):
                 return module_name, path
     return None
 
@@ -452,6 +489,7 @@ def clear_cache() -> None:
     """Forget every module index (for tests and long-lived processes)."""
     with _lock:
         _indexes.clear()
+        _package_maps.clear()
         _hits.clear()
         by_name.clear()
 

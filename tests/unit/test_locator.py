@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 
 import pytest
@@ -157,3 +158,61 @@ class TestDescriptorsAndRelocatedClasses:
         bound = Private().expose()
         assert bound.__func__.__name__ == "__hidden"
         assert picklable.loads(picklable.dumps(bound))() == "hidden"
+
+
+class TestPackageSearchCache:
+    """The package-wide search reads one id map per package, rebuilt only when the
+    package's modules or their indexes change (it used to re-list sys.modules and
+    consult every index for each factory-made function found nowhere)."""
+
+    def test_reused_while_nothing_changes(self):
+        from picklable_testpkg import siblings
+
+        _locator.clear_cache()
+        first = _locator._package_map("picklable_testpkg")
+        assert id(siblings.Table.summary) in first
+        assert _locator._package_map("picklable_testpkg") is first
+
+    def test_rebuilt_when_a_module_of_the_package_is_imported(self, monkeypatch):
+        _locator.clear_cache()
+        first = _locator._package_map("picklable_testpkg")
+        extra = types.ModuleType("picklable_testpkg._extra_for_test")
+
+        def made_here():
+            return 1
+
+        made_here.__qualname__ = "factory.<locals>.made_here"
+        extra.Holder = type("Holder", (), {"made_here": made_here, "__module__": extra.__name__})
+        monkeypatch.setitem(sys.modules, extra.__name__, extra)
+        second = _locator._package_map("picklable_testpkg")
+        assert second is not first
+        assert id(made_here) in second
+
+    def test_rebuilt_when_an_index_of_the_package_is_rebuilt(self):
+        _locator.clear_cache()
+        first = _locator._package_map("picklable_testpkg")
+        _locator._indexes.pop("picklable_testpkg.siblings")
+        _locator._index_for("picklable_testpkg.siblings", revalidate=False)
+        assert _locator._package_map("picklable_testpkg") is not first
+
+    def test_closure_found_nowhere_goes_by_value(self):
+        """A factory's closure on no class: searched, not found, shipped as a copy."""
+        closure = api.make_closure(2)
+        assert locate(closure) is None
+        assert locate(closure) is None  # the cached map gives the same answer
+        copy = picklable.loads(picklable.dumps(closure))
+        assert copy is not closure and copy(1) == closure(1)
+
+
+class TestCallTypes:
+    @pytest.mark.parametrize("t", [int, str, type, types.FunctionType, dict])
+    def test_static_types_are_not_wrappers(self, t):
+        assert not _locator.python_call_type(t)
+
+    def test_python_call_is(self):
+        class Wrapper:
+            def __call__(self):
+                return 1
+
+        assert _locator.python_call_type(Wrapper)
+        assert _locator._heap_callable(Wrapper())
