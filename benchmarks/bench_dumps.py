@@ -31,6 +31,7 @@ from typing import Any
 import cloudpickle
 import dill
 import numpy as np
+from benchpkg import factories
 
 import picklable
 
@@ -100,6 +101,10 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
         "lambda (by value)": (lambda x: x * 2 + OFFSET, {"by_value": True}),
         "closure (by value)": (make_closure(5), {"by_value": True}),
         "1,000 closures (by value)": ([make_closure(i) for i in range(1000)], {"by_value": True}),
+        "1,000 closures of a package": (
+            [factories.make_closure(i) for i in range(1000)],
+            {"by_value": True},
+        ),
     }
 
 
