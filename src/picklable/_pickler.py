@@ -23,8 +23,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from . import _locator
-from ._instances import reduce_plain_instance
-from ._reducers import HANDLERS, handler_for
+from ._reducers import HANDLERS, handler_for, reduce_class, reduce_function
 from .exceptions import PicklingError
 
 DEFAULT_PROTOCOL = 5
@@ -116,7 +115,8 @@ class Pickler(pickle.Pickler):
         _classify: Any = handler_for,
         _by_name: Any = _locator.by_name.get,
         _id: Any = id,
-        _plain: Any = reduce_plain_instance,
+        _function: Any = reduce_function,
+        _class: Any = reduce_class,
     ) -> Any:
         # Called for every non-builtin object (each of 10,000 dataclass
         # instances, four times per numpy array): locals, dict hits, no
@@ -126,7 +126,9 @@ class Pickler(pickle.Pickler):
             handler = _handlers[_type(obj)]
         except KeyError:
             handler = _classify(_type(obj))
-        if handler is None or (handler is not _plain and _by_name(_id(obj)) is obj):
+        if handler is None or (
+            (handler is _function or handler is _class) and _by_name(_id(obj)) is obj
+        ):
             return NotImplemented
         return handler(self, obj)
 

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _byvalue, _exceptions, _instances, _locator, _reconstruct, _wrappers
-from ._locator import by_name as _by_name
 from ._locator import importable_by_own_name, locate
 from .exceptions import PicklingError
 
@@ -56,13 +55,9 @@ def located_reference(pickler: Pickler, obj: Any) -> Any:
     return reference(pickler, obj, *found)
 
 
-def reduce_function(
-    pickler: Pickler, func: types.FunctionType, _named: Any = _by_name.get, _id: Any = id
-) -> Any:
-    # Runs for every function pickled (numpy's _frombuffer in each array):
-    # the "known by its own name" answer first, from locals.
-    if _named(_id(func)) is func:
-        return NotImplemented
+def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
+    # Pickler.reducer_override has already answered functions known to be
+    # importable by their own name (the by_name cache).
     module = func.__module__
     if module in _MAIN_MODULES or _byvalue.ships_by_value(module):
         if func.__code__ is _SINGLEDISPATCH_CODE:
@@ -111,9 +106,8 @@ def _function_by_value(pickler: Pickler, func: types.FunctionType) -> Any:
     return _byvalue.reduce_function(pickler, func)
 
 
-def reduce_class(pickler: Pickler, cls: type, _named: Any = _by_name.get, _id: Any = id) -> Any:
-    if _named(_id(cls)) is cls:
-        return NotImplemented
+def reduce_class(pickler: Pickler, cls: type) -> Any:
+    # As for functions, classes in the by_name cache never get here.
     known = _builtin_type_refs.get(id(cls))
     if known is not None and known[0] is cls:
         return known[1]
