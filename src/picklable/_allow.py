@@ -41,15 +41,14 @@ import dataclasses
 import functools
 import io
 import operator
-import pickle
 import types
-from collections.abc import Iterable
-from typing import IO, Any, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 from . import _reconstruct, exceptions
 from .exceptions import UnpicklingError
 
-__all__ = ["IMPLICIT", "AllowListUnpickler", "Policy"]
+__all__ = ["IMPLICIT", "Policy"]
 
 T = TypeVar("T")
 
@@ -195,6 +194,10 @@ class Policy:
             names.extend(_MAIN_NAMES)
         self.names = tuple(sorted(set(names)))
         self._prefixes = tuple(n + "." for n in self.names)
+
+    def __iter__(self) -> Iterator[str]:
+        """The module names (a Policy is itself a valid ``allowed=``)."""
+        return iter(self.names)
 
     def allows(self, module: Any) -> bool:
         """Whether objects of ``module`` may be loaded."""
@@ -447,38 +450,8 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
     return table
 
 
-class AllowListUnpickler(pickle.Unpickler):
-    """The C unpickler, with every by-name lookup checked against a :class:`Policy`.
-
-    Parameters
-    ----------
-    file:
-        Binary file to read one payload from.
-    policy:
-        The allow-list.
-    buffers:
-        Out-of-band buffers, as for :class:`pickle.Unpickler`.
-    """
-
-    def __init__(
-        self, file: IO[bytes], policy: Policy, *, buffers: Iterable[Any] | None = None
-    ) -> None:
-        # Python 2 names are translated by Policy.find_class, before the check.
-        super().__init__(file, fix_imports=False, buffers=buffers)
-        self.policy = policy
-
-    def find_class(self, module: str, name: str) -> Any:
-        return self.policy.find_class(module, name)
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise UnpicklingError(
-            "Refusing to load: the payload holds a persistent id, which picklable never writes.",
-            reason="persistent id",
-            hint="load it with the unpickler that knows its persistent ids",
-        )
-
-
 def load_allowed(data: Any, allowed: Iterable[Any] | Policy, buffers: Iterable[Any] | None) -> Any:
     """Load ``data`` (bytes-like) under the allow-list ``allowed``."""
-    policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
-    return AllowListUnpickler(io.BytesIO(data), policy, buffers=buffers).load()
+    from ._unpickler import Unpickler  # it imports this module lazily too
+
+    return Unpickler(io.BytesIO(data), buffers=buffers, allowed=allowed).load()

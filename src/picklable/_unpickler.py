@@ -30,7 +30,41 @@ _loads = pickle.loads
 
 
 class Unpickler(pickle.Unpickler):
-    """:class:`pickle.Unpickler` (C), exported for symmetry with :class:`Pickler`."""
+    """:class:`pickle.Unpickler` (C), with ``allowed=`` as for :func:`loads`.
+
+    Parameters
+    ----------
+    file:
+        A binary file to read payloads from.
+    fix_imports, encoding, errors, buffers:
+        As for :class:`pickle.Unpickler`.
+    allowed:
+        Module names whose objects the payloads may name (each covers its
+        submodules); see :func:`loads`. Without it, this is the C unpickler
+        unchanged.
+    """
+
+    def __init__(
+        self,
+        file: IO[bytes],
+        *,
+        fix_imports: bool = True,
+        encoding: str = "ASCII",
+        errors: str = "strict",
+        buffers: Iterable[Any] | None = None,
+        allowed: Iterable[Any] | None = None,
+    ) -> None:
+        super().__init__(
+            file, fix_imports=fix_imports, encoding=encoding, errors=errors, buffers=buffers
+        )
+        if allowed is not None:
+            from ._allow import Policy
+
+            policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
+            # The C unpickler looks find_class up on the instance for every
+            # global: only an allow-listed unpickler pays for a Python one. The
+            # policy also does the Python 2 name translation fix_imports asks for.
+            self.find_class = policy.find_class  # type: ignore[method-assign]
 
 
 def loads(
@@ -146,12 +180,7 @@ def load(
         except Exception as exc:
             raise unpickling_error(exc) from exc
         return _loads_checked(data, buffers, key, allowed)
-    if allowed is not None:
-        from ._allow import AllowListUnpickler, Policy
-
-        unpickler: pickle.Unpickler = AllowListUnpickler(file, Policy(allowed), buffers=buffers)
-    else:
-        unpickler = Unpickler(file, buffers=buffers)
+    unpickler = Unpickler(file, buffers=buffers, allowed=allowed)
     try:
         return unpickler.load()
     except UnpicklingError:

@@ -301,3 +301,36 @@ class TestRefused:
     def test_numpy_payload_under_other_list(self):
         """numpy's reconstructor is refused when numpy is not listed."""
         refused(picklable.dumps(np.arange(3)), TESTPKG)
+
+
+class TestUnpicklerAllowed:
+    """picklable.Unpickler takes allowed= too (a stream of payloads, one policy)."""
+
+    def test_loads_allowed_payloads_one_after_another(self):
+        stream = io.BytesIO(picklable.dumps(api.plain) + picklable.dumps([api.plain, 2]))
+        unpickler = picklable.Unpickler(stream, allowed=TESTPKG)
+        assert unpickler.load() is api.plain
+        assert unpickler.load() == [api.plain, 2]
+
+    def test_refuses_what_the_list_does_not_name(self):
+        stream = io.BytesIO(global_payload("os", "system"))
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.Unpickler(stream, allowed=TESTPKG).load()
+        assert "'os'" in str(info.value)
+
+    def test_policy_object_is_accepted(self):
+        policy = _allow.Policy(TESTPKG)
+        assert list(policy) == ["picklable_testpkg"]
+        stream = io.BytesIO(picklable.dumps(api.plain))
+        assert picklable.Unpickler(stream, allowed=policy).load() is api.plain
+
+    def test_without_allowed_it_is_the_c_unpickler(self):
+        """No per-global Python call unless asked for one."""
+        unpickler = picklable.Unpickler(io.BytesIO(global_payload("os", "system")))
+        assert type(unpickler).find_class is pickle.Unpickler.find_class
+        assert "find_class" not in vars(unpickler)
+        assert unpickler.load() is os.system
+
+    def test_single_string_is_a_type_error(self):
+        with pytest.raises(TypeError, match="not a single string"):
+            picklable.Unpickler(io.BytesIO(b""), allowed="os")
