@@ -279,3 +279,7 @@ class TestSite:
         api = (site / "api" / "index.html").read_text()
         for name in ("picklable.dumps", "picklable.loads", "picklable.Pool", "picklable.decorator"):
             assert f'id="{name}"' in api, f"{name} missing from the API reference"
+        # Docstrings' Sphinx roles are rendered (scripts/mkdocs_roles.py), not shown raw.
+        leftover = re.findall(r":(?:func|class|meth|attr|mod|exc|data|obj):<code>", api)
+        assert not leftover, f"{len(leftover)} raw Sphinx roles in the API reference"
+        assert '<a href="#picklable.loads"><code>loads</code></a>' in api
