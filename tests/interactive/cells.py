@@ -135,7 +135,7 @@ cluster = distributed.LocalCluster(
     n_workers=2,
     threads_per_worker=1,
     processes=True,
-    dashboard_address=None,
+    dashboard_address=":0",  # any free port: 8787 may be taken
     silence_logs=logging.CRITICAL,
 )
 client = picklable.dask.Client(cluster)

@@ -39,10 +39,6 @@ def execute(path: Path, workdir: Path) -> Any:
         resources={"metadata": {"path": str(workdir)}},
     )
     env, mark = marked_env(dict(os.environ))
-    # A private Dask scratch space: Dask warns on stderr (an unchecked output)
-    # when creating scratch directories takes over a second, as it can while
-    # other test processes' clusters lock the shared /tmp/dask-scratch-space.
-    env["DASK_TEMPORARY_DIRECTORY"] = str(workdir / "dask-scratch")
     try:
         client.execute(env=env)
     finally:
