@@ -39,7 +39,6 @@ import builtins
 import copyreg
 import dataclasses
 import functools
-import io
 import operator
 import types
 from collections.abc import Iterable, Iterator
@@ -448,10 +447,3 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
     ):
         table[fn.__name__] = fn
     return table
-
-
-def load_allowed(data: Any, allowed: Iterable[Any] | Policy, buffers: Iterable[Any] | None) -> Any:
-    """Load ``data`` (bytes-like) under the allow-list ``allowed``."""
-    from ._unpickler import Unpickler  # it imports this module lazily too
-
-    return Unpickler(io.BytesIO(data), buffers=buffers, allowed=allowed).load()

@@ -17,6 +17,7 @@ call is one positional ``pickle.loads``):
 
 from __future__ import annotations
 
+import io
 import pickle
 import sys
 from collections.abc import Iterable
@@ -133,9 +134,7 @@ def _loads_checked(
         data, buffers = signing.verify(signing.check_key(key), data, buffers)
     try:
         if policy is not None:
-            from ._allow import load_allowed
-
-            return load_allowed(data, policy, buffers)
+            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy).load()
         if buffers is None:
             return _loads(data)
         return _loads(data, buffers=buffers)
