@@ -364,19 +364,13 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
         raise policy.refuse(where, module)
 
     def _make_function(
-        data: bytes,
-        record: str,
-        globals: dict[str, Any],
-        name: str,
-        defaults: tuple[Any, ...] | None,
-        closure: tuple[types.CellType, ...] | None,
-        annotations: dict[str, Any] | None = None,
+        data: bytes, record: str, globals: dict[str, Any], name: str, *rest: Any
     ) -> types.FunctionType:
+        # Only the globals and name are checked; the rest (defaults, closure,
+        # annotations ...) passes through as _reconstruct._make_function takes it.
         module = globals.get("__name__") if type(globals) is dict else None
         policy.by_value(module, f"function {name!r}")
-        return _reconstruct._make_function(
-            data, record, globals, name, defaults, closure, annotations
-        )
+        return _reconstruct._make_function(data, record, globals, name, *rest)
 
     def _load_code(data: bytes, record: str) -> types.CodeType:
         raise policy.refuse(
