@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from . import _locator
 from ._reducers import HANDLERS, handler_for, reduce_class, reduce_function
+from ._unpickler import signing_module as _signing
 from .exceptions import PicklingError
 
 DEFAULT_PROTOCOL = 5
@@ -337,15 +338,6 @@ def _dumps_with(
         return data
     signed: bytes = _signing().sign(signing_key, data, oob)
     return signed
-
-
-def _signing() -> Any:
-    """picklable._signing, imported on first use (a function-level import
-    statement costs a microsecond per call; pools sign every frame)."""
-    module = sys.modules.get("picklable._signing")
-    if module is None:
-        from . import _signing as module
-    return module
 
 
 def dump(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import pickle
-import sys
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -118,6 +117,26 @@ def loads(
     return _loads_checked(data, buffers, key, allowed)
 
 
+_signing_module: Any = None
+
+
+def signing_module() -> Any:
+    """picklable._signing, imported on first use (dumps and loads call this).
+
+    Kept in a global once an import statement has finished: a function-level
+    import costs a microsecond per call (pools sign every frame), and
+    ``sys.modules`` may hold the module half-initialised while another thread
+    is still importing it.
+    """
+    global _signing_module
+    module = _signing_module
+    if module is None:
+        from . import _signing as module
+
+        _signing_module = module
+    return module
+
+
 def _loads_checked(
     data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None
 ) -> Any:
@@ -128,9 +147,7 @@ def _loads_checked(
 
         policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
     if key is not None:
-        signing: Any = sys.modules.get("picklable._signing")
-        if signing is None:  # first use; an import statement per call costs a microsecond
-            from . import _signing as signing
+        signing = signing_module()
         data, buffers = signing.verify(signing.check_key(key), data, buffers)
     try:
         if policy is not None:
