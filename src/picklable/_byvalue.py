@@ -317,6 +317,7 @@ def _plain_annotations(
             continue
         if ships_by_value(value.__module__) or not _locator.importable_by_own_name(value):
             return False
+        _locator.remember_by_name(value)  # as reduce_class does: next time, one dict hit
     return True
 
 
