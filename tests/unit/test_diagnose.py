@@ -736,8 +736,9 @@ class TestExplain:
         assert (counted.how, counted.via, counted.state_left_behind) == (
             "reference",
             "picklable_testpkg.api:counted_square",
-            ("calls", "func"),
+            (),
         )
+        assert counted.why == "with the state the program set on it (calls, func)"
         local_node = report.find("payload['local']")
         assert local_node.how == "value" and "<locals>" in local_node.why
         partial = report.find("payload['p']")
@@ -1081,7 +1082,10 @@ class TestInspect:
             True,
         )
         assert function.filename == str(sent["script"])
+        # A script function: its copy, marked with where it lives in the script.
         assert report.calls == {"picklable._reconstruct._make_function": 1}
+        assert function.script_copy
+        assert report.references == [f"__main__:job (the sender's script {sent['script']})"]
         assert report.flags[0].startswith("by-value code: 1 function(s), 0 class(es)")
 
     def test_no_code_and_other_interpreter(self, sent):
