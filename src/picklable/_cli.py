@@ -376,10 +376,17 @@ def _walk(obj: Any, path: str, target: str, where: str) -> Any:
         try:
             obj = getattr(obj, step)
         except AttributeError:
-            names = sorted(n for n in dir(obj) if not n.startswith("_"))
+            names = sorted(n for n in dir(obj) if not n.startswith("_") and _offered(obj, n))
             known = f" (it has: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
             _fatal(f"{target}: {where} has no {step!r}{known if names else ''}")
     return obj
+
+
+def _offered(obj: Any, name: str) -> bool:
+    """Worth naming among what ``obj`` has: not an imported module or a
+    ``from __future__`` feature."""
+    value = getattr(obj, name, None)
+    return not isinstance(value, types.ModuleType) and type(value).__name__ != "_Feature"
 
 
 def _is_script_target(target: str) -> bool:
