@@ -6,7 +6,7 @@ directory that holds ``.git`` (the repository's root). Keys are the long
 options of ``picklable audit`` without their dashes::
 
     [tool.picklable]
-    targets = ["mypackage"]            # what `picklable audit` audits when given no TARGET
+    targets = ["mypackage"]            # audited when no TARGET is given
     ignore = ["mypackage.legacy.*"]    # fnmatch patterns of dotted names, left out
     fail-on = ["wrong", "dump", "load", "crash", "hang"]   # or [] for none
     serializers = ["picklable", "pickle"]
