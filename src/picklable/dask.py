@@ -51,7 +51,7 @@ from dask.base import is_dask_collection
 from dask.delayed import delayed as _dask_delayed
 from dask.sizeof import sizeof as _sizeof
 
-from ._envelope import _open_envelope
+from ._envelope import load_cached
 from ._pickler import dumps
 from ._unpickler import loads
 
@@ -98,7 +98,7 @@ class _Arg:
 
     def open(self) -> Any:
         if self.shared:
-            return _open_envelope(self.digest, self.payload)
+            return load_cached(self.digest, self.payload)
         return loads(self.payload)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -507,14 +507,14 @@ class ShippedFunction:
     @property
     def function(self) -> Any:
         """The function, loaded in this process (once per digest)."""
-        return _open_envelope(self.digest, self.payload)
+        return load_cached(self.digest, self.payload)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         home = self.origin == _ORIGIN
         try:
             # Loading errors (a module missing on the worker, code from another
             # Python version) travel back like the function's own errors.
-            fn = _open_envelope(self.digest, self.payload)
+            fn = load_cached(self.digest, self.payload)
             if self.deep:
                 args = _open_deep(args)
                 kwargs = _open_deep(kwargs)
