@@ -100,7 +100,7 @@ class Envelope(Generic[T]):
         obj = self._obj
         if obj is _SEALED:
             obj = self._obj = load_cached(self.digest, self.payload)
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     @property
     def opened(self) -> bool:
@@ -113,7 +113,7 @@ class Envelope(Generic[T]):
         return self._name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        obj = self._obj
+        obj: Any = self._obj
         if obj is _SEALED:
             obj = self._obj = load_cached(self.digest, self.payload)
         if args:

@@ -29,8 +29,12 @@ in small envelopes that any pickler carries:
 
 Workers and the scheduler need picklable installed (the scheduler unpickles
 task graphs, and with them these envelopes), and by-value code needs the same
-Python minor version everywhere: a worker on another version refuses it with a
-:class:`picklable.UnpicklingError` naming both interpreters.
+Python minor version everywhere. Before its first task on a client (and again
+for workers that joined since, at most every few seconds) :func:`submit`,
+:func:`map` and :class:`Client` ask every worker and the scheduler which
+picklable and Python they run, and raise :class:`IncompatibleWorkersError`
+naming each one that differs: a worker that cannot import picklable would
+otherwise die on the task and leave the client waiting.
 
 See ``docs/dask.md``.
 """
@@ -41,8 +45,13 @@ import hashlib
 import inspect
 import os
 import pickle
+import pkgutil
+import sys
+import threading
+import time
 import traceback
 import types
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -51,17 +60,30 @@ from dask.base import is_dask_collection
 from dask.delayed import delayed as _dask_delayed
 from dask.sizeof import sizeof as _sizeof
 
-from ._envelope import load_cached
+from . import __version__
+from ._envelope import Envelope, load_cached
 from ._pickler import dumps
 from ._unpickler import loads
+from ._wrappers import WithState
 
-__all__ = ["Client", "Result", "ShippedException", "ShippedFunction", "delayed", "map", "submit"]
+__all__ = [
+    "Client",
+    "IncompatibleWorkersError",
+    "Result",
+    "ShippedException",
+    "ShippedFunction",
+    "check_workers",
+    "delayed",
+    "map",
+    "submit",
+]
 
 T = TypeVar("T")
 
 # Identifies this process: a task whose client runs in the same process (Dask's
 # local schedulers, an in-process LocalCluster) needs no envelope on the way back.
 _ORIGIN = os.urandom(8)
+_default_client: Callable[[], distributed.Client] = distributed.default_client
 
 
 def _new_origin() -> None:
@@ -491,11 +513,23 @@ class ShippedFunction:
     def of(cls, fn: Callable[..., Any], *, deep: bool = False) -> ShippedFunction:
         """Ship ``fn`` now (its current state; later changes do not travel).
 
+        ``fn`` may be a :func:`picklable.ship` envelope (its payload is used as
+        it is), a :func:`picklable.with_state` marker, or a ``ShippedFunction``.
+
         Raises
         ------
         picklable.PicklingError
             If ``fn`` cannot be shipped; names the attribute path of the culprit.
         """
+        kind = type(fn)
+        if kind is ShippedFunction:
+            shipped: ShippedFunction = fn  # type: ignore[assignment]
+            if shipped.deep == deep:
+                return shipped
+            return cls(shipped.payload, shipped.digest, shipped.name, _ORIGIN, deep)
+        if kind is Envelope:
+            envelope: Envelope[Any] = fn  # type: ignore[assignment]
+            return cls(envelope.payload, envelope.digest, _function_name(fn), _ORIGIN, deep)
         payload = dumps(fn)
         digest = hashlib.blake2b(payload, digest_size=16).digest()
         return cls(payload, digest, _function_name(fn), _ORIGIN, deep)
@@ -546,6 +580,8 @@ class ShippedFunction:
 
 
 def _function_name(fn: Any) -> str:
+    if type(fn) is WithState:
+        fn = fn.obj
     try:
         name = fn.__name__
     except AttributeError:
@@ -556,11 +592,14 @@ def _function_name(fn: Any) -> str:
 
 
 def _check_function(fn: Any, what: str) -> None:
-    if not callable(fn):
+    target = fn.obj if type(fn) is WithState else fn
+    if not callable(target):
         raise TypeError(
             f"picklable.dask.{what}: the first argument must be callable, got {type(fn).__name__}"
         )
-    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if type(target) is Envelope or type(target) is ShippedFunction:
+        return  # their content was checked when they were made
+    target = target.__func__ if isinstance(target, types.MethodType) else target
     if inspect.iscoroutinefunction(target):
         raise TypeError(
             f"picklable.dask.{what}: {_function_name(fn)} is a coroutine function; a picklable "
@@ -581,6 +620,143 @@ def _sizeof_result(value: Result[Any]) -> int:
 _register: Any = _sizeof.register
 _register(_Arg)(_sizeof_arg)
 _register(Result)(_sizeof_result)
+
+
+# ------------------------------------------------------------ environment
+
+# What a process reports about itself: picklable's version and the interpreter
+# that by-value code needs. Workers answer by importing this module (through
+# pkgutil.resolve_name, which any worker can unpickle: a worker without
+# picklable answers ModuleNotFoundError instead of dying on a task).
+ENVIRONMENT = (
+    f"picklable {__version__}, {sys.implementation.name} "
+    f"{sys.version_info[0]}.{sys.version_info[1]}"
+)
+_PROBE = "picklable.dask:ENVIRONMENT"
+# Workers that joined after a client's last check are asked at its next
+# submit or map, at most this often (a check costs a scheduler round trip).
+RECHECK_SECONDS = 5.0
+
+
+class IncompatibleWorkersError(RuntimeError):
+    """Workers (or the scheduler) that cannot run :mod:`picklable.dask` tasks.
+
+    Raised by :func:`submit`, :func:`map` and :class:`Client` before any task is
+    sent: a worker without picklable, or with another picklable version or
+    another Python minor version than the client.
+
+    Attributes
+    ----------
+    workers:
+        Address -> what was found there, for each process that differs (the
+        scheduler under ``"scheduler"``).
+
+    .. versionadded:: 0.2.0
+    """
+
+    def __init__(self, message: str, workers: dict[str, str]) -> None:
+        super().__init__(message)
+        self.workers = workers
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.workers))
+
+
+class _Checked:
+    __slots__ = ("workers", "at", "lock")
+
+    def __init__(self) -> None:
+        self.workers: set[str] = set()
+        self.at = float("-inf")
+        self.lock = threading.Lock()
+
+
+_checked: weakref.WeakKeyDictionary[distributed.Client, _Checked] = weakref.WeakKeyDictionary()
+
+
+def _found(reply: Any) -> str | None:
+    """What a probe reply says, or None when it is this client's environment."""
+    if isinstance(reply, BaseException):
+        if isinstance(reply, ImportError):
+            return f"cannot import picklable.dask ({type(reply).__name__}: {reply})"
+        return f"the check failed ({type(reply).__name__}: {reply})"
+    if reply == ENVIRONMENT:
+        return None
+    return f"runs {reply}" if isinstance(reply, str) else f"answered {reply!r}"
+
+
+def check_workers(client: distributed.Client, *, force: bool = False) -> None:
+    """Check that the scheduler and every worker can run picklable tasks.
+
+    Each process is asked once per client which picklable and Python it runs
+    (``pkgutil.resolve_name("picklable.dask:ENVIRONMENT")``, which needs no
+    picklable to be sent); workers that join later are asked on a later call, at
+    most every :data:`RECHECK_SECONDS`. :func:`submit`, :func:`map` and
+    :class:`Client` call it; call it yourself before handing
+    :meth:`ShippedFunction.of` functions to other Dask APIs. Asynchronous
+    clients are not checked.
+
+    Parameters
+    ----------
+    client:
+        A connected synchronous client.
+    force:
+        Ask every worker again, now.
+
+    Raises
+    ------
+    IncompatibleWorkersError
+        Naming each worker (address and name) without picklable, or with another
+        picklable version or Python minor version, and how to fix it.
+
+    .. versionadded:: 0.2.0
+    """
+    if client.asynchronous or getattr(client, "status", None) != "running":
+        return
+    state = _checked.setdefault(client, _Checked())
+    now = time.monotonic()
+    # Until workers are seen, every call asks (a cluster may still be starting).
+    if not force and state.workers and now - state.at < RECHECK_SECONDS:
+        return
+    with state.lock:
+        if not force and state.workers and now - state.at < RECHECK_SECONDS:
+            return
+        bad: dict[str, str] = {}
+        first = state.at == float("-inf")
+        if first or force:
+            try:
+                untyped: Any = client  # run_on_scheduler has no annotations
+                reply: Any = untyped.run_on_scheduler(pkgutil.resolve_name, _PROBE)
+            except Exception as exc:
+                reply = exc
+            problem = _found(reply)
+            if problem is not None:
+                bad["scheduler"] = problem
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        new = [address for address in info if force or address not in state.workers]
+        if new:
+            replies = client.run(pkgutil.resolve_name, _PROBE, workers=new, on_error="return")
+            for address in new:
+                problem = _found(replies.get(address, "no answer"))
+                if problem is not None:
+                    name = info[address].get("name", address)
+                    label = address if str(name) == address else f"{address} (name {name!r})"
+                    bad[label] = problem
+                else:
+                    state.workers.add(address)
+        state.at = time.monotonic()
+    if bad:
+        lines = "\n".join(f"  {where}: {problem}" for where, problem in bad.items())
+        count = len([k for k in bad if k != "scheduler"])
+        raise IncompatibleWorkersError(
+            f"picklable.dask: {count} of {len(info)} workers"
+            f"{' and the scheduler' if 'scheduler' in bad else ''} cannot run picklable "
+            f"tasks (this client: {ENVIRONMENT}):\n{lines}\n"
+            f"Fix: install picklable {__version__} (pip install 'picklable[dask]=={__version__}') "
+            "with the same Python minor version in the environment that runs `dask worker` "
+            "and `dask scheduler`, and restart them; no task was sent.",
+            bad,
+        )
 
 
 # --------------------------------------------------------------------- API
@@ -613,7 +789,9 @@ def submit(
         The client to submit with.
     fn:
         Any callable picklable ships: a lambda, a closure, a ``__main__`` or
-        decorated function, a wrapt-wrapped function, a method made by a factory.
+        decorated function, a wrapt-wrapped function, a method made by a factory;
+        also a :func:`picklable.with_state` marker, a :func:`picklable.ship`
+        envelope or a :class:`ShippedFunction`.
     *args, **kwargs:
         Its arguments; futures and Dask collections among them are resolved by
         Dask as usual.
@@ -633,6 +811,9 @@ def submit(
         If ``fn`` or an argument cannot be shipped; names the attribute path.
     TypeError
         If ``fn`` is not callable or is a coroutine function.
+    IncompatibleWorkersError
+        If a worker or the scheduler cannot run picklable tasks
+        (:func:`check_workers`); nothing is submitted.
 
     Examples
     --------
@@ -641,6 +822,7 @@ def submit(
     42
     """
     _check_function(fn, "submit")
+    check_workers(client)
     packed_args, packed_kwargs, deep = _pack_all(args, kwargs)
     return distributed.Client.submit(
         client,
@@ -684,7 +866,8 @@ def map(
     client:
         The client to map with.
     fn:
-        Any callable picklable ships.
+        Any callable picklable ships (also a :func:`picklable.with_state`
+        marker or a :func:`picklable.ship` envelope).
     *iterables:
         Sequences of arguments, of equal length (materialized here).
     key, workers, retries, resources, priority, allow_other_workers, fifo_timeout, pure, batch_size:
@@ -703,6 +886,9 @@ def map(
         If ``fn`` or an argument cannot be shipped; names the attribute path.
     TypeError
         If ``fn`` is not callable or is a coroutine function.
+    IncompatibleWorkersError
+        If a worker or the scheduler cannot run picklable tasks
+        (:func:`check_workers`); nothing is submitted.
 
     Examples
     --------
@@ -711,6 +897,7 @@ def map(
     332833500
     """
     _check_function(fn, "map")
+    check_workers(client)
     deep = False
     packed_iterables = []
     for iterable in iterables:
@@ -745,13 +932,36 @@ class Client(distributed.Client):
     (graphs you build with :func:`delayed` go through picklable, plain
     ``dask.delayed`` graphs through Dask's serialization), ``scatter``, ``run``.
 
+    Connecting checks the scheduler and the workers already there
+    (:func:`check_workers`), and closes the client again if one cannot run
+    picklable tasks.
+
+    Raises
+    ------
+    IncompatibleWorkersError
+        When a worker or the scheduler lacks picklable or runs another picklable
+        or Python minor version.
+
     Examples
     --------
     >>> from picklable.dask import Client
     >>> client = Client("tcp://scheduler:8786")
     >>> client.submit(lambda x: x + 1, 41).result()
     42
+
+    .. versionchanged:: 0.2.0
+       Checks the workers' picklable and Python when it connects.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        base: Any = super()  # Client.__init__ and close have no annotations
+        base.__init__(*args, **kwargs)
+        if not self.asynchronous:
+            try:
+                check_workers(self)
+            except IncompatibleWorkersError:
+                base.close()
+                raise
 
     def submit(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> distributed.Future[T]:
         """:func:`picklable.dask.submit` with this client (keywords of ``Client.submit``)."""
@@ -796,6 +1006,12 @@ class DelayedFunction(Generic[T]):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         options = {k: kwargs.pop(k) for k in ("dask_key_name", "pure") if k in kwargs}
+        try:
+            client = _default_client()
+        except ValueError:  # no client: a local scheduler will run it
+            pass
+        else:
+            check_workers(client)
         packed_args, packed_kwargs, deep = _pack_all(args, kwargs)
         shipped = ShippedFunction.of(self.__wrapped__, deep=deep)
         task = _dask_delayed(shipped, pure=self.pure, nout=self.nout, name=self.name)
