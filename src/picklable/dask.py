@@ -44,12 +44,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import pickle
 import pkgutil
 import sys
 import threading
 import time
-import traceback
 import types
 import weakref
 from collections.abc import Callable, Iterable
@@ -63,6 +61,18 @@ from dask.sizeof import sizeof as _sizeof
 from . import __version__
 from ._envelope import Envelope, load_cached
 from ._pickler import dumps
+from ._transit import (
+    BOXES,
+    SCALARS,
+    Arg,
+    Packer,
+    ShippedException,
+    carrier,
+    is_plain_array,
+    open_all,
+    same_as_pickle,
+    type_name,
+)
 from ._unpickler import loads
 from ._wrappers import WithState
 
@@ -94,45 +104,9 @@ def _new_origin() -> None:
 if hasattr(os, "register_at_fork"):  # a forked worker is another process
     os.register_at_fork(after_in_child=_new_origin)
 
-# Plain by type: stdlib pickle and picklable write the same bytes, Dask ships them.
-_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
-_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
-
-
 # --------------------------------------------------------------- arguments
 
-
-class _Arg:
-    """An argument in its picklable payload, opened on the worker by the task.
-
-    Pickled as itself (bytes and a flag), so the scheduler, which unpickles and
-    re-pickles task graphs, passes it on untouched. Callables are loaded once per
-    worker and digest (like the task's function); any other object is loaded
-    afresh for each task, so a task that mutates its argument affects only itself.
-    """
-
-    __slots__ = ("payload", "digest", "shared")
-
-    def __init__(self, payload: bytes, digest: bytes, shared: bool) -> None:
-        self.payload = payload
-        self.digest = digest
-        self.shared = shared
-
-    def open(self) -> Any:
-        if self.shared:
-            return load_cached(self.digest, self.payload)
-        return loads(self.payload)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_Arg, (self.payload, self.digest, self.shared))
-
-    def __dask_tokenize__(self) -> tuple[str, bytes]:
-        return ("picklable.dask._Arg", self.digest)
-
-    def __repr__(self) -> str:
-        return (
-            f"<picklable.dask argument, {len(self.payload)} bytes, digest {self.digest.hex()[:12]}>"
-        )
+_Arg = Arg  # the name the tests and older notes use
 
 
 def _is_dask(value: Any) -> bool:
@@ -140,107 +114,9 @@ def _is_dask(value: Any) -> bool:
     return isinstance(value, distributed.Future) or is_dask_collection(value)
 
 
-def _is_plain_array(value: Any) -> bool:
-    """A numpy array without Python objects: Dask ships its buffer out of band."""
-    t = type(value)
-    return t.__name__ == "ndarray" and t.__module__ == "numpy" and not value.dtype.hasobject
-
-
-def _same_as_pickle(value: Any, payload: bytes) -> bool:
-    """Whether stdlib pickle writes exactly ``payload`` for ``value``.
-
-    Then Dask's own pickling (pickle first) ships it exactly too, and it can be
-    left to Dask. Anything picklable treats specially (by value, by a located
-    name, a wrapper taken apart, an exception's state) makes the bytes differ.
-    """
-    try:
-        return pickle.dumps(value, 5) == payload
-    except Exception:
-        return False
-
-
-def _holds_dask(value: Any) -> bool:
-    """Whether a container holds a future or a Dask collection at any depth."""
-    stack = [value]
-    pop, push = stack.pop, stack.extend
-    seen: set[int] = set()  # a list may hold itself: pickle allows it
-    while stack:
-        item = pop()
-        t = type(item)
-        if t in _SCALARS:
-            continue
-        if t in _CONTAINERS:
-            if id(item) not in seen:
-                seen.add(id(item))
-                push(item.values() if t is dict else item)
-        elif _is_dask(item):
-            return True
-    return False
-
-
-def _pack(value: Any) -> tuple[Any, bool]:
-    """What to hand Dask for one argument, and whether the worker must look into containers."""
-    t = type(value)
-    if t in _SCALARS:
-        return value, False
-    if t in _CONTAINERS:
-        if _holds_dask(value):
-            # Dask replaces the futures inside; the rest is packed piece by piece.
-            return _pack_parts(value), True
-    elif _is_dask(value) or _is_plain_array(value):
-        return value, False
-    payload = dumps(value)
-    if _same_as_pickle(value, payload):
-        return value, False
-    return _Arg(payload, hashlib.blake2b(payload, digest_size=16).digest(), callable(value)), False
-
-
-def _pack_parts(value: Any) -> Any:
-    t = type(value)
-    if t is dict:
-        return {k: _pack_parts(v) for k, v in value.items()}
-    if t in _CONTAINERS:
-        return t(_pack_parts(v) for v in value)
-    return _pack(value)[0]
-
-
-def _pack_all(
-    args: Iterable[Any], kwargs: dict[str, Any]
-) -> tuple[list[Any], dict[str, Any], bool]:
-    deep = False
-    packed_args = []
-    for value in args:
-        packed, inside = _pack(value)
-        packed_args.append(packed)
-        deep = deep or inside
-    packed_kwargs = {}
-    for name, value in kwargs.items():
-        packed, inside = _pack(value)
-        packed_kwargs[name] = packed
-        deep = deep or inside
-    return packed_args, packed_kwargs, deep
-
-
-def _open(value: Any) -> Any:
-    t = type(value)
-    if t is _Arg:
-        return value.open()
-    if t is Result:
-        return value.value
-    return value
-
-
-def _open_deep(value: Any) -> Any:
-    t = type(value)
-    if t is _Arg:
-        return value.open()
-    if t is Result:
-        return value.value
-    if t is dict:
-        return {k: _open_deep(v) for k, v in value.items()}
-    if t in _CONTAINERS:
-        return t(_open_deep(v) for v in value)
-    return value
+_packer = Packer(_is_dask)
+_pack = _packer.pack
+_pack_all = _packer.pack_all
 
 
 # ----------------------------------------------------------------- results
@@ -282,8 +158,11 @@ class Result(Generic[T]):
         return _ship_result(value[index])
 
     def __repr__(self) -> str:
-        kind = _type_name(type(self.value))
+        kind = type_name(type(self.value))
         return f"<picklable.dask.Result of {kind}, {len(self.payload)} bytes>"
+
+
+BOXES.add(Result)
 
 
 def _hosts_worker() -> bool:
@@ -309,169 +188,15 @@ def _load_result(payload: bytes) -> Any:
 
 
 def _ship_result(value: Any) -> Any:
-    if type(value) in _SCALARS or _is_plain_array(value):
+    if type(value) in SCALARS or is_plain_array(value):
         return value
     payload = dumps(value)
-    if _same_as_pickle(value, payload):
+    if same_as_pickle(value, payload):
         return value
     return Result(value, payload)
 
 
 # -------------------------------------------------------------- exceptions
-
-
-class ShippedException(Exception):
-    """Carries an exception raised in a task from the worker to the client.
-
-    Raised on the worker in place of the original; its pickle reduction is the
-    original exception, shipped with picklable. Whoever unpickles it (the client,
-    through ``future.exception()``, ``future.result()``, ``client.gather``,
-    ``dask.compute``) gets the original: its class, attributes, ``__cause__``,
-    ``__context__``, notes and the worker's traceback. The carrier itself shows up
-    only in the worker's log, as ``ShippedException('mod.Error: message')``.
-
-    An exception that picklable cannot ship arrives as a
-    :class:`picklable.RemoteError` naming its type, message and the reason, with
-    the worker's traceback text as ``__cause__``.
-
-    Attributes
-    ----------
-    payload:
-        The original exception's picklable payload.
-    """
-
-    def __init__(self, summary: str, payload: Any = b"") -> None:
-        if isinstance(payload, bytes):
-            super().__init__(summary)
-        else:  # Dask's truncation passes the text as a second argument
-            super().__init__(summary, payload)
-        self.payload = payload
-
-    def __reduce__(self) -> Any:
-        if not isinstance(self.payload, bytes) or not self.payload:
-            # Made by someone else: Dask rebuilds an error whose message is too
-            # long as type(e)("Long error message", text).
-            return (type(self), self.args)
-        # A state setter (any protocol, Python 3.8+) runs after the rebuilder and anyone
-        # who wraps this reduction: Dask's tblib sets __cause__, __context__ and
-        # __traceback__ from the carrier on what the rebuilder returned; the
-        # setter puts the original's back. The payload bytes are pickled once.
-        return (_load_exception, (self.payload,), self.payload, None, None, _restore_exception)
-
-
-# id -> (exception, its class, cause, context, suppress_context, traceback)
-# between the rebuilder and the state setter of one unpickling.
-_chains: dict[int, tuple[BaseException, type, Any, Any, bool, Any]] = {}
-_set_cause = vars(BaseException)["__cause__"].__set__
-_set_context = vars(BaseException)["__context__"].__set__
-_set_suppress = vars(BaseException)["__suppress_context__"].__set__
-_set_traceback = vars(BaseException)["__traceback__"].__set__
-# Exception class -> a subclass that takes setattr again (see _thaw).
-_thawed: dict[type, type] = {}
-
-
-def _thaw(exc: BaseException) -> None:
-    """Let ``exc`` take plain setattr until its state setter runs.
-
-    Dask's tblib sets ``__cause__``, ``__context__`` and ``__traceback__`` on what
-    the rebuilder returns with ordinary setattr, which a frozen exception (one
-    whose ``__setattr__`` refuses) turns into a failed unpickling. For that
-    moment the instance wears a subclass with object's ``__setattr__``; the
-    state setter puts its own class back.
-    """
-    cls = type(exc)
-    if cls.__setattr__ is object.__setattr__:
-        return
-    thawed = _thawed.get(cls)
-    if thawed is None:
-        namespace = {
-            "__setattr__": object.__setattr__,
-            "__slots__": (),
-            "__module__": cls.__module__,
-        }
-        thawed = _thawed[cls] = type(cls.__name__, (cls,), namespace)
-    try:
-        object.__setattr__(exc, "__class__", thawed)
-    except TypeError:  # an unusual layout: let tblib try as it is
-        pass
-
-
-def _load_exception(payload: bytes) -> BaseException:
-    """Rebuilder named in carrier pickles: the original exception."""
-    exc: BaseException = loads(payload)
-    if len(_chains) > 1024:  # only unpicklings that failed midway leave entries
-        _chains.clear()
-    cls = type(exc)
-    _chains[id(exc)] = (
-        exc,
-        cls,
-        exc.__cause__,
-        exc.__context__,
-        exc.__suppress_context__,
-        exc.__traceback__,
-    )
-    _thaw(exc)
-    return exc
-
-
-def _restore_exception(exc: BaseException, payload: bytes) -> None:
-    """State setter named in carrier pickles: the original's class, chain and traceback."""
-    entry = _chains.pop(id(exc), None)
-    if entry is None or entry[0] is not exc:
-        return
-    if type(exc) is not entry[1]:
-        object.__setattr__(exc, "__class__", entry[1])
-    # Through the base descriptors: a frozen exception's __setattr__ refuses.
-    _set_cause(exc, entry[2])
-    _set_context(exc, entry[3])
-    _set_suppress(exc, entry[4])
-    _set_traceback(exc, entry[5])
-
-
-def _type_name(t: type) -> str:
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-def _summary(exc: BaseException) -> str:
-    try:
-        message = str(exc)
-    except Exception as why:
-        message = f"<str() failed: {why!r}>"
-    # Short: Dask rebuilds an exception whose str() passes its error length limit.
-    if len(message) > 2000:
-        message = message[:2000] + "..."
-    return f"{_type_name(type(exc))}: {message}" if message else _type_name(type(exc))
-
-
-def _carrier(exc: BaseException) -> ShippedException:
-    """The carrier of ``exc``, with the worker's frames below the task's call."""
-    tb = exc.__traceback__
-    if tb is not None:
-        tb = tb.tb_next  # our own frame: of no interest to the user
-    _set_traceback(exc, tb)  # a frozen exception's __setattr__ refuses
-    try:
-        payload = dumps(exc)
-        loads(payload)  # fails here, where it can still be reported, not in the client
-    except BaseException as why:
-        payload = dumps(_remote_error(exc, why))
-    return ShippedException(_summary(exc), payload).with_traceback(tb)
-
-
-def _remote_error(exc: BaseException, why: BaseException) -> BaseException:
-    from ._pool._errors import RemoteError, RemoteTraceback
-
-    try:
-        text = "".join(traceback.format_exception(exc))
-    except Exception as failure:
-        text = f"{_type_name(type(exc))}: <traceback could not be formatted: {failure!r}>\n"
-    error = RemoteError(
-        _type_name(type(exc)),
-        _summary(exc).partition(": ")[2],
-        f"{_type_name(type(why))}: {why}",
-        text,
-    )
-    error.__cause__ = RemoteTraceback(text)
-    return error
 
 
 def _in_worker_task() -> bool:
@@ -549,20 +274,14 @@ class ShippedFunction:
             # Loading errors (a module missing on the worker, code from another
             # Python version) travel back like the function's own errors.
             fn = load_cached(self.digest, self.payload)
-            if self.deep:
-                args = _open_deep(args)
-                kwargs = _open_deep(kwargs)
-            else:
-                args = tuple([_open(a) for a in args]) if args else args
-                if kwargs:
-                    kwargs = {k: _open(v) for k, v in kwargs.items()}
+            args, kwargs = open_all(args, kwargs, self.deep)
             value = fn(*args, **kwargs)
         except (SystemExit, KeyboardInterrupt):
             raise
         except BaseException as exc:
             if home and not _in_worker_task():
                 raise  # Dask's local schedulers re-raise it as it is
-            failure = _carrier(exc)
+            failure = carrier(exc)
         else:
             # In the client's own process the result is never pickled.
             return value if home else _ship_result(value)
@@ -608,7 +327,7 @@ def _check_function(fn: Any, what: str) -> None:
         )
 
 
-def _sizeof_arg(value: _Arg) -> int:
+def _sizeof_arg(value: Arg) -> int:
     return len(value.payload) + 64
 
 
@@ -618,7 +337,7 @@ def _sizeof_result(value: Result[Any]) -> int:
 
 # Dask's memory accounting (and its choice to ship big map keywords once).
 _register: Any = _sizeof.register
-_register(_Arg)(_sizeof_arg)
+_register(Arg)(_sizeof_arg)
 _register(Result)(_sizeof_result)
 
 
