@@ -47,10 +47,10 @@ import cloudpickle
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-import ray  # noqa: E402
+import ray
 
-import picklable  # noqa: E402
-import picklable.ray as pray  # noqa: E402
+import picklable
+import picklable.ray as pray
 
 N = 1000
 
@@ -145,7 +145,9 @@ def main() -> None:
             f"cloudpickle {cloudpickle.__version__}, picklable {picklable.__version__}; "
             f"num_cpus=2; {rounds} rounds\n"
         )
-        header = f"{'case (1,000 tasks)':32} {'ray':>9} {'picklable':>10} {'ratio':>6} {'paired':>8}"
+        header = (
+            f"{'case (1,000 tasks)':32} {'ray':>9} {'picklable':>10} {'ratio':>6} {'paired':>8}"
+        )
         print(header)
         print("-" * len(header))
         figures = []

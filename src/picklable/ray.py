@@ -42,7 +42,7 @@ import functools
 import hashlib
 import inspect
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import ray
 import ray.actor
@@ -157,7 +157,7 @@ def ship_result(value: Any) -> Any:
     return Result(value, payload)
 
 
-def put(value: Any, **options: Any) -> ray.ObjectRef:
+def put(value: Any, **options: Any) -> ray.ObjectRef[Any]:
     """``ray.put(value)``, with ``value`` shipped through picklable where needed.
 
     ``ray.get`` of the ref, in the driver or in a task given it, returns the
@@ -183,7 +183,11 @@ def put(value: Any, **options: Any) -> ray.ObjectRef:
 # ------------------------------------------------------------------ tasks
 
 
-def _run(shipped: _Shipped, args: tuple[Any, ...], kwargs: dict[str, Any], deep: bool) -> Any:
+class _Loadable(Protocol):
+    def load(self) -> Any: ...
+
+
+def _run(shipped: _Loadable, args: tuple[Any, ...], kwargs: dict[str, Any], deep: bool) -> Any:
     """Body of every task: load the function, open the arguments, call, box the result."""
     try:
         fn = shipped.load()
@@ -199,7 +203,7 @@ def _run(shipped: _Shipped, args: tuple[Any, ...], kwargs: dict[str, Any], deep:
 
 
 def _run_generator(
-    shipped: _Shipped, args: tuple[Any, ...], kwargs: dict[str, Any], deep: bool
+    shipped: _Loadable, args: tuple[Any, ...], kwargs: dict[str, Any], deep: bool
 ) -> Any:
     """Body of every generator task: each item boxed as it is yielded."""
     failure = None
@@ -267,6 +271,11 @@ class RemoteFunction(Generic[T]):
     against the function's signature here, as Ray does.
     """
 
+    _shipped: _Shipped
+    _signature: inspect.Signature | None
+    _name: str
+    _ray: Any
+
     def __init__(
         self,
         fn: Callable[..., T],
@@ -286,7 +295,7 @@ class RemoteFunction(Generic[T]):
         self._signature = _signature(target)
         self._name = getattr(target, "__name__", type(target).__name__)
         task = _task_function(self._shipped, target, generator)
-        self._ray: Any = ray.remote(**options)(task) if options else ray.remote(task)
+        self._ray = ray.remote(**options)(task) if options else ray.remote(task)
 
     def remote(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function as a Ray task; returns its object ref(s)."""
@@ -346,7 +355,9 @@ def _actor_method(name: str, member: Any) -> Any:
     else:
 
         def method(self: Any, *args: Any, _picklable_deep: bool = False, **kwargs: Any) -> Any:
-            return _run(_Bound(getattr(self._picklable_instance, name)), args, kwargs, _picklable_deep)
+            return _run(
+                _Bound(getattr(self._picklable_instance, name)), args, kwargs, _picklable_deep
+            )
 
     method.__name__ = method.__qualname__ = name
     for attr, value in vars(member if not inspect.ismethod(member) else member.__func__).items():
@@ -393,6 +404,11 @@ class ActorClass(Generic[T]):
     (``name``, ``num_cpus``, ``max_restarts``, ...).
     """
 
+    _methods: frozenset[str]
+    _name: str
+    _signature: inspect.Signature | None
+    _ray: Any
+
     def __init__(
         self, cls: type[T], options: dict[str, Any], *, _base: ActorClass[T] | None = None
     ) -> None:
@@ -415,7 +431,7 @@ class ActorClass(Generic[T]):
         self._methods = frozenset(members)
         self._name = cls.__name__
         self._signature = _signature(cls)
-        self._ray: Any = ray.remote(**options)(actor_cls) if options else ray.remote(actor_cls)
+        self._ray = ray.remote(**options)(actor_cls) if options else ray.remote(actor_cls)
 
     def remote(self, *args: Any, **kwargs: Any) -> ActorHandle[T]:
         """Start the actor; returns its handle."""
@@ -424,7 +440,9 @@ class ActorClass(Generic[T]):
         packed_args, packed_kwargs, deep = _pack_all(args, kwargs)
         if deep:
             packed_kwargs["_picklable_deep"] = True
-        return ActorHandle(self._ray.remote(*packed_args, **packed_kwargs), self._methods, self._name)
+        return ActorHandle(
+            self._ray.remote(*packed_args, **packed_kwargs), self._methods, self._name
+        )
 
     def options(self, **options: Any) -> ActorClass[T]:
         """The same actor class with Ray actor options."""
