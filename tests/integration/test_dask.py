@@ -87,6 +87,11 @@ class TestSubmit:
         # Plain Dask: pickle refuses the proxy, cloudpickle copies the inner function.
         assert client.submit(double, 4).result() == 8
 
+    def test_module_object_proxy_keeps_its_proxy(self, client):
+        """An ObjectProxy subclass from a module runs as itself; plain Dask runs the inner function."""
+        assert pdask.submit(client, wrapped.traced_square, 3).result() == ("traced", 9)
+        assert client.submit(wrapped.traced_square, 3).result() == 9  # silently wrong
+
     def test_factory_method_arrives_by_identity(self, client):
         """Frame.mean (made by a factory) is the worker's own object; plain Dask sends a copy."""
         assert pdask.submit(client, dask_tasks.is_frame_mean, api.Frame.mean).result() is True
@@ -419,6 +424,113 @@ MAIN_SCRIPT = (
         """
     )
 )
+
+
+HELPERS = textwrap.dedent(
+    """
+    import functools
+    import wrapt
+
+    def plain(x):
+        return x * 10
+
+    @wrapt.decorator
+    def tagged(wrapped, instance, args, kwargs):
+        return ["tagged", wrapped(*args, **kwargs)]
+
+    @tagged
+    def wrapt_function(x):
+        return x * 10
+
+    class Counted:
+        def __init__(self, func):
+            functools.update_wrapper(self, func)
+            self.calls = 0
+
+        def __call__(self, *args):
+            self.calls += 1
+            return ["counted", self.__wrapped__(*args)]
+
+    @Counted
+    def class_decorated(x):
+        return x * 10
+
+    class Traced(wrapt.ObjectProxy):
+        def __call__(self, *args):
+            return ["traced", self.__wrapped__(*args)]
+
+    def _inner(x):
+        return x * 10
+
+    proxy = Traced(_inner)
+    """
+)
+
+HELPERS_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import distributed
+    import picklable, picklable.dask
+    import dask_script_helpers as helpers
+
+    if __name__ == "__main__":
+        report = {}
+        picklable.register_by_value(helpers)
+        with distributed.Client(sys.argv[1]) as client:
+            for name in ["plain", "wrapt_function", "class_decorated", "proxy"]:
+                try:
+                    report[name] = picklable.dask.submit(client, getattr(helpers, name), 3).result()
+                except Exception as exc:
+                    report[name] = f"{type(exc).__name__}: {exc}"
+            # Without registration, the module uploaded to the workers: by reference.
+            picklable.unregister_by_value(helpers)
+            client.upload_file(helpers.__file__)
+            # pure=False: the same payload as above, which Dask would key as that failed task.
+            uploaded = picklable.dask.submit(client, helpers.wrapt_function, 3, pure=False)
+            report["uploaded"] = uploaded.result()
+        print(json.dumps(report))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def helper_module_report(cluster, tmp_path_factory) -> dict:
+    """A script whose helper module sits next to it (not on the workers), run once."""
+    directory = tmp_path_factory.mktemp("helpers")
+    (directory / "dask_script_helpers.py").write_text(HELPERS)
+    out = run_script(HELPERS_SCRIPT, directory, args=(cluster.scheduler_address,), timeout=180)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+NEEDS_CORE_BY_VALUE = pytest.mark.xfail(
+    strict=True,
+    reason="needs core: register_by_value(module) to cover the decorator products defined in "
+    "the module (they still go by reference to it)",
+)
+
+
+class TestHelperModule:
+    """A module next to the script: register_by_value ships it, upload_file installs it."""
+
+    def test_plain_function_by_value(self, helper_module_report):
+        """A registered module's plain function runs where the module does not exist."""
+        assert helper_module_report["plain"] == 30
+
+    @pytest.mark.parametrize(
+        ("name", "expected"),
+        [
+            pytest.param("wrapt_function", ["tagged", 30], marks=NEEDS_CORE_BY_VALUE),
+            pytest.param("class_decorated", ["counted", 30], marks=NEEDS_CORE_BY_VALUE),
+            pytest.param("proxy", ["traced", 30], marks=NEEDS_CORE_BY_VALUE),
+        ],
+    )
+    def test_decorator_products_by_value(self, helper_module_report, name, expected):
+        """Wrappers, class-decorator instances and proxies of a registered module ship by value."""
+        assert helper_module_report[name] == expected
+
+    def test_uploaded_module_by_reference(self, helper_module_report):
+        """After client.upload_file, the module's wrapt function is the workers' own."""
+        assert helper_module_report["uploaded"] == ["tagged", 30]
 
 
 class TestMainScript:
