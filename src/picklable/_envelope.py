@@ -73,16 +73,16 @@ class Envelope(Generic[T]):
     from, so an engine that runs a task in-process (joblib with one job) calls
     that object.
 
+    .. versionchanged:: 0.2.0
+       Unpickles as a sealed envelope, no longer as the object itself: call it
+       or read :attr:`obj`.
+
     Attributes
     ----------
     payload:
         The object's picklable payload (made when the envelope was made).
     digest:
         BLAKE2b digest (16 bytes) of the payload: the receiver's cache key.
-
-    .. versionchanged:: 0.2.0
-       Unpickles as a sealed envelope, no longer as the object itself: call it
-       or read :attr:`obj`.
     """
 
     __slots__ = ("_obj", "payload", "digest", "_name", "__weakref__")
@@ -168,6 +168,10 @@ def ship(obj: T) -> Envelope[T]:
     payload is loaded once per process and digest and the object reused after
     that, so treat it as read-only there.
 
+    .. versionchanged:: 0.2.0
+       The envelope survives processes that re-pickle it on the way (Dask's
+       scheduler): it opens where it is used.
+
     Parameters
     ----------
     obj:
@@ -191,10 +195,6 @@ def ship(obj: T) -> Envelope[T]:
     [0, 2, 4, 6]
     >>> joblib.Parallel(n_jobs=2)(joblib.delayed(picklable.ship(fn))(x) for x in data)
     >>> client.map(picklable.ship(fn), data)  # Dask: sealed through the scheduler
-
-    .. versionchanged:: 0.2.0
-       The envelope survives processes that re-pickle it on the way (Dask's
-       scheduler): it opens where it is used.
     """
     payload = dumps(obj)
     return Envelope(obj, payload, digest_of(payload))

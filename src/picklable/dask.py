@@ -364,13 +364,13 @@ class IncompatibleWorkersError(RuntimeError):
     sent: a worker without picklable, or with another picklable version or
     another Python minor version than the client.
 
+    .. versionadded:: 0.2.0
+
     Attributes
     ----------
     workers:
         Address -> what was found there, for each process that differs (the
         scheduler under ``"scheduler"``).
-
-    .. versionadded:: 0.2.0
     """
 
     def __init__(self, message: str, workers: dict[str, str]) -> None:
@@ -415,6 +415,8 @@ def check_workers(client: distributed.Client, *, force: bool = False) -> None:
     :meth:`ShippedFunction.of` functions to other Dask APIs. Asynchronous
     clients are not checked.
 
+    .. versionadded:: 0.2.0
+
     Parameters
     ----------
     client:
@@ -427,8 +429,6 @@ def check_workers(client: distributed.Client, *, force: bool = False) -> None:
     IncompatibleWorkersError
         Naming each worker (address and name) without picklable, or with another
         picklable version or Python minor version, and how to fix it.
-
-    .. versionadded:: 0.2.0
     """
     if client.asynchronous or getattr(client, "status", None) != "running":
         return
@@ -655,6 +655,9 @@ class Client(distributed.Client):
     (:func:`check_workers`), and closes the client again if one cannot run
     picklable tasks.
 
+    .. versionchanged:: 0.2.0
+       Checks the workers' picklable and Python when it connects.
+
     Raises
     ------
     IncompatibleWorkersError
@@ -667,9 +670,6 @@ class Client(distributed.Client):
     >>> client = Client("tcp://scheduler:8786")
     >>> client.submit(lambda x: x + 1, 41).result()
     42
-
-    .. versionchanged:: 0.2.0
-       Checks the workers' picklable and Python when it connects.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

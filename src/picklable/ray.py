@@ -164,6 +164,8 @@ def put(value: Any, **options: Any) -> ray.ObjectRef[Any]:
     object itself (a wrapt-wrapped function keeps its wrapper; a factory-made
     method is the receiver's own object).
 
+    .. versionadded:: 0.2.0
+
     Parameters
     ----------
     value:
@@ -174,8 +176,6 @@ def put(value: Any, **options: Any) -> ray.ObjectRef[Any]:
     Returns
     -------
     ray.ObjectRef
-
-    .. versionadded:: 0.2.0
     """
     return ray.put(ship_result(value), **options)
 
@@ -537,6 +537,8 @@ def remote(*args: Any, **options: Any) -> Any:
     Use it where you would use ``ray.remote``: as ``@remote``, as
     ``@remote(num_cpus=1, ...)`` with Ray's options, or as ``remote(fn)``.
 
+    .. versionadded:: 0.2.0
+
     Parameters
     ----------
     *args:
@@ -569,8 +571,6 @@ def remote(*args: Any, **options: Any) -> Any:
     >>> counter = picklable.ray.remote(Counter).options(name="counter").remote(start=10)
     >>> ray.get(counter.incr.remote())
     11
-
-    .. versionadded:: 0.2.0
     """
     if args:
         if len(args) != 1 or options:
