@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._envelope import load_cached
+from ._envelope import Envelope, load_cached
 from ._pickler import dumps
 from ._pool._errors import RemoteError, RemoteTraceback
 from ._unpickler import loads
@@ -172,6 +172,8 @@ def open_arg(value: Any) -> Any:
         return value.open()
     if t in BOXES:
         return value.value
+    if t is Envelope:  # as an envelope's call opens its envelope arguments
+        return value.obj
     return value
 
 
@@ -181,6 +183,8 @@ def open_deep(value: Any) -> Any:
         return value.open()
     if t in BOXES:
         return value.value
+    if t is Envelope:
+        return value.obj
     if t is dict:
         return {k: open_deep(v) for k, v in value.items()}
     if t in CONTAINERS:

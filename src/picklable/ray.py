@@ -60,6 +60,7 @@ from ._transit import (
     type_name,
 )
 from ._unpickler import loads
+from ._wrappers import WithState
 
 __all__ = ["ActorClass", "ActorHandle", "ActorMethod", "RemoteFunction", "put", "remote"]
 
@@ -289,7 +290,7 @@ class RemoteFunction(Generic[T]):
             self._name = _base._name
             self._ray = _base._ray.options(**options)
             return
-        target = fn.obj if type(fn) is Envelope else fn
+        target = _content(fn)
         generator = inspect.isgeneratorfunction(inspect.unwrap(target))
         self._shipped = _Shipped.of(fn)
         self._signature = _signature(target)
@@ -508,12 +509,19 @@ class ActorMethod:
 # --------------------------------------------------------------------- API
 
 
+def _content(fn: Any) -> Any:
+    """The callable inside an envelope or a with_state marker (or ``fn`` itself)."""
+    kind = type(fn)
+    return fn.obj if kind is Envelope or kind is WithState else fn
+
+
 def _make(target: Any, options: dict[str, Any]) -> Any:
-    inner = target.obj if type(target) is Envelope else target
+    inner = _content(target)
     if inspect.isclass(inner):
-        if type(target) is Envelope:
+        if inner is not target:
             raise TypeError(
-                "picklable.ray.remote: give the class itself, not a ship() envelope of it"
+                "picklable.ray.remote: give the class itself, not a ship() envelope or a "
+                "with_state marker of it"
             )
         return ActorClass(inner, options)
     if not callable(inner):
@@ -552,7 +560,8 @@ def remote(*args: Any, **options: Any) -> Any:
     RemoteFunction or ActorClass
         For a function (any callable picklable ships: a lambda, a closure, a
         wrapt-wrapped or ``__main__`` function, a :func:`picklable.ship`
-        envelope) or a class. Without a function: a decorator.
+        envelope, a :func:`picklable.with_state` marker) or a class. Without a
+        function: a decorator.
 
     Raises
     ------

@@ -218,6 +218,9 @@ class TestPicklableWrappers:
         assert client.gather(pdask.map(client, envelope, [1, 2])) == [8, 9]
         shipped = pdask.ShippedFunction.of(lambda x: -x)
         assert pdask.submit(client, shipped, 3).result() == -3
+        # Envelopes among the arguments are opened for the function.
+        mean = picklable.ship(api.Frame.mean)
+        assert pdask.submit(client, dask_tasks.is_frame_mean, mean).result() is True
 
     def test_not_callable_inside_with_state(self, client):
         """with_state of a non-callable is refused, naming the marker."""

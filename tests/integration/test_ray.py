@@ -133,6 +133,20 @@ class TestRemoteFunction:
         # As an argument, an envelope rides Ray's pickles sealed and opens on call.
         assert ray.get(pray.remote(lambda f: f(3)).remote(envelope)) == ("tagged", 6)
         assert ray.get(ray.remote(dask_tasks.call_with).remote(envelope, 5)) == ("tagged", 10)
+        mean = picklable.ship(api.Frame.mean)  # opened for a picklable.ray task
+        assert ray.get(pray.remote(dask_tasks.is_frame_mean).remote(mean)) is True
+
+    def test_with_state(self, session):
+        """with_state(fn): the worker's own fn, with the sender's attributes set on it."""
+        before = wrapped.counted_add.calls
+        wrapped.counted_add.calls = 41
+        try:
+            marker = picklable.with_state(wrapped.counted_add)
+            assert ray.get(pray.remote(marker).remote(1, 2)) == ("counted", 3)
+            probe = pray.remote(lambda f: (f(1, 2), f.calls, f is wrapped.counted_add))
+            assert ray.get(probe.remote(marker)) == (("counted", 3), 42, True)
+        finally:
+            wrapped.counted_add.calls = before
 
     def test_wrong_calls(self, session):
         """Direct calls, bad arguments and coroutine functions are refused here, as Ray does."""

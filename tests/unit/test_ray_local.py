@@ -98,3 +98,5 @@ class TestRefusals:
         """An envelope of a class is refused: give the class itself."""
         with pytest.raises(TypeError, match="give the class itself"):
             pray.remote(picklable.ship(api.Frame))
+        with pytest.raises(TypeError, match="give the class itself"):
+            pray.remote(picklable.with_state(api.Frame))
