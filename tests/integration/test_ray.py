@@ -226,6 +226,23 @@ class TestActors:
         assert "negative start" in str(failed.value)
 
 
+class TestWorkerEnvironment:
+    """A Ray worker that cannot import picklable fails the task at once, saying so."""
+
+    def test_worker_without_picklable(self, session, tmp_path):
+        """Ray's import error for the task function names picklable; nothing hangs."""
+        # Workers of this runtime env start with a sitecustomize that hides picklable.
+        (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['picklable'] = None\n")
+        task = pray.remote(lambda x: x + 1).options(
+            runtime_env={"env_vars": {"PYTHONPATH": str(tmp_path)}}
+        )
+        with pytest.raises(ray.exceptions.RayTaskError) as info:
+            ray.get(task.remote(1), timeout=120)
+        message = str(info.value)
+        assert "The remote function failed to import on the worker" in message
+        assert "No module named 'picklable.ray'" in message
+
+
 MAIN_SCRIPT = textwrap.dedent(
     """
     import json, sys
