@@ -35,8 +35,8 @@ try:
 except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
-from ._pickler import dumps
-from ._unpickler import loads
+from . import _caches
+from ._api import dumps, loads
 
 __all__ = ["Envelope", "ship"]
 
@@ -48,6 +48,7 @@ T = TypeVar("T")
 CACHE_SIZE = 128
 _cache: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
 _lock = threading.Lock()
+_caches.register("envelope.opened", _cache.clear)
 
 # An envelope that has not been opened in this process yet.
 _SEALED: Any = object()

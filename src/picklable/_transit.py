@@ -23,10 +23,9 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._api import dumps, loads
 from ._envelope import Envelope, load_cached
-from ._pickler import dumps
 from ._pool._errors import RemoteError, RemoteTraceback
-from ._unpickler import loads
 
 # Plain by type: stdlib pickle and picklable write the same bytes; engines ship them.
 SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})

@@ -59,8 +59,9 @@ from dask.delayed import delayed as _dask_delayed
 from dask.sizeof import sizeof as _sizeof
 
 from . import __version__
+from ._api import dumps, loads
 from ._envelope import Envelope, load_cached
-from ._pickler import dumps
+from ._reduce.wrappers import WithState
 from ._transit import (
     BOXES,
     SCALARS,
@@ -73,8 +74,6 @@ from ._transit import (
     same_as_pickle,
     type_name,
 )
-from ._unpickler import loads
-from ._wrappers import WithState
 
 __all__ = [
     "Client",

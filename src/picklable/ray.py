@@ -47,8 +47,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import ray
 import ray.actor
 
+from ._api import dumps, loads
 from ._envelope import Envelope, load_cached
-from ._pickler import dumps
+from ._reduce.wrappers import WithState
 from ._transit import (
     CONTAINERS,
     SCALARS,
@@ -59,8 +60,6 @@ from ._transit import (
     same_as_pickle,
     type_name,
 )
-from ._unpickler import loads
-from ._wrappers import WithState
 
 __all__ = ["ActorClass", "ActorHandle", "ActorMethod", "RemoteFunction", "put", "remote"]
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .._pickler import dumps
+from .._api import dumps, loads
 from .._signing import new_key
-from .._unpickler import loads
 
 LENGTH = struct.Struct("<Q")
 # Task frames, prebuilt once per task in the submitting thread.
