@@ -17,14 +17,13 @@ Used by :mod:`picklable.dask` and :mod:`picklable.ray`; imports neither engine.
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._api import dumps, loads
-from ._envelope import Envelope, load_cached
+from ._envelope import Envelope, digest_of, load_cached
 from ._pool._errors import RemoteError, RemoteTraceback
 
 # Plain by type: stdlib pickle and picklable write the same bytes; engines ship them.
@@ -136,8 +135,7 @@ class Packer:
         payload = dumps(value)
         if same_as_pickle(value, payload):
             return value, False
-        digest = hashlib.blake2b(payload, digest_size=16).digest()
-        return Arg(payload, digest, callable(value)), False
+        return Arg(payload, digest_of(payload), callable(value)), False
 
     def pack_parts(self, value: Any) -> Any:
         t = type(value)

@@ -41,7 +41,6 @@ See ``docs/dask.md``.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 import pkgutil
@@ -60,7 +59,7 @@ from dask.sizeof import sizeof as _sizeof
 
 from . import __version__
 from ._api import dumps, loads
-from ._envelope import Envelope, load_cached
+from ._envelope import Envelope, digest_of, load_cached
 from ._reduce.wrappers import WithState
 from ._transit import (
     BOXES,
@@ -255,8 +254,7 @@ class ShippedFunction:
             envelope: Envelope[Any] = fn  # type: ignore[assignment]
             return cls(envelope.payload, envelope.digest, _function_name(fn), _ORIGIN, deep)
         payload = dumps(fn)
-        digest = hashlib.blake2b(payload, digest_size=16).digest()
-        return cls(payload, digest, _function_name(fn), _ORIGIN, deep)
+        return cls(payload, digest_of(payload), _function_name(fn), _ORIGIN, deep)
 
     @property
     def __name__(self) -> str:

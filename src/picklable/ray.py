@@ -39,7 +39,6 @@ See ``docs/ray.md``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -48,7 +47,7 @@ import ray
 import ray.actor
 
 from ._api import dumps, loads
-from ._envelope import Envelope, load_cached
+from ._envelope import Envelope, digest_of, load_cached
 from ._reduce.wrappers import WithState
 from ._transit import (
     CONTAINERS,
@@ -87,7 +86,7 @@ class _Shipped:
         if type(obj) is Envelope:
             return cls(obj.payload, obj.digest)
         payload = dumps(obj)
-        return cls(payload, hashlib.blake2b(payload, digest_size=16).digest())
+        return cls(payload, digest_of(payload))
 
     def load(self) -> Any:
         return load_cached(self.digest, self.payload)
