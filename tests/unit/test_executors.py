@@ -142,7 +142,8 @@ class TestErrors:
             "Worker 1 (pid 42) died while running task work(3): killed by signal SIGKILL"
         )
         assert "OOM killer" in text and "retries=N" in text
-        assert (err.signal, err.exitcode, err.attempts) == ("SIGKILL", -9, 1)
+        assert (err.signal, err.exitcode, err.attempts) == (signal.SIGKILL, -9, 1)
+        assert err.signal.name == "SIGKILL" and isinstance(err.signal, signal.Signals)
 
     def test_worker_died_is_broken_process_pool(self):
         """Code written for concurrent.futures catches it."""

@@ -1,10 +1,10 @@
-"""Pools used from real ``__main__`` scripts (issue 6).
+"""Pools used from real ``__main__`` scripts (issues 6 and 19).
 
-Lambdas, classes and exception classes of ``__main__`` travel by value; what
-comes back is the script's own class again, so ``isinstance`` and ``except``
-work in the script. Spawned workers do not re-import the script, so it needs no
-``if __name__ == "__main__"`` guard (forkserver still does: its server imports
-``__main__`` once).
+Lambdas, classes and exception classes of ``__main__`` ship; what comes back is
+the script's own class again, so ``isinstance`` and ``except`` work in the
+script. Workers import the script as ``__mp_main__`` the way multiprocessing's
+spawn workers do (its ``if __name__ == "__main__"`` block does not run there),
+unless the pool is made with ``import_main=False``.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ def main(method):
             pool.apply(lambda: os._exit(3))
         except picklable.WorkerDiedError as exc:
             assert exc.exitcode == 3 and "<lambda>()" in exc.task
-        if method == "spawn":  # the script is not imported again in the worker
-            # Not "__mp_main__" in sys.modules: importing multiprocessing (coverage does, in
-            # every measured process) aliases it to the worker's own -c __main__.
-            assert pool.apply(lambda: getattr(sys.modules.get("__mp_main__"), "__file__", None)) is None
+        # The worker has the script: imported as __mp_main__ (spawn, forkserver), or the
+        # parent's own __main__ (fork).
+        seen = pool.apply(lambda: (sys.modules["__main__"].__name__, sys.modules["__main__"].__file__))
+        expected = "__main__" if method == "fork" else "__mp_main__"
+        assert seen[0] == expected and os.path.samefile(seen[1], __file__), seen
     with picklable.ProcessPoolExecutor(2, mp_context=method) as ex:
         assert type(ex.submit(make, 3).result()) is Point
         assert list(ex.map(lambda p: p.x, points)) == [1, 2]
@@ -66,11 +67,16 @@ if __name__ == "__main__":
 """
 
 UNGUARDED = """
+import sys
 import picklable
 
-pool = picklable.Pool(2)
+pool = picklable.Pool(2, import_main=sys.argv[1] == "import")
 square = lambda x: x * x
-print(sum(pool.map(square, range(10))))
+try:
+    print(sum(pool.map(square, range(10))))
+except picklable.BrokenPoolError as exc:
+    print(exc)
+    print(type(exc.__cause__).__name__)
 pool.close()
 pool.join()
 """
@@ -82,9 +88,21 @@ def test_main_objects_through_pools(tmp_path, method):
     assert run_script(SCRIPT, tmp_path, args=(method,)).split() == ["ok", method]
 
 
-def test_spawn_needs_no_main_guard(tmp_path):
-    """A script without an if __name__ guard works: spawned workers never re-run it."""
-    assert run_script(UNGUARDED, tmp_path).strip() == "285"
+def test_unguarded_script_runs_with_import_main_false(tmp_path):
+    """A script without the __main__ guard runs with import_main=False (workers skip it)."""
+    assert run_script(UNGUARDED, tmp_path, args=("skip",)).strip() == "285"
+
+
+def test_unguarded_script_gets_a_clear_error(tmp_path):
+    """Without the guard, the worker's import starts a pool: the error says how to fix it."""
+    message, cause = run_script(UNGUARDED, tmp_path, args=("import",)).strip().splitlines()
+    assert message.startswith(
+        "worker 0 could not import the main module "
+    ) or message.startswith("worker 1 could not import the main module ")
+    assert "script.py as __mp_main__" in message
+    assert "RuntimeError: An attempt has been made to start a new process before the current process has finished its bootstrapping phase." in message
+    assert 'Fix: put the code that starts the pool under `if __name__ == "__main__":`, or pass import_main=False' in message
+    assert cause == "RuntimeError"
 
 
 LEFT_OPEN = """
@@ -92,13 +110,14 @@ import sys
 import time
 import picklable
 
-if sys.argv[1] == "pool":
-    pool = picklable.Pool(2)
-    pool.apply_async(time.sleep, (60,))  # still running at exit: terminated
-else:
-    ex = picklable.ProcessPoolExecutor(2)
-    ex.submit(lambda: (time.sleep(0.3), print("task done", flush=True)))
-print("leaving", flush=True)
+if __name__ == "__main__":
+    if sys.argv[1] == "pool":
+        pool = picklable.Pool(2)
+        pool.apply_async(time.sleep, (60,))  # still running at exit: terminated
+    else:
+        ex = picklable.ProcessPoolExecutor(2)
+        ex.submit(lambda: (time.sleep(0.3), print("task done", flush=True)))
+    print("leaving", flush=True)
 """
 
 
