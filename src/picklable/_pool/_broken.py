@@ -66,7 +66,7 @@ class WorkerDiedError(BrokenProcessPool):
         How many times the task was started (``retries + 1`` when all failed).
 
     .. versionchanged:: 0.2.0
-       :attr:`signal` is a :class:`signal.Signals` member (it was the name).
+        :attr:`signal` is a :class:`signal.Signals` member (it was the name).
     """
 
     def __init__(

@@ -33,7 +33,7 @@ class RemoteTraceback(Exception):
         The original exception's ``__cause__`` as rebuilt in the parent, or None.
 
     .. versionchanged:: 0.2.0
-       ``tb``, as in the stdlib.
+        ``tb``, as in the stdlib.
     """
 
     def __init__(self, text: str) -> None:

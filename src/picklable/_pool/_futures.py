@@ -57,9 +57,9 @@ class ProcessPoolExecutor(Executor):
         For a bad ``max_workers``, ``max_tasks_per_child`` or start method.
 
     .. versionchanged:: 0.2.0
-       Spawned workers import the main script (``import_main``); objects that
-       multiprocessing shares by inheritance (queues, locks, shared values)
-       reach the initializer through ``initargs``.
+        Spawned workers import the main script (``import_main``); objects that
+        multiprocessing shares by inheritance (queues, locks, shared values)
+        reach the initializer through ``initargs``.
     """
 
     def __init__(

@@ -124,9 +124,9 @@ class Pool:
         If the initializer or its arguments cannot be shipped.
 
     .. versionchanged:: 0.2.0
-       Spawned workers import the main script (``import_main``); objects that
-       multiprocessing shares by inheritance (queues, locks, shared values)
-       reach the initializer through ``initargs``; ``Pool.Process``.
+        Spawned workers import the main script (``import_main``); objects that
+        multiprocessing shares by inheritance (queues, locks, shared values)
+        reach the initializer through ``initargs``; ``Pool.Process``.
     """
 
     @staticmethod
