@@ -11,9 +11,11 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING, Any
 
-from ._byvalue import list_registry_by_value, register_by_value, unregister_by_value
-from ._pickler import DEFAULT_PROTOCOL, Pickler, dump, dumps
-from ._unpickler import Unpickler, load, loads
+from ._api import dump, dumps, load, loads
+from ._caches import clear_caches
+from ._pickler import DEFAULT_PROTOCOL, Pickler
+from ._reduce.registry import list_registry_by_value, register_by_value, unregister_by_value
+from ._unpickler import Unpickler
 from .exceptions import PicklingError, UnpicklingError
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "UnpicklingError",
     "WorkerDiedError",
     "Wrapper",
+    "clear_caches",
     "decorator",
     "dump",
     "dumps",
@@ -41,6 +44,7 @@ __all__ = [
     "new_key",
     "register_by_value",
     "ship",
+    "state_left_behind",
     "unregister_by_value",
     "with_state",
     "worker_index",
@@ -50,10 +54,11 @@ __all__ = [
 # imports the serializer alone.
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._decorators import Wrapper, decorator
+    from ._diagnose import state_left_behind
     from ._envelope import Envelope, ship
     from ._explain import Explanation, explain
+    from ._reduce.wrappers import with_state
     from ._signing import new_key
-    from ._wrappers import with_state
     from .executors import (
         BrokenPoolError,
         Pool,
@@ -68,8 +73,9 @@ _LAZY: dict[str, str] = {
     "Explanation": "._explain",
     "explain": "._explain",
     "Wrapper": "._decorators",
+    "state_left_behind": "._diagnose",
     "decorator": "._decorators",
-    "with_state": "._wrappers",
+    "with_state": "._reduce.wrappers",
     "new_key": "._signing",
     "Envelope": "._envelope",
     "ship": "._envelope",

@@ -39,19 +39,21 @@ import builtins
 import copyreg
 import dataclasses
 import functools
+import inspect
 import operator
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from . import _reconstruct, exceptions
+from ._compat import MAIN_MODULES
+from ._paths import format_path
 from .exceptions import UnpicklingError
 
 __all__ = ["IMPLICIT", "Policy"]
 
 T = TypeVar("T")
 
-_MAIN_NAMES = ("__main__", "__mp_main__")
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
 
 _SAFE_BUILTINS = [
@@ -123,23 +125,6 @@ _IMPLICIT_MODULES = frozenset(module for module, _ in IMPLICIT)
 # ``__builtins__``, ``__class__`` ...) lead out of a module and are refused.
 _PATH_DUNDERS = frozenset({"__dict__", "__func__", "__wrapped__", "__closure__"})
 
-# picklable._reconstruct names that payloads use and that import nothing by name.
-_PASS_THROUGH = frozenset(
-    {
-        "_make_cell",
-        "_class_setstate",
-        "_make_module",
-        "_make_traceback",
-        "_bind_descriptor",
-        "_set_proxy_state",
-        "_make_wrapt_proxy",
-        "_make_wrapt_function_wrapper",
-        "_make_lru_cache",
-        "_make_cached_property",
-        "_make_property",
-        "_make_singledispatch",
-    }
-)
 # Metadata _with_state may set on an admitted object; other dunders are refused.
 _STATE_DUNDERS = frozenset(
     {
@@ -189,8 +174,8 @@ class Policy:
             if type(name) is not str or not name or name != name.strip(" ."):
                 raise TypeError(f"allowed holds {entry!r}: expected module names such as 'numpy'")
             names.append(name)
-        if any(n in _MAIN_NAMES for n in names):
-            names.extend(_MAIN_NAMES)
+        if any(n in MAIN_MODULES for n in names):
+            names.extend(MAIN_MODULES)
         self.names = tuple(sorted(set(names)))
         self._prefixes = tuple(n + "." for n in self.names)
 
@@ -330,21 +315,37 @@ class Policy:
             )
 
 
-def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
-    table: dict[str, Any] = {name: getattr(_reconstruct, name) for name in _PASS_THROUGH}
+def _arguments(rebuilder: _reconstruct.Rebuilder, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The payload's positional arguments of ``rebuilder``, by parameter name."""
+    return dict(zip(_PARAMETERS[rebuilder.name], args))
 
-    def _import(module: str) -> Any:
-        if not policy.allows(module):
-            raise policy.refuse(f"import of {module!r}", module)
-        return _reconstruct._import(module)
 
-    def _resolve(module: str, path: tuple[Any, ...]) -> Any:
+_PARAMETERS = {
+    name: tuple(inspect.signature(rebuilder.function).parameters)
+    for name, rebuilder in _reconstruct.REBUILDERS.items()
+}
+
+Guard = Callable[[Policy, _reconstruct.Rebuilder], Callable[..., Any]]
+
+
+def _guard_import(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """``_import`` and ``_resolve``: the module, every path step and the result."""
+    function = rebuilder.function
+
+    def guarded(*args: Any) -> Any:
+        arguments = _arguments(rebuilder, args)
+        module = arguments.get("module")
+        path = arguments.get("path")
+        if path is None:
+            if not policy.allows(module):
+                raise policy.refuse(f"import of {module!r}", module)
+            return function(*args)
         if type(module) is not str or type(path) is not tuple:
             raise policy.refuse(f"reference {module!r}:{path!r}", None, "malformed reference")
         for step in path:
             if type(step) is tuple and len(step) != 1:
                 raise policy.refuse(f"reference {module!r}:{path!r}", None, "malformed path")
-        where = _reconstruct.format_path(module, path)
+        where = format_path(module, path)
         allowed = policy.allows(module)
         if not allowed and module not in _IMPLICIT_MODULES:
             raise policy.refuse(where, module)
@@ -356,88 +357,101 @@ def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
             key = step[0] if type(step) is tuple else step
             if type(key) is str and key.startswith("__") and key not in _PATH_DUNDERS:
                 raise policy.refuse(where, module, f"the step {key!r} leads outside the module")
-        obj = _reconstruct._resolve(module, path)
+        obj = function(*args)
         if allowed:
             return policy.admit(obj, where)
         if _is_implicit(obj):  # a module of IMPLICIT: its listed objects only
             return obj
         raise policy.refuse(where, module)
 
-    def _make_function(
-        data: bytes, record: str, globals: dict[str, Any], name: str, *rest: Any
-    ) -> types.FunctionType:
-        # Only the globals and name are checked; the rest (defaults, closure,
-        # annotations ...) passes through as _reconstruct._make_function takes it.
-        module = globals.get("__name__") if type(globals) is dict else None
-        policy.by_value(module, f"function {name!r}")
-        return _reconstruct._make_function(data, record, globals, name, *rest)
+    return guarded
 
-    def _load_code(data: bytes, record: str) -> types.CodeType:
-        raise policy.refuse(
-            "a code object", None, "a bare code object belongs to no module an allow-list can name"
-        )
 
-    def _class_module(namespace: Any, name: Any) -> None:
+def _guard_code(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """By-value code counts as the module its globals name; bare code, as none."""
+    function = rebuilder.function
+
+    def guarded(*args: Any) -> Any:
+        arguments = _arguments(rebuilder, args)
+        if "globals" not in arguments:
+            raise policy.refuse(
+                "a code object",
+                None,
+                "a bare code object belongs to no module an allow-list can name",
+            )
+        namespace = arguments["globals"]
+        module = namespace.get("__name__") if type(namespace) is dict else None
+        policy.by_value(module, f"function {arguments.get('name')!r}")
+        return function(*args)
+
+    return guarded
+
+
+def _guard_class(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """A class by value counts as its ``__module__``; what its tracker id finds too."""
+    function = rebuilder.function
+    origin_at = _PARAMETERS[rebuilder.name].index("origin")
+
+    def guarded(*args: Any) -> Any:
+        arguments = _arguments(rebuilder, args)
+        namespace = arguments.get("namespace")
+        name = arguments.get("name")
         module = namespace.get("__module__") if type(namespace) is dict else None
         policy.by_value(module, f"class {name!r}")
-
-    def _make_class(
-        metaclass: type,
-        name: str,
-        bases: tuple[type, ...],
-        namespace: dict[str, Any],
-        tracker_id: str,
-        origin: tuple[str, str, str | None] | None,
-    ) -> type:
-        _class_module(namespace, name)
-        if not policy.allows("__main__"):
-            origin = None  # the receiver's own __main__ classes stay out of reach
-        cls: type = _reconstruct._make_class(metaclass, name, bases, namespace, tracker_id, origin)
+        if not policy.allows("__main__") and len(args) > origin_at:
+            # The receiver's own __main__ classes stay out of reach.
+            args = (*args[:origin_at], None, *args[origin_at + 1 :])
+        cls = function(*args)
         # A tracker id may name any class this process knows: check what it found.
         return policy.admit(cls, f"class {name!r}")
 
-    def _make_enum(
-        metaclass: type,
-        name: str,
-        bases: tuple[type, ...],
-        namespace: dict[str, Any],
-        members: dict[str, Any],
-        tracker_id: str,
-        origin: tuple[str, str, str | None] | None,
-    ) -> type:
-        _class_module(namespace, name)
-        if not policy.allows("__main__"):
-            origin = None
-        cls: type = _reconstruct._make_enum(
-            metaclass, name, bases, namespace, members, tracker_id, origin
-        )
-        return policy.admit(cls, f"class {name!r}")
+    return guarded
 
-    def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
-        if state:
-            for key in state:
+
+def _guard_state(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """Rebuilders that set attributes: only the targets and names picklable writes."""
+    function = rebuilder.function
+    name = rebuilder.name
+
+    def guarded(*args: Any) -> Any:
+        arguments = _arguments(rebuilder, args)
+        if name == "_with_state":
+            state = arguments.get("state")
+            for key in state or ():
                 if type(key) is not str or (key.startswith("_") and key not in _STATE_DUNDERS):
                     raise policy.refuse(
                         f"state {key!r} of a with_state object", None, "not a public attribute"
                     )
-        return _reconstruct._with_state(obj, state)
-
-    def _exception_setstate(exc: Any, state: Any) -> Any:
-        if not isinstance(exc, BaseException):
+        elif name == "_exception_setstate" and not isinstance(arguments.get("exc"), BaseException):
+            target = type(arguments.get("exc")).__name__
             raise policy.refuse(
-                f"exception state on a {type(exc).__name__}", None, "the target is not an exception"
+                f"exception state on a {target}", None, "the target is not an exception"
             )
-        return _reconstruct._exception_setstate(exc, state)
+        return function(*args)
 
-    for fn in (
-        _import,
-        _resolve,
-        _make_function,
-        _load_code,
-        _make_class,
-        _make_enum,
-        _with_state,
-        _exception_setstate,
-    ):
-        table[fn.__name__] = fn
-    return table
+    return guarded
+
+
+def _pass_through(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """Rebuilders that build from their arguments or call what the payload holds
+    (each of which an allow-list has admitted already)."""
+    return rebuilder.function
+
+
+# What each reach (declared with each rebuilder) is guarded by.
+_GUARDS: dict[str, Guard] = {
+    "import": _guard_import,
+    "code": _guard_code,
+    "class": _guard_class,
+    "state": _guard_state,
+    "call": _pass_through,
+    "build": _pass_through,
+}
+
+
+def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
+    """Every rebuilder a payload may name, guarded as its declared reach requires."""
+    return {
+        name: _GUARDS[rebuilder.reach](policy, rebuilder)
+        for name, rebuilder in _reconstruct.REBUILDERS.items()
+    }

@@ -33,6 +33,7 @@ file path in ``co_filename``, another Python version).
 from __future__ import annotations
 
 import hashlib
+import io
 import marshal
 import os
 import pickle
@@ -41,8 +42,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from . import _reconstruct
-from ._byvalue import code_info as _code_info
+from . import _caches, _code, _tracker
 from ._pickler import Pickler, resolve_protocol
 
 __all__ = ["DeterministicPickler", "code_bytes", "dumps", "tracker_id"]
@@ -78,34 +78,10 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     ) -> None:
         protocol = resolve_protocol(protocol)
         super().__init__(file, protocol, buffer_callback=buffer_callback)
-        self._start(protocol)
+        # The reducers read code bytes and class ids through this policy: the
+        # only two answers of the default pickler that vary between processes.
+        self._start(protocol, _CANONICAL)
         self._values: dict[tuple[type, Any], int] = {}
-
-    def reducer_override(self, obj: Any) -> Any:
-        """:class:`~picklable.Pickler`'s reduction, with the varying parts replaced.
-
-        The default reducers stay free of any "deterministic?" test (they are
-        the fast path); their answers are rewritten here instead: the marshal
-        bytes of a by-value function or code object, and a class's tracker id.
-        """
-        rv = _reduce(self, obj)
-        if type(rv) is not tuple:
-            return rv
-        func = rv[0]
-        t = type(obj)
-        if func is _make_function and t is types.FunctionType:
-            args = rv[1]
-            if args[0] is _code_info(obj.__code__)[1]:
-                return (func, (code_bytes(obj.__code__), *args[1:]), *rv[2:])
-        elif func is _load_code and t is types.CodeType:
-            return (func, (code_bytes(obj), *rv[1][1:]), *rv[2:])
-        elif func is _make_class or func is _make_enum:
-            args = rv[1]
-            at = 4 if func is _make_class else 5
-            if isinstance(obj, type) and args[at] == _reconstruct._ID_BY_CLASS.get(obj):
-                args = (*args[:at], tracker_id(obj), *args[at + 1 :])
-                return (func, args, *rv[2:])
-        return rv
 
     def clear_memo(self) -> None:
         super().clear_memo()
@@ -160,9 +136,9 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     dispatch[frozenset] = save_frozenset
 
 
-# The methods the reducers call on a pickler (everything Pickler defines but
-# the C pickler's own machinery, its slots and its dispatch_table front),
-# shared so the two cannot drift.
+# The hook and the methods the reducers call on a pickler (everything Pickler
+# defines but the C pickler's own machinery, its slots and its dispatch_table
+# front), shared so the two cannot drift.
 for _name, _value in vars(Pickler).items():
     if (
         isinstance(_value, types.FunctionType)
@@ -172,18 +148,12 @@ for _name, _value in vars(Pickler).items():
         setattr(DeterministicPickler, _name, _value)
 del _name, _value
 
-_reduce: Any = Pickler.reducer_override
-_make_function = _reconstruct._make_function
-_load_code = _reconstruct._load_code
-_make_class = _reconstruct._make_class
-_make_enum = _reconstruct._make_enum
-
 
 def dumps(obj: Any) -> bytes:
-    """Deterministic payload of ``obj`` (see the module doc)."""
-    from ._pickler import _dumps_with
-
-    return _dumps_with(obj, None, None, None, True)
+    """Deterministic payload of ``obj`` (see the module doc); errors unlocated."""
+    buffer = io.BytesIO()
+    DeterministicPickler(buffer).dump(obj)
+    return buffer.getvalue()
 
 
 # ------------------------------------------------------------------ set order
@@ -218,6 +188,7 @@ def sorted_items(items: set[Any] | frozenset[Any]) -> list[Any]:
 # id(code) -> (code, canonical marshal bytes)
 _codes: dict[int, tuple[types.CodeType, bytes]] = {}
 _CODES_LIMIT = 4096
+_caches.register("deterministic.code_bytes", _codes.clear)
 
 
 def code_bytes(code: types.CodeType) -> bytes:
@@ -234,7 +205,7 @@ def code_bytes(code: types.CodeType) -> bytes:
         if data.count(marked) != 1:  # pragma: no cover - 16 random bytes
             raise RuntimeError("deterministic marshal: placeholder collision")
         data = data.replace(marked, encoding)
-    data = _reconstruct.seal_code(data)
+    data = _code.seal(data)
     if len(_codes) >= _CODES_LIMIT:
         _codes.clear()
     _codes[id(code)] = (code, data)
@@ -287,6 +258,7 @@ def _encode_const(value: Any) -> bytes:
 
 _DETERMINISTIC_PREFIX = "det-"
 _ids: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
+_caches.register("deterministic.class_ids", _ids.clear)
 
 
 def tracker_id(cls: type) -> str:
@@ -294,30 +266,34 @@ def tracker_id(cls: type) -> str:
     found = _ids.get(cls)
     if found is not None:
         return found
-    known = _reconstruct._ID_BY_CLASS.get(cls)
+    known = _tracker.current_id(cls)
     if known is not None and known.startswith(_DETERMINISTIC_PREFIX):
         found = known  # came in with a deterministic id: keep it
     else:
-        base = _DETERMINISTIC_PREFIX + class_digest(cls)
-        found = base
-        n = 1
-        while True:
-            holder = _reconstruct._CLASS_BY_ID.get(found)
-            if holder is None or holder is cls:
-                break
-            n += 1
-            found = f"{base}-{n}"
-        _reconstruct._CLASS_BY_ID[found] = cls
-        if cls not in _reconstruct._ID_BY_CLASS:
-            _reconstruct._ID_BY_CLASS[cls] = found
+        found = _tracker.claim(cls, _DETERMINISTIC_PREFIX + class_digest(cls))
     _ids[cls] = found
     return found
 
 
+class _Canonical:
+    """The deterministic answers the reducers ask the pickler for."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def code_bytes(code: types.CodeType) -> bytes:
+        return code_bytes(code)
+
+    @staticmethod
+    def class_id(klass: type) -> str:
+        return tracker_id(klass)
+
+
+_CANONICAL = _Canonical()
+
+
 def class_digest(cls: type) -> str:
     """sha256 (32 hex digits) of what makes ``cls`` this class."""
-    from ._byvalue import _origin
-
     h = hashlib.sha256()
 
     def put(*parts: Any) -> None:
@@ -326,7 +302,7 @@ def class_digest(cls: type) -> str:
             h.update(len(data).to_bytes(8, "little"))
             h.update(data)
 
-    origin = _origin(cls)
+    origin = _tracker.origin(cls)
     put(cls.__module__, cls.__qualname__, origin[2] if origin else "", _name_of(type(cls)))
     for base in cls.__bases__:
         put(_name_of(base))

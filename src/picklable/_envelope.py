@@ -32,8 +32,8 @@ try:
 except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
-from ._pickler import dumps
-from ._unpickler import loads
+from . import _caches
+from ._api import dumps, loads
 
 __all__ = ["Envelope", "ship"]
 
@@ -45,6 +45,7 @@ T = TypeVar("T")
 CACHE_SIZE = 128
 _cache: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
 _lock = threading.Lock()
+_caches.register("envelope.opened", _cache.clear)
 
 
 class Envelope(Generic[T]):

@@ -24,9 +24,11 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import _diagnose, _hints, _wrappers
-from ._diagnose import PLAIN_TYPES, Shipping, children, root_name, shipping
+from . import _diagnose, _hints
+from ._compat import is_heap_type
+from ._diagnose import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
 from ._pickler import Pickler
+from .exceptions import PicklingError
 
 __all__ = ["Explanation", "Node", "explain"]
 
@@ -378,7 +380,7 @@ def _opaque(obj: Any, how: Shipping) -> bool:
     if module.partition(".")[0] in _OPAQUE_PACKAGES:
         return True
     # Other C types are data too (dates, decimals, arrays), except containers.
-    return not t.__flags__ & (1 << 9) and module not in ("collections", "builtins")
+    return not is_heap_type(t) and module not in ("collections", "builtins")
 
 
 class _Counter:
@@ -433,15 +435,29 @@ class _Builder:
         self.parts: dict[int, tuple[Any, Node]] = {}
         # pre-order: (obj, node, all pieces enumerated, no piece worth a line)
         self.order: list[tuple[Any, Node, bool, bool]] = []
+        # id -> the pickler's decision for that part (its pieces come from it)
+        self.decisions: dict[int, Decision] = {}
 
     def node(self, obj: Any, path: str, name: str) -> Node:
         self.count += 1
-        try:
-            how = shipping(obj)
-        except Exception:  # odd objects (a __getattr__ that raises anything) are data
+        if type(obj) in PLAIN_TYPES:
             how = Shipping("data")
+        else:
+            try:
+                decided = decide(obj)
+            except Exception:  # odd objects (a __getattr__ that raises anything) are data
+                how = Shipping("data")
+            else:
+                self.decisions[id(obj)] = decided
+                how = decided.shipping
         node = Node(
-            path=path, name=name, type=_describe(obj), how=how.how, via=how.via, why=how.why
+            path=path,
+            name=name,
+            type=_describe(obj),
+            how=how.how,
+            via=how.via,
+            why=how.why,
+            fix=how.fix,
         )
         self.parts[id(obj)] = (obj, node)
         return node
@@ -453,7 +469,7 @@ class _Builder:
             obj, node, depth = stack.pop()
             complete = True
             leaf = True  # no piece worth a line: dumped as it is, nothing replaced
-            how = Shipping(node.how, node.via, node.why)
+            how = Shipping(node.how, node.via, node.why, node.fix)
             known = _hints.unshippable(obj) if node.how != "reference" else None
             if node.how == "reference":
                 node.state_left_behind = tuple(_left_behind(obj))
@@ -464,7 +480,7 @@ class _Builder:
             else:
                 pending = []
                 try:
-                    pieces = list(children(obj, how))
+                    pieces = list(children(obj, self.decisions.get(id(obj))))
                 except Exception:
                     pieces, complete, leaf = [], False, False
                 if len(pieces) >= _diagnose._MAX_CHILDREN:
@@ -534,8 +550,6 @@ class _Builder:
 
     @staticmethod
     def mark(node: Node, obj: Any, exc: BaseException) -> None:
-        from .exceptions import PicklingError
-
         node.how = "fails"
         node.size = None
         if isinstance(exc, PicklingError) and exc.reason:
@@ -553,7 +567,7 @@ def _left_behind(obj: Any) -> list[str]:
     if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
         return []
     try:
-        return _wrappers.state_left_behind(obj)
+        return _diagnose.state_left_behind(obj)
     except Exception:
         return []
 

@@ -28,6 +28,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import _caches
+
 Hint = tuple[str, str]  # (reason, fix)
 
 _LOCK = (
@@ -515,7 +517,15 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
 _ATTRIBUTE_MISSING = re.compile(r"Can't get attribute '([^']+)' on <module '([^']+)'")
 # Frames of the loader itself: the culprit is the first frame below them.
 _LOADER_MODULES = frozenset(
-    {"picklable._unpickler", "picklable._allow", "pickle", "picklable._reconstruct", "copyreg"}
+    {
+        "picklable._api",
+        "picklable._unpickler",
+        "picklable._allow",
+        "pickle",
+        "picklable._reconstruct",
+        "picklable._code",
+        "copyreg",
+    }
 )
 
 
@@ -543,6 +553,9 @@ def _packages_distributions() -> Mapping[str, list[str]]:
     from importlib import metadata
 
     return metadata.packages_distributions()
+
+
+_caches.register("hints.distributions", _packages_distributions.cache_clear)
 
 
 def _builder_frame(exc: BaseException) -> types.FrameType | None:

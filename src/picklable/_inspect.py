@@ -26,7 +26,9 @@ import types
 from collections import Counter
 from typing import Any
 
-from ._reconstruct import _HERE, format_path
+from ._code import HERE as _HERE
+from ._paths import format_path
+from ._reconstruct import REBUILDERS
 
 __all__ = ["PayloadReport", "inspect_payload"]
 
@@ -222,15 +224,9 @@ class PayloadReport:
         return "\n".join(lines) + "\n"
 
 
+# What each rebuilder does, as its declaration says (picklable._reconstruct).
 _ROLE = {
-    f"{_RECONSTRUCT}._make_function": "  (builds a function by value)",
-    f"{_RECONSTRUCT}._load_code": "  (builds a code object by value)",
-    f"{_RECONSTRUCT}._make_class": "  (builds a class by value)",
-    f"{_RECONSTRUCT}._make_enum": "  (builds an Enum class by value)",
-    f"{_RECONSTRUCT}._resolve": "  (imports an object through a located path)",
-    f"{_RECONSTRUCT}._import": "  (imports a module)",
-    f"{_RECONSTRUCT}._make_module": "  (builds a module in memory)",
-    f"{_RECONSTRUCT}._make_traceback": "  (rebuilds a traceback)",
+    f"{_RECONSTRUCT}.{name}": f"  ({rebuilder.label})" for name, rebuilder in REBUILDERS.items()
 }
 
 

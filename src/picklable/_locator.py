@@ -25,11 +25,9 @@ import threading
 import types
 from typing import Any
 
-from ._reconstruct import _walk
-
-Path = tuple[Any, ...]
-
-MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
+from . import _caches
+from ._compat import MAIN_MODULES, is_heap_type
+from ._paths import Path, walk
 
 # How deep the index follows wrappers (wrapper -> attribute -> __wrapped__ ...).
 _MAX_DEPTH = 4
@@ -37,7 +35,6 @@ _MAX_DEPTH = 4
 _MAX_PACKAGE_MODULES = 2000
 
 _lock = threading.RLock()
-_HEAPTYPE = 1 << 9
 
 _C_SLOTS = (types.WrapperDescriptorType, types.MethodDescriptorType)
 
@@ -48,7 +45,7 @@ def python_call_type(t: type) -> bool:
     C types (``functools.partial``, ``operator.itemgetter`` -- a heap type since
     3.11) implement ``__call__`` as a slot wrapper and are left to pickle.
     """
-    if not t.__flags__ & _HEAPTYPE:
+    if not is_heap_type(t):
         return False  # a static C type: no Python-written attribute at all
     for klass in t.__mro__[:-1]:
         raw = vars(klass).get("__call__")
@@ -92,12 +89,15 @@ def _worth_indexing(obj: Any) -> bool:
 class _ModuleIndex:
     """id(object) -> path, for one module."""
 
-    __slots__ = ("module", "paths", "classes", "fingerprint")
+    __slots__ = ("module", "paths", "classes", "by_code", "fingerprint")
 
     def __init__(self, module: types.ModuleType) -> None:
         self.module = module
         self.paths: dict[int, Path] = {}
         self.classes: list[tuple[type, Path]] = []
+        # id(code) -> paths where a function of that code was indexed: where a
+        # factory's next product is likely set (checked by identity on use).
+        self.by_code: dict[int, list[Path]] = {}
         self._build()
         self.fingerprint = self._fingerprint()
 
@@ -118,8 +118,17 @@ class _ModuleIndex:
         """Look for ``obj`` under its own name in the module and its classes.
 
         The fingerprint misses a name reassigned to another object of the same
-        kind (``Frame.mean = make_stat(...)`` twice); this catches that case.
+        kind (``Frame.mean = make_stat(...)`` twice); this catches that case,
+        also when the new object's ``__name__`` is not the attribute's (a
+        factory's product set where an earlier product of the factory was).
         """
+        if type(obj) is types.FunctionType:
+            for path in self.by_code.get(id(obj.__code__), ()):
+                try:
+                    if walk(self.module, path) is obj:
+                        return path
+                except Exception:
+                    continue
         name = getattr(obj, "__name__", None)
         if type(name) is not str:
             return None
@@ -142,6 +151,7 @@ class _ModuleIndex:
         except TypeError:  # pragma: no cover
             return
         paths = self.paths
+        by_code = self.by_code
         # Breadth first, so the shortest path to an object wins.
         frontier: list[tuple[Any, Path]] = []
         for key, value in items:
@@ -158,6 +168,8 @@ class _ModuleIndex:
                     if id(child) not in paths:
                         paths[id(child)] = child_path
                         nxt.append((child, child_path))
+                        if type(child) is types.FunctionType and "<locals>" in child.__qualname__:
+                            by_code.setdefault(id(child.__code__), []).append(child_path)
             if not nxt:
                 break
             frontier = nxt
@@ -202,7 +214,7 @@ def _children(
                 # descriptor's __get__(None, cls) has no side effects: use the
                 # plain name when it returns the descriptor itself. Python
                 # descriptors may compute anything: reach them through __dict__.
-                if type(raw).__flags__ & _HEAPTYPE:
+                if is_heap_type(type(raw)):
                     out.append((raw, (*path, "__dict__", (key,))))
                 else:
                     try:
@@ -325,7 +337,7 @@ def _resolves_to(module_name: str, path: Path, obj: Any) -> bool:
     if module is None:
         return False
     try:
-        return _walk(module, path) is obj
+        return walk(module, path) is obj
     except Exception:
         return False
 
@@ -356,7 +368,7 @@ def importable_by_own_name(obj: Any) -> bool:
     try:
         if "." not in qualname:
             return getattr(module, qualname) is obj
-        return _walk(module, tuple(qualname.split("."))) is obj
+        return walk(module, tuple(qualname.split("."))) is obj
     except Exception:
         return False
 
@@ -486,12 +498,16 @@ def _search_packages(obj: Any, candidates: list[str]) -> tuple[str, Path] | None
 
 
 def clear_cache() -> None:
-    """Forget every module index (for tests and long-lived processes)."""
+    """Forget every module index and every answer (part of ``clear_caches()``)."""
     with _lock:
         _indexes.clear()
         _package_maps.clear()
+        _package_generation.clear()
         _hits.clear()
         by_name.clear()
+
+
+_caches.register("locator", clear_cache)
 
 
 def remember_by_name(obj: Any) -> None:

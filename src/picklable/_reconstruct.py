@@ -1,8 +1,26 @@
-"""Rebuilders named inside payloads.
+"""The payload format: every rebuilder a payload names, and what each one means.
 
-Every public-looking name in this module is written into pickles by reference
-(``picklable._reconstruct._resolve`` and so on). Old payloads must keep loading,
-so these names and their signatures are frozen: add new ones, never rename.
+Payloads name these functions by reference (``picklable._reconstruct._resolve``
+and so on), so they are a promise: payloads written by earlier releases must
+keep loading. Their names and signatures are frozen (``__all__`` is exactly
+that set; ``tests/old_payloads`` holds payloads of every release, loaded by
+the suite): add new ones, never rename, and only ever add optional trailing
+parameters.
+
+Each rebuilder is declared with :func:`_rebuilder`, and the declaration is the
+one place that says what loading through it means. The readers:
+
+* ``role`` -- how the object it builds ships (``reference``: the receiver's
+  own object, found by name; ``value``: a copy built from the payload;
+  ``wrapper``: rebuilt around its pieces; ``part``: a piece of another
+  object). ``explain`` reports the decision the reducers took in these terms.
+* ``label`` -- what ``picklable inspect`` says the call does.
+* ``reach`` -- what the call can touch, which the allow-list guards
+  (:mod:`picklable._allow`): ``import`` (imports and walks by name), ``code``
+  (builds code from bytecode), ``class`` (creates or finds a class), ``state``
+  (sets attributes on an object the payload gives it), ``call`` (calls
+  objects the payload gives it), ``build`` (builds a new object from its
+  arguments alone).
 
 Most of a by-value function is rebuilt by C code alone (``marshal.loads``,
 ``types.FunctionType``, pickle's BUILD). The Python frames here run once per
@@ -11,35 +29,86 @@ class, per located reference or per payload, never once per function.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
-import importlib.util
-import marshal
-import operator
 import sys
+import threading
 import types
-import weakref
-import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from . import _code, _traceback, _tracker
+from ._code import CODES, HERE
+from ._compat import proxy_own_dict
+from ._paths import Path, format_path, walk
 from .exceptions import UnpicklingError
 
-# ``_FIRST((value, effect, effect, ...))`` evaluates the effects at load time
-# (they are REDUCE calls inside the tuple) and yields ``value``. It lets a
-# function's state fill its globals and closure cells without a Python frame.
-_FIRST = operator.itemgetter(0)
+__all__ = [
+    "_bind_descriptor",
+    "_class_setstate",
+    "_exception_setstate",
+    "_import",
+    "_load_code",
+    "_make_cached_property",
+    "_make_cell",
+    "_make_class",
+    "_make_enum",
+    "_make_function",
+    "_make_lru_cache",
+    "_make_module",
+    "_make_property",
+    "_make_singledispatch",
+    "_make_traceback",
+    "_make_wrapt_function_wrapper",
+    "_make_wrapt_proxy",
+    "_resolve",
+    "_set_proxy_state",
+    "_with_state",
+]
 
-_MAIN_NAMES = ("__main__", "__mp_main__")
+F = TypeVar("F", bound=Callable[..., Any])
 
-# Classes rebuilt by value are tracked by an id that travels with them, so a
-# class that goes out and comes back is the very same class object.
-_CLASS_BY_ID: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
-_ID_BY_CLASS: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
-# Classes this process built from payloads. Their attributes are (re)applied at
-# every load, so a worker always runs the sender's latest version of a class; a
-# class that originates in this process is never touched.
-_BUILT: weakref.WeakSet[type] = weakref.WeakSet()
+ROLES = ("reference", "value", "wrapper", "part")
+REACHES = ("import", "code", "class", "state", "call", "build")
 
 
+@dataclasses.dataclass(frozen=True)
+class Rebuilder:
+    """What loading through one rebuilder means (see the module doc)."""
+
+    name: str
+    function: Callable[..., Any]
+    role: str
+    label: str
+    reach: str
+
+
+REBUILDERS: dict[str, Rebuilder] = {}
+"""Rebuilder name -> its declaration; every name of ``__all__``, nothing else."""
+
+
+def _rebuilder(role: str, label: str, reach: str) -> Callable[[F], F]:
+    assert role in ROLES and reach in REACHES, (role, reach)
+
+    def declare(function: F) -> F:
+        name = function.__name__
+        REBUILDERS[name] = Rebuilder(name, function, role, label, reach)
+        return function
+
+    return declare
+
+
+def rebuilder_of(func: Any) -> Rebuilder | None:
+    """The declaration of ``func`` if it is one of the rebuilders, else None."""
+    found = REBUILDERS.get(getattr(func, "__name__", None))  # type: ignore[arg-type]
+    return found if found is not None and found.function is func else None
+
+
+# ---------------------------------------------------------------- references
+
+
+@_rebuilder("reference", "imports a module", "import")
 def _import(module: str) -> Any:
     """Return the module named ``module``, importing it if needed."""
     found = sys.modules.get(module)
@@ -57,37 +126,12 @@ def _import(module: str) -> Any:
         ) from exc
 
 
-def _walk(root: Any, path: tuple[Any, ...]) -> Any:
-    """Follow ``path`` from ``root``: str = attribute, int = index, (key,) = item."""
-    obj = root
-    for step in path:
-        if type(step) is str:
-            obj = getattr(obj, step)
-        elif type(step) is int:
-            obj = obj[step]
-        else:
-            obj = obj[step[0]]
-    return obj
-
-
-def format_path(module: str, path: tuple[Any, ...]) -> str:
-    """Render a located path as ``module:attr.attr[0]['key']``."""
-    out: list[str] = []
-    for step in path:
-        if type(step) is str:
-            out.append(("." if out else "") + step)
-        elif type(step) is int:
-            out.append(f"[{step}]")
-        else:
-            out.append(f"[{step[0]!r}]")
-    return f"{module}:{''.join(out)}"
-
-
-def _resolve(module: str, path: tuple[Any, ...]) -> Any:
+@_rebuilder("reference", "imports an object through a located path", "import")
+def _resolve(module: str, path: Path) -> Any:
     """Load an object shipped by reference through a located path."""
     root = _import(module)
     try:
-        return _walk(root, path)
+        return walk(root, path)
     except (AttributeError, LookupError, TypeError) as exc:
         where = format_path(module, path)
         raise UnpicklingError(
@@ -99,111 +143,16 @@ def _resolve(module: str, path: tuple[Any, ...]) -> Any:
         ) from exc
 
 
-def _check_interpreter(record: str) -> None:
-    """Refuse by-value code made by another interpreter, before building any.
-
-    ``record`` is ``"<implementation> <major.minor>"``, the part users can act
-    on; the exact bytecode version (the magic number, which also changes
-    between pre-releases of one minor version) is bound by the checksum of
-    the code bytes (:func:`seal_code`).
-    """
-    if type(record) is not str:
-        raise UnpicklingError(
-            f"Cannot load: code shipped by value comes with a {type(record).__name__} "
-            "where the interpreter record (a str) should be: the payload is damaged "
-            "or was not made by picklable.",
-            reason="damaged payload: no interpreter record",
-            hint="check that the bytes arrive unchanged",
-        )
-    if record == _HERE:
-        return
-    theirs = record if _well_formed(record) else "an unknown interpreter"
-    raise UnpicklingError(
-        f"Cannot load: this payload carries code compiled by {theirs}; this interpreter "
-        f"is {_HERE}. Fix: run the same Python minor version on both sides.",
-        reason="bytecode from another interpreter",
-        hint="run the same Python minor version on both sides",
-    )
+# ------------------------------------------------------------- code by value
 
 
-def _well_formed(record: str) -> bool:
-    """Whether ``record`` reads like ``"cpython 3.11"`` (it is quoted in a message)."""
-    implementation, _, version = record.partition(" ")
-    major, _, minor = version.partition(".")
-    return (
-        len(record) <= 40 and implementation.isidentifier() and major.isdigit() and minor.isdigit()
-    )
-
-
-# marshal bytes -> code object. Functions that share a code object in the sender
-# (closures from one factory) share it here too, and a payload's bytes object is
-# hashed once. Bounded: a long-lived worker loads many payloads.
-_codes: dict[bytes, types.CodeType] = {}
-_CODES_LIMIT = 4096
-
-
-def seal_code(data: bytes) -> bytes:
-    """marshal bytes of a code object + their CRC32 (4 bytes, little-endian),
-    computed from a start value derived from this interpreter's bytecode magic.
-
-    marshal checks the structure of what it reads but not the bytecode inside,
-    and a code object runs while a payload loads (a base class's
-    ``__init_subclass__``, a ``__set_name__``): a flipped bit there can crash
-    the interpreter instead of raising. The checksum turns damage in transit
-    into an :class:`~picklable.UnpicklingError`, and so does bytecode of
-    another build with the same version number (the magic number differs
-    between pre-releases). It is no defence against a forged payload (use
-    ``key=``). ``marshal.loads`` ignores the trailer.
-    """
-    return data + zlib.crc32(data, _SEAL_START).to_bytes(4, "little")
-
-
+@_rebuilder("value", "builds a code object by value", "code")
 def _load_code(data: bytes, record: str) -> types.CodeType:
     """Build a code object from marshal bytes, refusing another interpreter's."""
-    if record != _HERE:
-        _check_interpreter(record)
-    if type(data) is not bytes:
-        raise UnpicklingError(
-            f"Cannot load: code shipped by value comes as {type(data).__name__}, not bytes: "
-            "the payload is damaged or was not made by picklable.",
-            reason="damaged payload: code is not bytes",
-            hint="check that the bytes arrive unchanged",
-        )
-    code = _codes.get(data)
-    if code is not None:
-        return code
-    if len(data) < 5 or zlib.crc32(memoryview(data)[:-4], _SEAL_START) != int.from_bytes(
-        data[-4:], "little"
-    ):
-        raise UnpicklingError(
-            "Cannot load: the bytes of code shipped by value fail their checksum: the "
-            "payload was damaged on the way, or made by another build of "
-            f"{_HERE} whose bytecode differs (a pre-release).",
-            reason="damaged payload: code checksum",
-            hint="check that the bytes arrive unchanged; "
-            "sign payloads with key= to detect any change",
-        )
-    try:
-        code = marshal.loads(data)
-    except (EOFError, ValueError, TypeError) as exc:
-        raise UnpicklingError(
-            f"Cannot load: the marshal bytes of code shipped by value are damaged ({exc}).",
-            reason="damaged payload: bad code bytes",
-            hint="check that the bytes arrive unchanged",
-        ) from exc
-    if type(code) is not types.CodeType:
-        raise UnpicklingError(
-            f"Cannot load: the bytes of code shipped by value hold a {type(code).__name__}, "
-            "not a code object: the payload is damaged or was not made by picklable.",
-            reason="damaged payload: not code",
-            hint="check that the bytes arrive unchanged",
-        )
-    if len(_codes) >= _CODES_LIMIT:
-        _codes.clear()
-    _codes[data] = code
-    return code
+    return _code.load(data, record)
 
 
+@_rebuilder("value", "builds a function by value", "code")
 def _make_function(
     data: bytes,
     record: str,
@@ -220,89 +169,54 @@ def _make_function(
     payloads, hence optional) come here when they cannot lead back to the
     function; otherwise by BUILD, once the function is memoized.
     """
-    if record != _HERE:
-        _check_interpreter(record)  # even for bytes this process has seen
-    code = _codes.get(data)
+    if record != HERE:
+        _code.check_interpreter(record)  # even for bytes this process has seen
+    code = CODES.get(data)
     if code is None:
-        code = _load_code(data, record)
+        code = _code.load(data, record)
     func = types.FunctionType(code, globals, name, defaults, closure)
     if annotations is not None:
         func.__annotations__ = annotations
     return func
 
 
+@_rebuilder("part", "builds a closure cell", "build")
 def _make_cell(*contents: Any) -> types.CellType:
     """A closure cell, empty or holding ``contents[0]``."""
     return types.CellType(*contents)
 
 
-def _interpreter_record() -> str:
-    """``"<implementation> <major.minor>"`` of this process (``"cpython 3.11"``)."""
-    major, minor = sys.version_info[:2]
-    return f"{sys.implementation.name} {major}.{minor}"
+@_rebuilder("value", "builds a module in memory", "build")
+def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
+    """Rebuild a module that exists only in memory on the sending side."""
+    module = types.ModuleType(name)
+    module.__dict__.update(namespace)
+    return module
 
 
-_HERE = _interpreter_record()
-# Where the checksum of shipped code starts: this interpreter's bytecode magic.
-_SEAL_START = zlib.crc32(importlib.util.MAGIC_NUMBER)
+# ---------------------------------------------------------- classes by value
 
 
-def _main_original(origin: tuple[str, str, str | None] | None) -> type | None:
-    """The class a child process sends back, as the parent's own ``__main__`` class.
-
-    Under spawn a worker re-imports the parent's script as ``__mp_main__``; its
-    classes are re-executions of the parent's. Back in the parent (whose
-    ``__main__`` runs that same file) they map to the original class by name.
-    """
-    if origin is None:
-        return None
-    module, qualname, filename = origin
-    main = sys.modules.get("__main__")
-    if (
-        module not in _MAIN_NAMES
-        or filename is None
-        or main is None
-        or getattr(main, "__name__", None) != "__main__"
-        or getattr(main, "__file__", None) != filename
-    ):
-        return None
-    try:
-        found = _walk(main, tuple(qualname.split(".")))
-    except AttributeError:
-        return None
-    if (
-        isinstance(found, type)
-        and found.__qualname__ == qualname
-        and found.__module__ == "__main__"
-    ):
-        return found
-    return None
-
-
-def _track(cls: type, tracker_id: str) -> None:
-    _CLASS_BY_ID[tracker_id] = cls
-    _ID_BY_CLASS[cls] = tracker_id
-
-
-def _known_class(tracker_id: str, origin: tuple[str, str, str | None] | None) -> type | None:
+def _known_class(tracker_id: str, origin: _tracker.Origin | None) -> type | None:
     """The class this process already has for a by-value class: one it made or
     sent under ``tracker_id``, or the original a spawned child sends back."""
-    known = _CLASS_BY_ID.get(tracker_id)
+    known = _tracker.known(tracker_id)
     if known is not None:
         return known
-    original = _main_original(origin)
+    original = _tracker.main_original(origin)
     if original is not None:
-        _track(original, tracker_id)
+        _tracker.track(original, tracker_id)
     return original
 
 
+@_rebuilder("value", "builds a class by value", "class")
 def _make_class(
     metaclass: type,
     name: str,
     bases: tuple[type, ...],
     namespace: dict[str, Any],
     tracker_id: str,
-    origin: tuple[str, str, str | None] | None,
+    origin: _tracker.Origin | None,
 ) -> type:
     """Create (or find again) a class shipped by value; attributes come later."""
     known = _known_class(tracker_id, origin)
@@ -314,11 +228,12 @@ def _make_class(
         cls = types.new_class(
             name, bases, {"metaclass": metaclass}, lambda ns: ns.update(namespace)
         )
-    _BUILT.add(cls)
-    _track(cls, tracker_id)
+    _tracker.mark_built(cls)
+    _tracker.track(cls, tracker_id)
     return cls
 
 
+@_rebuilder("value", "builds an Enum class by value", "class")
 def _make_enum(
     metaclass: type,
     name: str,
@@ -326,7 +241,7 @@ def _make_enum(
     namespace: dict[str, Any],
     members: dict[str, Any],
     tracker_id: str,
-    origin: tuple[str, str, str | None] | None,
+    origin: _tracker.Origin | None,
 ) -> type:
     """Create (or find again) an Enum class shipped by value."""
     known = _known_class(tracker_id, origin)
@@ -338,16 +253,17 @@ def _make_enum(
     for key, value in members.items():
         classdict[key] = value
     cls: type = metaclass(name, bases, classdict)
-    _BUILT.add(cls)
-    _track(cls, tracker_id)
+    _tracker.mark_built(cls)
+    _tracker.track(cls, tracker_id)
     return cls
 
 
+@_rebuilder("part", "sets the attributes of a class built by value", "state")
 def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
     """Give a class built from payloads the sender's attributes (again, if it was
     built by an earlier payload: the sender may have changed it since); leave a
     class that originates in this process untouched."""
-    if cls not in _BUILT:
+    if not _tracker.built(cls):
         return cls
     attributes, registered = state
     for key, value in attributes.items():
@@ -357,46 +273,16 @@ def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type
     return cls
 
 
-def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
-    """Rebuild a module that exists only in memory on the sending side."""
-    module = types.ModuleType(name)
-    module.__dict__.update(namespace)
-    return module
-
-
 # ------------------------------------------------------------------ wrappers
-# Rebuilders for wrapper kinds taken apart by ``_wrappers`` (frozen names too).
 
 
+@_rebuilder("wrapper", "binds a descriptor to its instance", "call")
 def _bind_descriptor(descriptor: Any, instance: Any, owner: Any) -> Any:
     """A bound wrapper is what binding its descriptor makes: bind it again."""
     return descriptor.__get__(instance, owner)
 
 
-def _proxy_own_dict(proxy: Any) -> dict[str, Any] | None:
-    """The wrapt proxy's own ``__dict__`` (``vars(proxy)`` is the wrapped one's)."""
-    try:
-        own = object.__getattribute__(proxy, "__self_dict__")  # wrapt 2
-    except AttributeError:
-        own = None
-    if isinstance(own, dict):
-        return own
-    # wrapt 1 keeps it in the C object's dict slot, reachable only as a GC
-    # referent; the wrapper's other fields are never that dict.
-    import gc
-
-    fields = set()
-    for name in ("_self_instance", "_self_enabled", "_self_wrapper", "_self_parent", "_self_owner"):
-        try:
-            fields.add(id(object.__getattribute__(proxy, name)))
-        except AttributeError:
-            pass
-    for referent in gc.get_referents(proxy):
-        if type(referent) is dict and id(referent) not in fields:
-            return referent
-    return None
-
-
+@_rebuilder("part", "sets a rebuilt wrapt proxy's state", "state")
 def _set_proxy_state(
     proxy: Any, state: tuple[dict[str, Any] | None, dict[str, Any] | None] | None
 ) -> None:
@@ -409,7 +295,7 @@ def _set_proxy_state(
         return
     own, forwarded = state
     if own:
-        own_dict = _proxy_own_dict(proxy)
+        own_dict = proxy_own_dict(proxy)
         if own_dict is not None:
             own_dict.update(own)
         else:
@@ -420,21 +306,24 @@ def _set_proxy_state(
             setattr(proxy, key, value)
 
 
+# wrapt's proxy roots by the names its versions and implementations use.
+_WRAPT_PROXY_ROOTS = ("ObjectProxy", "BaseObjectProxy")
+_WRAPT_MODULES = ("builtins", "_wrappers", "wrapt.wrappers")
+
+
+@_rebuilder("wrapper", "rebuilds a wrapt proxy around what it wraps", "call")
 def _make_wrapt_proxy(cls: Any, wrapped: Any) -> Any:
     """An ``ObjectProxy`` subclass instance around ``wrapped``, bypassing a custom ``__init__``."""
     proxy = cls.__new__(cls)
     for klass in cls.__mro__:
-        if klass.__name__ in ("ObjectProxy", "BaseObjectProxy") and klass.__module__ in (
-            "builtins",
-            "_wrappers",
-            "wrapt.wrappers",
-        ):
+        if klass.__name__ in _WRAPT_PROXY_ROOTS and klass.__module__ in _WRAPT_MODULES:
             klass.__init__(proxy, wrapped)
             return proxy
     cls.__init__(proxy, wrapped)
     return proxy
 
 
+@_rebuilder("wrapper", "rebuilds a wrapt function wrapper", "call")
 def _make_wrapt_function_wrapper(cls: Any, wrapped: Any, fields: dict[str, Any]) -> Any:
     """A wrapt ``FunctionWrapper`` (or subclass) with the very fields it had."""
     proxy = cls.__new__(cls)
@@ -450,23 +339,22 @@ def _make_wrapt_function_wrapper(cls: Any, wrapped: Any, fields: dict[str, Any])
     )
 
 
+@_rebuilder("wrapper", "rebuilds an lru_cache wrapper (empty cache)", "call")
 def _make_lru_cache(wrapped: Any, maxsize: int | None, typed: bool) -> Any:
     """A fresh (empty) lru_cache wrapper around ``wrapped``."""
-    import functools
-
     return functools.lru_cache(maxsize=maxsize, typed=typed)(wrapped)
 
 
+@_rebuilder("wrapper", "rebuilds a cached_property", "build")
 def _make_cached_property(cls: Any, with_lock: bool) -> Any:
     """An empty cached_property of ``cls``; its attributes come with BUILD."""
     obj = cls.__new__(cls)
     if with_lock:
-        import threading
-
         obj.lock = threading.RLock()
     return obj
 
 
+@_rebuilder("wrapper", "rebuilds a property subclass", "build")
 def _make_property(cls: Any, fget: Any, fset: Any, fdel: Any, doc: Any) -> Any:
     """A property subclass instance with its accessors (C slots pickle drops)."""
     obj = cls.__new__(cls)
@@ -474,16 +362,16 @@ def _make_property(cls: Any, fget: Any, fset: Any, fdel: Any, doc: Any) -> Any:
     return obj
 
 
+@_rebuilder("wrapper", "rebuilds a singledispatch function and its registry", "call")
 def _make_singledispatch(base: Any, registrations: list[tuple[Any, Any]]) -> Any:
     """A singledispatch function with its registrations replayed, its cache empty."""
-    import functools
-
     dispatcher = functools.singledispatch(base)
     for cls, implementation in registrations:
         dispatcher.register(cls, implementation)
     return dispatcher
 
 
+@_rebuilder("wrapper", "sets the shipped state on an object (with_state)", "state")
 def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
     """``obj`` (usually this process's own, by reference) with the shipped attributes set."""
     if state:
@@ -494,13 +382,16 @@ def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
     return obj
 
 
+# ---------------------------------------------------------------- exceptions
+
+
+@_rebuilder("part", "rebuilds a traceback", "build")
 def _make_traceback(records: tuple[Any, ...]) -> types.TracebackType | None:
     """Rebuild a traceback shipped as frame records (see ``picklable._traceback``)."""
-    from ._traceback import build
-
-    return build(records)
+    return _traceback.build(records)
 
 
+@_rebuilder("part", "sets an exception's state", "state")
 def _exception_setstate(
     exc: BaseException, state: tuple[Any, Any, dict[str, Any]]
 ) -> BaseException:
@@ -520,3 +411,6 @@ def _exception_setstate(
     for key, value in fields.items():
         object.__setattr__(exc, key, value)
     return exc
+
+
+assert sorted(REBUILDERS) == sorted(__all__), "every rebuilder is declared, nothing else"

@@ -39,6 +39,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
+from . import _caches
 from .exceptions import UnpicklingError
 
 __all__ = ["HEADER_SIZE", "MAGIC", "is_signed", "new_key", "sign", "verify"]
@@ -105,6 +106,7 @@ def _buffer_bytes(buffer: Any) -> memoryview:
 # OpenSSL's HMAC object (what hmac.HMAC wraps) when present: its copy is C.
 _keyed: dict[bytes, Any] = {}
 _KEYED_LIMIT = 64
+_caches.register("signing.keyed_hmacs", _keyed.clear)
 
 
 def _new_keyed_hmac(key: bytes) -> Any:

@@ -34,6 +34,8 @@ import sys
 import types
 from typing import Any
 
+from . import _caches
+
 Record = tuple[
     str,  # filename
     str,  # name
@@ -59,6 +61,16 @@ _globals: dict[tuple[str | None, str], dict[str, Any]] = {}
 _shipped_lines: dict[str, dict[int, str]] = {}
 # Files whose text linecache took from _shipped_lines.
 _served: set[str] = set()
+
+
+def _clear() -> None:
+    # Shipped source lines stay: tracebacks already rebuilt still show them.
+    _records.clear()
+    _frames.clear()
+    _globals.clear()
+
+
+_caches.register("traceback.records", _clear)
 
 # A generator function on a single line: all its instructions share one location.
 _TEMPLATE: types.CodeType = compile("def _frame(): yield", "<picklable>", "exec").co_consts[0]

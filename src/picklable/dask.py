@@ -51,9 +51,8 @@ from dask.base import is_dask_collection
 from dask.delayed import delayed as _dask_delayed
 from dask.sizeof import sizeof as _sizeof
 
+from ._api import dumps, loads
 from ._envelope import _open_envelope
-from ._pickler import dumps
-from ._unpickler import loads
 
 __all__ = ["Client", "Result", "ShippedException", "ShippedFunction", "delayed", "map", "submit"]
 

@@ -69,7 +69,7 @@ def _describe(obj: Any, home: tuple[str, tuple[Any, ...], bool] | None) -> str:
         module, path, _ = home
         if all(type(step) is str for step in path):
             return ".".join([module, *path])
-        from ._reconstruct import format_path
+        from ._paths import format_path
 
         return format_path(module, path)
     text = repr(obj)

@@ -26,7 +26,7 @@ import pytest
 
 import picklable
 import picklable.dask as pdask
-from picklable._reconstruct import _interpreter_record
+from picklable._code import interpreter_record as _interpreter_record
 from picklable_testpkg import api
 from picklable_testpkg.errors import FrozenError, KwOnlyError
 from picklable_testpkg.wrapped import tagged

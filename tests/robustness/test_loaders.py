@@ -9,12 +9,12 @@ import types
 import pytest
 
 import picklable
-from picklable import _reconstruct
+from picklable import _code, _reconstruct
 from picklable_testpkg import api
 from support import robust_checks
 
-HERE = _reconstruct._HERE
-GOOD = _reconstruct.seal_code(marshal.dumps(api.make_closure(1).__code__))
+HERE = _code.HERE
+GOOD = _code.seal(marshal.dumps(api.make_closure(1).__code__))
 
 
 class _Reduce:
@@ -50,20 +50,20 @@ class TestCodeBytes:
             (b"", "damaged payload: code checksum"),
             (GOOD[:-1] + bytes([GOOD[-1] ^ 1]), "damaged payload: code checksum"),
             (GOOD[:10] + bytes([GOOD[10] ^ 4]) + GOOD[11:], "damaged payload: code checksum"),
-            (_reconstruct.seal_code(b"\xff\x00garbage"), "damaged payload: bad code bytes"),
-            (_reconstruct.seal_code(marshal.dumps((1, 2))), "damaged payload: not code"),
+            (_code.seal(b"\xff\x00garbage"), "damaged payload: bad code bytes"),
+            (_code.seal(marshal.dumps((1, 2))), "damaged payload: not code"),
             (bytearray(GOOD), "damaged payload: code is not bytes"),
             ("text", "damaged payload: code is not bytes"),
         ],
     )
     def test_load_code(self, data, reason):
         """_load_code refuses bad bytes before marshal builds anything it cannot trust."""
-        _reconstruct._codes.clear()
+        _code.CODES.clear()
         assert load_error(_reconstruct._load_code, data, HERE).reason == reason
 
     def test_make_function_checks_the_same(self):
         """_make_function goes through the same checks."""
-        _reconstruct._codes.clear()
+        _code.CODES.clear()
         error = load_error(_reconstruct._make_function, b"garbage", HERE, {}, "f", None, None)
         assert error.reason == "damaged payload: code checksum"
 
@@ -73,7 +73,7 @@ class TestCodeBytes:
             for bit in (0, 3, 7):
                 damaged = bytearray(GOOD)
                 damaged[i] ^= 1 << bit
-                _reconstruct._codes.clear()
+                _code.CODES.clear()
                 error = load_error(_reconstruct._load_code, bytes(damaged), HERE)
                 assert error.reason.startswith("damaged payload")
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import picklable
-from picklable import _reconstruct
+from picklable import _tracker
 from support import checks
 
 KEY = b"property-test-key-0123456789abcd"
@@ -303,11 +303,11 @@ class TestClasses:
     def test_rebuilt_copy(self, cls, a):
         """Rebuilt where its tracker id is unknown, the class behaves the same."""
         payload = picklable.dumps([cls, cls(a, [a])])
-        _reconstruct._CLASS_BY_ID.pop(_reconstruct._ID_BY_CLASS[cls])  # as in another process
+        _tracker._class_by_id.pop(_tracker._id_by_class[cls])  # as in another process
         try:
             copy, obj = picklable.loads(payload)
         finally:
-            _reconstruct._track(cls, _reconstruct._ID_BY_CLASS[cls])
+            _tracker.track(cls, _tracker._id_by_class[cls])
         assert copy is not cls and type(obj) is copy
         assert (copy.__name__, copy.__qualname__, copy.__module__) == (
             cls.__name__,

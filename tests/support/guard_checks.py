@@ -6,7 +6,7 @@ import marshal
 from typing import Any
 
 import picklable
-from picklable import _reconstruct
+from picklable import _code
 
 
 class _MarshalSpy:
@@ -27,8 +27,8 @@ def load_refused(payload: bytes, options: dict[str, Any] | None = None) -> dict[
     and how many code objects this interpreter built from payloads.
     """
     spy = _MarshalSpy()
-    codes_before = len(_reconstruct._codes)
-    _reconstruct.marshal = spy  # type: ignore[assignment]
+    codes_before = len(_code.CODES)
+    _code.marshal = spy  # type: ignore[assignment]
     try:
         picklable.loads(payload, **(options or {}))
     except Exception as exc:
@@ -37,14 +37,14 @@ def load_refused(payload: bytes, options: dict[str, Any] | None = None) -> dict[
             "message": str(exc),
             "reason": getattr(exc, "reason", ""),
             "marshal_calls": spy.calls,
-            "codes_built": len(_reconstruct._codes) - codes_before,
+            "codes_built": len(_code.CODES) - codes_before,
         }
     finally:
-        _reconstruct.marshal = marshal  # type: ignore[assignment]
+        _code.marshal = marshal  # type: ignore[assignment]
     return {
         "type": None,
         "marshal_calls": spy.calls,
-        "codes_built": len(_reconstruct._codes) - codes_before,
+        "codes_built": len(_code.CODES) - codes_before,
     }
 
 

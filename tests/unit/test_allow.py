@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import picklable
-from picklable import _allow, _reconstruct
+from picklable import _allow, _reconstruct, _tracker
 from picklable_testpkg import api
 
 TESTPKG = ["picklable_testpkg"]
@@ -141,7 +141,7 @@ class TestAdmitted:
                 return 2 * self.x
 
         payload = picklable.dumps([Local, Local(1)])
-        _reconstruct._CLASS_BY_ID.pop(_reconstruct._ID_BY_CLASS[Local])  # as if elsewhere
+        _tracker._class_by_id.pop(_tracker._id_by_class[Local])  # as if elsewhere
         cls, obj = picklable.loads(payload, allowed=[__name__])
         assert cls is not Local and cls(2).double() == 4 and obj.double() == 2
 
@@ -154,7 +154,7 @@ class TestAdmitted:
             y: list = dataclasses.field(default_factory=list)
 
         payload = picklable.dumps([Point, Point(1)])
-        _reconstruct._CLASS_BY_ID.pop(_reconstruct._ID_BY_CLASS[Point])  # as if elsewhere
+        _tracker._class_by_id.pop(_tracker._id_by_class[Point])  # as if elsewhere
         assert "module 'dataclasses'" in refused(payload, [__name__, "_thread"])
         cls, obj = picklable.loads(payload, allowed=[__name__, "dataclasses", "_thread"])
         assert cls is not Point and cls(2).y == [] and repr(obj).endswith(".Point(x=1, y=[])")
@@ -273,8 +273,8 @@ class TestRefused:
         )
 
     def test_unlisted_rebuilder(self):
-        """picklable._reconstruct helpers that payloads never name (_walk) are refused."""
-        message = refused(crafted(_reconstruct._walk, api, ("plain",)), TESTPKG)
+        """picklable._reconstruct names that are no rebuilder (rebuilder_of) are refused."""
+        message = refused(crafted(_reconstruct.rebuilder_of, api), TESTPKG)
         assert "not a rebuilder payloads may name" in message
 
     def test_exception_state_on_non_exception(self):
@@ -289,8 +289,8 @@ class TestRefused:
     def test_tracker_id_of_a_class_from_elsewhere(self):
         """A forged class whose tracker id names a known class of another module is refused."""
         secret = type("Secret", (), {"__module__": "secretmod"})
-        tracker = _reconstruct._ID_BY_CLASS.get(secret) or "forged-id"
-        _reconstruct._track(secret, tracker)
+        tracker = _tracker._id_by_class.get(secret) or "forged-id"
+        _tracker.track(secret, tracker)
         payload = crafted(
             _reconstruct._make_class, type, "X", (object,), {"__module__": __name__}, tracker, None
         )

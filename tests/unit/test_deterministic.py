@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import picklable
-from picklable import _deterministic, _reconstruct
+from picklable import _deterministic, _tracker
 from picklable_testpkg import api
 
 
@@ -215,4 +215,4 @@ class TestOptions:
             pass
 
         tracker = _deterministic.tracker_id(Local)
-        assert _reconstruct._CLASS_BY_ID[tracker] is Local
+        assert _tracker._class_by_id[tracker] is Local

@@ -23,7 +23,7 @@ import weakref
 import pytest
 
 import picklable
-from picklable import _hints, _reconstruct
+from picklable import _code, _hints
 from picklable._cli import main
 from picklable._diagnose import children, find_culprit, shipping
 from picklable._explain import explain, human_size
@@ -1088,7 +1088,7 @@ class TestInspect:
         """--no-code, or code from another interpreter: only the name, never marshal."""
         data = sent["job"].read_bytes()
         assert inspect_payload(data, decode_code=False).functions[0].decoded is False
-        ours = _reconstruct._HERE.encode()
+        ours = _code.HERE.encode()
         theirs = b"cpython 9." + b"9" * (len(ours) - len(b"cpython 9."))
         [function] = inspect_payload(data.replace(ours, theirs)).functions
         assert (function.name, function.decoded, function.filename) == ("job", False, "")

@@ -63,13 +63,22 @@ class TestLocate:
         back = picklable.loads(picklable.dumps(original))
         assert back is not replacement and back.__qualname__ == original.__qualname__
 
-    def test_reassigned_to_unnamed_object_ships_a_copy(self, monkeypatch):
-        """An object set under another name without re-indexing still ships correctly."""
+    def test_reassigned_to_unnamed_object_found_by_identity(self, monkeypatch):
+        """A factory's product set where an earlier product was (under another
+        __name__, the index not rebuilt) is still found there: the same object."""
         replacement = api._make_stat("mean", fix_name=False)  # __name__ is 'stat'
         locate(api.Frame.mean)
         monkeypatch.setattr(api.Frame, "mean", replacement)
-        back = picklable.loads(picklable.dumps(replacement))
-        assert back is replacement or back(api.Frame([1])) == ("mean", [1], ())
+        assert locate(replacement) == ("picklable_testpkg.api", ("Frame", "mean"))
+        assert picklable.loads(picklable.dumps(replacement)) is replacement
+
+    def test_unnamed_object_nowhere_ships_an_exact_copy(self):
+        """A factory's product that no module holds is an exact copy, never another object."""
+        orphan = api._make_stat("mean", fix_name=False)
+        back = picklable.loads(picklable.dumps(orphan))
+        assert back is not orphan and back is not api.Frame.mean
+        assert (back.__qualname__, back.__name__) == (orphan.__qualname__, "stat")
+        assert back(api.Frame([1])) == ("mean", [1], ())
 
     def test_attribute_added_later(self, monkeypatch):
         """A module that gains attributes after indexing is re-indexed."""

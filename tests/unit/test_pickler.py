@@ -1,4 +1,4 @@
-"""Tests for `picklable._pickler` (Pickler, dumps, dump)."""
+"""Tests for `picklable._pickler` and `picklable._api` (Pickler, dumps, dump)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import picklable
-from picklable import _reconstruct
+from picklable import _code, _paths, _reconstruct
 from picklable_testpkg import api
 
 
@@ -36,14 +36,14 @@ class TestResolve:
     def test_format_path(self):
         """Paths render as module:attr[index]['key']."""
         path = ("add", "__closure__", 0, "cell_contents", ("k",))
-        assert _reconstruct.format_path("m", path) == "m:add.__closure__[0].cell_contents['k']"
+        assert _paths.format_path("m", path) == "m:add.__closure__[0].cell_contents['k']"
 
 
 class TestInterpreterGuard:
     def test_other_interpreter_refused_before_marshal(self):
         """Code from another Python version is refused with both sides named."""
         data = picklable.dumps(api.make_closure(1))
-        here = _reconstruct._HERE
+        here = _code.HERE
         forged = "cpython 3." + "9" * (len(here) - len("cpython 3."))
         assert len(forged) == len(here) and forged != here
         with pytest.raises(picklable.UnpicklingError) as info:
@@ -54,13 +54,13 @@ class TestInterpreterGuard:
     def test_record_is_implementation_and_minor_version(self):
         """The record says what users can act on: "cpython 3.11"."""
         major, minor = sys.version_info[:2]
-        assert f"{sys.implementation.name} {major}.{minor}" == _reconstruct._HERE
+        assert f"{sys.implementation.name} {major}.{minor}" == _code.HERE
 
     @pytest.mark.parametrize("record", ["", "cpython", "cpython 3.x", "x" * 50 + " 3.11", "a b c"])
     def test_malformed_record_is_not_quoted(self, record):
         """A record that does not read like one is called unknown, not echoed."""
         with pytest.raises(picklable.UnpicklingError) as info:
-            _reconstruct._check_interpreter(record)
+            _code.check_interpreter(record)
         assert "compiled by an unknown interpreter;" in str(info.value)
 
     def test_damaged_payload(self):

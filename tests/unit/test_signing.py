@@ -134,7 +134,7 @@ class TestRefusals:
     def test_nothing_runs_before_the_check(self, monkeypatch):
         """A tampered payload never reaches the unpickler."""
         calls = []
-        monkeypatch.setattr("picklable._unpickler._loads", lambda *a, **k: calls.append(a))
+        monkeypatch.setattr("picklable._api._loads", lambda *a, **k: calls.append(a))
         data = bytearray(signed())
         data[-5] ^= 1
         refused(bytes(data), key=KEY)

@@ -1,4 +1,4 @@
-"""Tests for `picklable._wrappers`: wrapper kinds taken apart and rebuilt.
+"""Tests for `picklable._reduce.wrappers`: wrapper kinds taken apart and rebuilt.
 
 No sacred here: this file also runs in the wrapt 2.x environment (``.ci/run``).
 In-process round trips check the rules; the ``child`` interpreter checks that
@@ -16,7 +16,9 @@ import pytest
 import wrapt
 
 import picklable
-from picklable import _wrappers
+from picklable import _diagnose
+from picklable._reduce import classes as _classes
+from picklable._reduce import wrappers as _reduce_wrappers
 from picklable_testpkg import wrapped as W
 from support import wrapper_checks
 
@@ -37,9 +39,9 @@ class TestWraptProxies:
     def test_proxies_recognised_by_exact_type(self):
         """A proxy claims to be a function; dispatch on type(obj) still finds it."""
         assert isinstance(W.double, type(W._square))  # the lie
-        assert _wrappers.is_wrapt_proxy_type(type(W.double))
-        assert _wrappers.is_wrapt_proxy_type(type(W.traced_square))
-        assert not _wrappers.is_wrapt_proxy_type(type(W._square))
+        assert _reduce_wrappers.is_wrapt_proxy_type(type(W.double))
+        assert _reduce_wrappers.is_wrapt_proxy_type(type(W.traced_square))
+        assert not _reduce_wrappers.is_wrapt_proxy_type(type(W._square))
 
     @pytest.mark.parametrize(
         "obj",
@@ -125,7 +127,7 @@ class TestWraptProxies:
 
     def test_wrapt_c_types_are_located(self):
         """wrapt's C types misreport their module; they are found through wrapt."""
-        found = _wrappers.locate_misnamed_type(type(W.double))
+        found = _classes.locate_misnamed_type(type(W.double))
         assert found is not None
         module, path = found
         assert module.startswith("wrapt")
@@ -287,8 +289,8 @@ class TestWithState:
 
     def test_default_state_stays_behind(self):
         """By default an importable wrapper goes by name; its attributes do not travel."""
-        assert _wrappers.state_left_behind(W.counted_add) == ["calls"]
-        assert _wrappers.state_left_behind(W.make_wrapt_local(0)) == []
+        assert _diagnose.state_left_behind(W.counted_add) == ["calls"]
+        assert _diagnose.state_left_behind(W.make_wrapt_local(0)) == []
 
     def test_with_state_loads_the_object_itself(self):
         """with_state(obj) loads as obj (by reference), never as the marker."""

@@ -57,6 +57,8 @@ class TestIdentityInReceiver:
         """The function inside a no-wraps closure is reached through the closure."""
         inner = api.add.__closure__[0].cell_contents
         payload = picklable.dumps(inner)
+        path = "add.__closure__.0.cell_contents"
+        assert child.run(checks.is_importable_object, payload, "picklable_testpkg.api", path)
         assert child.run(checks.call, payload, 2, 3) == 5
         assert child.run(checks.metadata, payload)["__qualname__"] == "add"
 

@@ -12,12 +12,13 @@ import zlib
 import pytest
 
 import picklable
-from picklable import _byvalue, _reconstruct
+from picklable import _code
+from picklable._reduce import functions as _functions
 from picklable_testpkg import api
 from support import guard_checks
 from support.child import child_env
 
-HERE = _reconstruct._HERE
+HERE = _code.HERE
 
 
 def forged_record() -> str:
@@ -30,8 +31,8 @@ def forged_record() -> str:
 
 def with_record(monkeypatch: pytest.MonkeyPatch, record: str, obj: object) -> bytes:
     """Dump ``obj`` as an interpreter whose record is ``record`` would."""
-    monkeypatch.setattr(_byvalue, "_RECORD", record)
-    _byvalue._code_cache.clear()
+    monkeypatch.setattr(_functions, "_RECORD", record)
+    _functions._code_cache.clear()
     try:
         return picklable.dumps(obj)
     finally:
@@ -91,13 +92,13 @@ class TestVersionGuard:
         other_magic = (int.from_bytes(importlib.util.MAGIC_NUMBER[:2], "little") + 1).to_bytes(
             2, "little"
         ) + importlib.util.MAGIC_NUMBER[2:]
-        monkeypatch.setattr(_reconstruct, "_SEAL_START", zlib.crc32(other_magic))
-        _byvalue._code_cache.clear()
+        monkeypatch.setattr(_code, "_SEAL_START", zlib.crc32(other_magic))
+        _functions._code_cache.clear()
         try:
             payload = picklable.dumps(api.make_closure(4))
         finally:
             monkeypatch.undo()
-            _byvalue._code_cache.clear()
+            _functions._code_cache.clear()
         assert HERE.encode() in payload
         report = child.run(guard_checks.load_refused, payload)
         assert report["reason"] == "damaged payload: code checksum"

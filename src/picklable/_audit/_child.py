@@ -19,7 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._reconstruct import _walk, format_path
+from .._paths import format_path
+from .._paths import walk as _walk
 from . import compare as fp
 from .serializers import loader
 from .wire import first_line, read_frame, write_frame

@@ -34,9 +34,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .._pickler import dumps
+from .._api import dumps, loads
 from .._signing import new_key
-from .._unpickler import loads
 from ._inherit import StartPayload, dump_inheriting
 
 LENGTH = struct.Struct("<Q")

@@ -1,4 +1,4 @@
-"""Tests for `picklable._exceptions` and `picklable._traceback` (in this process)."""
+"""Tests for `picklable._reduce.exceptions` and `picklable._traceback` (in this process)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import types
 import pytest
 
 import picklable
-from picklable import _exceptions, _traceback
+from picklable import _traceback
+from picklable._reduce import exceptions as _reduce_exceptions
+from picklable._reduce import table as _table
 from picklable_testpkg import errors
 
 
@@ -489,25 +491,25 @@ class TestExceptionChildren:
         group = ExceptionGroup("g", [member])
         group.__cause__ = KeyError("k")
         group.extra = 1
-        found = dict(_exceptions.exception_children(group))
+        found = dict(_reduce_exceptions.exception_pieces(group))
         assert found[".args[0]"] == "g" and found[".extra"] == 1
         assert found[".exceptions[0]"] is member and type(found[".__cause__"]) is KeyError
         assert ".__context__" not in found
-        slots = dict(_exceptions.exception_children(member))
+        slots = dict(_reduce_exceptions.exception_pieces(member))
         assert slots[".detail"] == "d" and slots["._SlottedError__hidden"] == "h"
 
 
-class TestHandlerFor:
+class TestExceptionKind:
     def test_not_an_exception(self):
-        """Other types get no handler."""
-        assert _exceptions.handler_for(dict) is None and _exceptions.handler_for(int) is None
+        """Other types are other kinds."""
+        assert _table.kind_for(dict).name == "dict" and _table.kind_for(int).name == "data"
 
     def test_plans(self):
         """Builtin, own-reduce and other classes get the reducer of their kind."""
-        assert _exceptions.handler_for(ValueError).__name__ == "reduce_builtin"
-        assert _exceptions.handler_for(ExceptionGroup).__name__ == "reduce_builtin"
-        assert _exceptions.handler_for(errors.OwnReduceError).__name__ == "reduce_own"
-        assert _exceptions.handler_for(errors.KwOnlyError).__name__ == "reduce_instance"
+        assert _table.handler_for(ValueError).__name__ == "reduce_builtin"
+        assert _table.handler_for(ExceptionGroup).__name__ == "reduce_builtin"
+        assert _table.handler_for(errors.OwnReduceError).__name__ == "reduce_own"
+        assert _table.handler_for(errors.KwOnlyError).__name__ == "reduce_instance"
 
 
 def raised_from(fn):

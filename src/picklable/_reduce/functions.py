@@ -1,16 +1,22 @@
-"""Functions and classes shipped by value.
+"""Functions: by their own name, by a located path, or by value.
 
-A function becomes::
+A function importable by its own ``__module__`` + ``__qualname__`` goes by
+reference, as pickle sends it. Otherwise the locator looks for another path to
+it (a decorator took its name and keeps it in ``__wrapped__``; a factory made
+it and a class holds it). Otherwise it is copied; a ``singledispatch``
+function is copied as its base function plus its registry.
+
+A copy becomes::
 
     REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells[, annotations])
     BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
 ``code_bytes`` is ``marshal.dumps(code)`` and its CRC32 (computed once per code
-object; see :func:`_reconstruct.seal_code`), and
-``record`` names the interpreter that compiled it: another Python version is
-refused before marshal sees the bytes. Loading costs one small Python frame per
-function and, per payload, one global lookup -- at load a global costs about
-ten frames, so the format is built to name as few globals as possible.
+object; see :func:`picklable._code.seal`), and ``record`` names the interpreter
+that compiled it: another Python version is refused before marshal sees the
+bytes. Loading costs one small Python frame per function and, per payload, one
+global lookup -- at load a global costs about ten frames, so the format is
+built to name as few globals as possible.
 
 Globals and cells that could lead back to the function being pickled are filled
 after it is memoized, by C calls hidden in the state (``_FIRST((qualname,
@@ -18,76 +24,120 @@ dict.update(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
 recurses into a function it is still building. Functions of one module share one
 globals dict per payload, as they share their module's namespace at home.
 
-A class becomes a skeleton made by :func:`_reconstruct._make_class` (name,
-bases, metaclass, ``__slots__``) and its attributes, set once it is memoized.
+In deterministic mode the pickler carries a ``_canonical`` policy whose
+``code_bytes`` replaces the cached marshal bytes (see
+:mod:`picklable._deterministic`); nothing else here depends on the mode.
 """
 
 from __future__ import annotations
 
-import abc
 import builtins
+import dis
+import functools
 import marshal
-import os
+import operator
 import sys
 import types
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import _locator, _reconstruct
-from ._reconstruct import _FIRST, _ID_BY_CLASS, _track
+from .. import _caches, _code, _locator, _reconstruct
+from .._compat import is_heap_type
+from .._paths import walk
+from .reference import reference
+from .registry import ships_by_value
 
 if TYPE_CHECKING:
-    from ._pickler import Pickler
+    from .._pickler import Pickler
 
-_MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
-# Importable modules the user asked to ship by value (see register_by_value).
-_by_value_modules: set[str] = set()
+__all__ = [
+    "code_info",
+    "copy_function",
+    "function_pieces",
+    "reduce_cell",
+    "reduce_code",
+    "reduce_function",
+]
+
+# ``_FIRST((value, effect, effect, ...))`` evaluates the effects at load time
+# (they are REDUCE calls inside the tuple) and yields ``value``. It lets a
+# function's state fill its globals and closure cells without a Python frame.
+_FIRST = operator.itemgetter(0)
 
 _setattr = setattr
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: classes made by class statements
 _dict_update = dict.update
+_RECORD = _code.HERE
 
-# id(code) -> (code, marshal bytes, names of globals it may read)
+_SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
+# Made by singledispatch itself for every dispatcher: rebuilt, never shipped.
+_SINGLEDISPATCH_MADE = frozenset(
+    {"register", "dispatch", "registry", "_clear_cache", "__wrapped__"}
+)
+
+
+# ------------------------------------------------------------------ decision
+
+
+def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
+    """The rule for a function: own name, located path, else a copy."""
+    # Pickler.reducer_override has already answered functions known to be
+    # importable by their own name (the by_name cache).
+    module = func.__module__
+    if ships_by_value(module):
+        return copy_function(pickler, func)  # lambdas and closures of a script
+    qualname = func.__qualname__
+    # Fast path, stdlib's own test: the function is importable by its own name.
+    if "<" not in qualname and type(module) is str:
+        home = sys.modules.get(module)
+        if home is not None:
+            try:
+                if "." not in qualname:
+                    found = getattr(home, qualname)
+                else:
+                    found = walk(home, tuple(qualname.split(".")))
+            except Exception:
+                found = None
+            if found is func:
+                _locator.remember_by_name(func)
+                return NotImplemented
+    located = _locator.locate(func)
+    if located is not None:
+        return reference(pickler, func, *located)
+    return copy_function(pickler, func)
+
+
+def copy_function(pickler: Pickler, func: types.FunctionType) -> Any:
+    """A copy: a singledispatch function keeps its registry, any other is copied."""
+    if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
+        return _reduce_singledispatch(pickler, func)
+    return function_by_value(pickler, func)
+
+
+def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
+    """A singledispatch function by value: the base function plus its registrations."""
+    registry = dict(func.registry)  # type: ignore[attr-defined]
+    base = registry.pop(object, func.__wrapped__)  # type: ignore[attr-defined]
+    attributes = {k: v for k, v in vars(func).items() if k not in _SINGLEDISPATCH_MADE}
+    metadata = {
+        "__module__": func.__module__,
+        "__name__": func.__name__,
+        "__qualname__": func.__qualname__,
+        "__doc__": func.__doc__,
+    }
+    return (
+        _reconstruct._make_singledispatch,
+        (base, list(registry.items())),
+        (attributes or None, metadata),
+    )
+
+
+# -------------------------------------------------------------- code objects
+
+# id(code) -> (code, marshal bytes, names of globals it may read, ...)
+CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str]
 _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
-
-
-def register_by_value(module: types.ModuleType | str) -> None:
-    """Ship functions and classes of ``module`` (and its submodules) by value.
-
-    For code that exists on the sending side only: a module imported from a
-    local folder that workers do not have, or a script's helper module.
-    """
-    name = module if isinstance(module, str) else module.__name__
-    if name not in sys.modules:
-        raise ValueError(f"{name!r} is not an imported module; import it first")
-    _by_value_modules.add(name)
-    _locator.clear_cache()  # answers "by reference" given before no longer hold
-
-
-def unregister_by_value(module: types.ModuleType | str) -> None:
-    """Undo :func:`register_by_value`."""
-    name = module if isinstance(module, str) else module.__name__
-    if name not in _by_value_modules:
-        raise ValueError(f"{name!r} was not registered with register_by_value()")
-    _by_value_modules.discard(name)
-    _locator.clear_cache()
-
-
-def list_registry_by_value() -> list[str]:
-    """Names of the modules registered with :func:`register_by_value`."""
-    return sorted(_by_value_modules)
-
-
-def ships_by_value(module_name: Any) -> bool:
-    """Whether objects whose ``__module__`` is ``module_name`` must go by value."""
-    if module_name in _MAIN_MODULES:
-        return True
-    if not _by_value_modules or type(module_name) is not str:
-        return False
-    if module_name in _by_value_modules:
-        return True
-    return any(module_name.startswith(m + ".") for m in _by_value_modules)
-
+_caches.register("functions.code_info", _code_cache.clear)
 
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"})
 # Class bodies (code objects nested in a function) read globals with LOAD_NAME.
@@ -100,8 +150,6 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     From the bytecode, not ``co_names``, which also holds attribute names:
     ``x.real`` must not ship a global that happens to be called ``real``.
     """
-    import dis  # only once by-value code is shipped: workers that load need not pay
-
     names: dict[str, None] = {}
     stack = [(code, _GLOBAL_OPS)]
     while stack:
@@ -113,9 +161,6 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
             (c, _NESTED_NAME_OPS) for c in current.co_consts if isinstance(c, types.CodeType)
         )
     return tuple(names)
-
-
-CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str]
 
 
 def code_info(code: types.CodeType) -> CodeInfo:
@@ -131,7 +176,7 @@ def code_info(code: types.CodeType) -> CodeInfo:
     default_qualname = getattr(code, "co_qualname", code.co_name)
     info = (
         code,
-        _reconstruct.seal_code(marshal.dumps(code)),
+        _code.seal(marshal.dumps(code)),
         _global_names(code),
         default_doc,
         default_qualname,
@@ -143,22 +188,23 @@ def code_info(code: types.CodeType) -> CodeInfo:
 
 
 def reduce_code(pickler: Pickler, code: types.CodeType) -> tuple[Any, ...]:
+    """A bare code object: its sealed bytes and the interpreter record."""
     # The interpreter record travels with the bytes (memoized: 2 bytes after the
     # first): marshal data from another Python version is refused, never loaded.
-    return (_reconstruct._load_code, (code_info(code)[1], _RECORD))
+    canonical = pickler._canonical
+    data = code_info(code)[1] if canonical is None else canonical.code_bytes(code)
+    return (_reconstruct._load_code, (data, _RECORD))
 
 
-_RECORD = _reconstruct._interpreter_record()
+# ------------------------------------------------------------ by value
 
 # Cell contents that can never lead back to the function being pickled: they go
 # straight into CellType(...) in the arguments.
 _LEAF_TYPES = frozenset({int, float, complex, str, bytes, bool, type(None)})
-
-
 _MISSING = object()
 
 
-def reduce_function(
+def function_by_value(
     pickler: Pickler,
     func: types.FunctionType,
     _leaf: Any = _LEAF_TYPES,
@@ -180,6 +226,9 @@ def reduce_function(
     if info is None or info[0] is not code:
         info = code_info(code)
     _, data, names, default_doc, default_qualname = info
+    canonical = pickler._canonical
+    if canonical is not None:
+        data = canonical.code_bytes(code)
     home = func.__globals__
     module_name = home.get("__name__")
     effects: list[Any] | None = None
@@ -285,7 +334,7 @@ _BUILTIN_ANNOTATIONS = frozenset(
     | {
         value
         for value in vars(builtins).values()
-        if type(value) is type and not value.__flags__ & _HEAPTYPE
+        if type(value) is type and not is_heap_type(value)
     }
 )
 
@@ -313,7 +362,7 @@ def _plain_annotations(
             continue
         if type(value) is not type:
             return False
-        if not value.__flags__ & _HEAPTYPE or _named(_id(value)) is value:
+        if not is_heap_type(value) or _named(_id(value)) is value:
             continue
         if ships_by_value(value.__module__) or not _locator.importable_by_own_name(value):
             return False
@@ -359,7 +408,8 @@ def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:
     return (_setattr, (obj.cell, "cell_contents", obj.content))
 
 
-# Registered in the dispatch table: no detour through __reduce_ex__.
+# The load-time effects above, by type: in the table, so no detour through
+# __reduce_ex__ (they exist only inside a payload being made).
 EFFECT_REDUCERS = {
     _Effects: _reduce_effects,
     _GlobalsUpdate: _reduce_globals_update,
@@ -368,6 +418,7 @@ EFFECT_REDUCERS = {
 
 
 def reduce_cell(pickler: Pickler, cell: types.CellType) -> tuple[Any, ...]:
+    """A closure cell: its content in the arguments, or filled by a function's state."""
     try:
         content = cell.cell_contents
     except ValueError:
@@ -380,117 +431,40 @@ def reduce_cell(pickler: Pickler, cell: types.CellType) -> tuple[Any, ...]:
     return (_reconstruct._make_cell, (), (None, {"cell_contents": content}))
 
 
-# --------------------------------------------------------------------- classes
+# ------------------------------------------------------------------- pieces
 
-# Made by ``type`` itself for every class; never shipped.
-_CLASS_SKIP = frozenset(
-    {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__slots__", "_abc_impl"}
-)
-_ENUM_SKIP = frozenset(
-    {
-        "_member_names_",
-        "_member_map_",
-        "_value2member_map_",
-        "_unhashable_values_",
-        "_member_type_",
-        "_new_member_",
-        "_use_args_",
-        "_value_repr_",
-        "__new__",
-        "_generate_next_value_",
-    }
-)
+_NOTHING = object()
 
 
-def tracker_id(cls: type) -> str:
-    found = _ID_BY_CLASS.get(cls)
-    if found is None:
-        found = os.urandom(16).hex()  # as unique as uuid4, without importing uuid
-        _track(cls, found)
-    return found
-
-
-def _origin(cls: type) -> tuple[str, str, str | None] | None:
-    module = cls.__module__
-    if module not in _MAIN_MODULES:
-        return None
-    main = sys.modules.get(module)
-    return (module, cls.__qualname__, getattr(main, "__file__", None))
-
-
-def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
-    namespace = cls.__dict__
-    slots = namespace.get("__slots__", ())
-    if isinstance(slots, str):
-        slots = (slots,)
-    slot_names = set()
-    for slot in slots:
-        # Private slot names are mangled in the class dict.
-        if slot.startswith("__") and not slot.endswith("__"):
-            slot_names.add(f"_{cls.__name__.lstrip('_')}{slot}")
-        else:
-            slot_names.add(slot)
-    attributes = {}
-    for key, value in namespace.items():
-        if key in _CLASS_SKIP or key in skip:
+def function_pieces(obj: types.FunctionType, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    """What a copy of ``obj`` ships, named as Python reaches it (error paths)."""
+    if obj.__code__ is _SINGLEDISPATCH_CODE and "registry" in obj.__dict__:
+        registry = obj.registry  # type: ignore[attr-defined]
+        yield ".__wrapped__", registry.get(object, obj.__wrapped__)  # type: ignore[attr-defined]
+        for cls, implementation in registry.items():
+            if cls is not object:
+                yield f".registry[{getattr(cls, '__qualname__', cls)!s}]", implementation
+        return
+    attributes = obj.__dict__
+    # What a decorator wraps sits in a closure cell too: name it the readable way.
+    wrapped = attributes.get("__wrapped__", _NOTHING)
+    if wrapped is not _NOTHING:
+        yield ".__wrapped__", wrapped
+    for i, cell in enumerate(obj.__closure__ or ()):
+        try:
+            content = cell.cell_contents
+        except ValueError:
             continue
-        if key in slot_names and isinstance(value, types.MemberDescriptorType):
-            continue
-        attributes[key] = value
-    return attributes
-
-
-def _abc_registry(cls: type) -> list[type]:
-    if not isinstance(cls, abc.ABCMeta):
-        return []
-    try:
-        registry = abc._get_dump(cls)[0]  # type: ignore[attr-defined]
-    except Exception:
-        return []
-    found = [ref() for ref in registry]
-    # The registry is a set of weak references: its order is per process.
-    return sorted(
-        (c for c in found if c is not None), key=lambda c: (str(c.__module__), str(c.__qualname__))
-    )
-
-
-def reduce_class(pickler: Pickler, cls: type) -> tuple[Any, ...]:
-    """Reduce a class by value: skeleton first, attributes once memoized."""
-    metaclass = type(cls)
-    namespace: dict[str, Any] = {
-        "__module__": cls.__module__,
-        "__qualname__": cls.__qualname__,
-    }
-    doc = cls.__dict__.get("__doc__")
-    if doc is not None:
-        namespace["__doc__"] = doc
-    if "__slots__" in cls.__dict__:
-        namespace["__slots__"] = cls.__dict__["__slots__"]
-    enum = sys.modules.get("enum")
-    if enum is not None and isinstance(cls, enum.EnumMeta):
-        members = {name: member._value_ for name, member in cls.__members__.items()}
-        attributes = _class_attributes(cls, _ENUM_SKIP | set(members))
-        return (
-            _reconstruct._make_enum,
-            (
-                metaclass,
-                cls.__name__,
-                cls.__bases__,
-                namespace,
-                members,
-                tracker_id(cls),
-                _origin(cls),
-            ),
-            (attributes, _abc_registry(cls)),
-            None,
-            None,
-            _reconstruct._class_setstate,
-        )
-    return (
-        _reconstruct._make_class,
-        (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id(cls), _origin(cls)),
-        (_class_attributes(cls), _abc_registry(cls)),
-        None,
-        None,
-        _reconstruct._class_setstate,
-    )
+        if content is not wrapped:
+            yield f".__closure__[{i}].cell_contents", content
+    home = obj.__globals__
+    for name in code_info(obj.__code__)[2]:
+        if name in home:
+            yield f".__globals__[{name!r}]", home[name]
+    for i, default in enumerate(obj.__defaults__ or ()):
+        yield f".__defaults__[{i}]", default
+    for key, value in (obj.__kwdefaults__ or {}).items():
+        yield f".__kwdefaults__[{key!r}]", value
+    for key, value in attributes.items():
+        if key != "__wrapped__":
+            yield f".{key}", value

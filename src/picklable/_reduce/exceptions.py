@@ -45,14 +45,15 @@ import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import _reconstruct, _traceback
+from .. import _reconstruct, _traceback
+from .._compat import is_heap_type
 
 if TYPE_CHECKING:
-    from ._pickler import Pickler
+    from .._pickler import Pickler
+
+__all__ = ["exception_kind", "exception_pieces", "reduce_traceback"]
 
 Handler = Callable[["Pickler", Any], Any]
-
-_HEAPTYPE = 1 << 9
 _C_FIELD_TYPES = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # Set only from keyword arguments, so a builtin's own reduction (args) drops them.
 _KEYWORD_FIELDS: dict[type, tuple[str, ...]] = {
@@ -66,22 +67,13 @@ _BASE_FIELDS = frozenset(vars(BaseException))
 _STATE_HOOKS = ("__setattr__", "__getstate__", "__setstate__")
 
 
-def handler_for(t: type) -> Handler | None:
-    """The reducer for instances of ``t`` if ``t`` is an exception class or a traceback.
+def exception_kind(t: type) -> Handler:
+    """The reducer for instances of the exception class ``t`` (see the module doc).
 
-    Parameters
-    ----------
-    t:
-        A type the pickler met for the first time.
-
-    Returns
-    -------
-    The reducer, or None when ``t`` is neither.
+    The plan holds no reference to ``t`` (a class nobody uses any more must be
+    freed), and checks at each instance that the hooks it was made for are
+    still the class's own: a class given a ``__reduce__`` later is planned again.
     """
-    if t is types.TracebackType:
-        return reduce_traceback
-    if not issubclass(t, BaseException):
-        return None
     plan = _Plan(t)
     if plan.kind == "own":
         return plan.reduce_own
@@ -144,7 +136,7 @@ def chain(exc: BaseException) -> dict[str, Any]:
     return out
 
 
-def exception_children(exc: BaseException) -> Iterator[tuple[str, Any]]:
+def exception_pieces(exc: BaseException, reduction: Any = None) -> Iterator[tuple[str, Any]]:
     """(path suffix, piece) for each piece that shipping ``exc`` ships.
 
     For the error path of a failed ``dumps`` (``_diagnose``): a generic walk
@@ -170,14 +162,26 @@ def exception_children(exc: BaseException) -> Iterator[tuple[str, Any]]:
 
 def _is_ours(klass: type) -> bool:
     """A class whose methods are Python code, not a builtin exception's."""
-    return bool(klass.__flags__ & _HEAPTYPE) and klass.__module__ != "builtins"
+    return is_heap_type(klass) and klass.__module__ != "builtins"
+
+
+# Hooks whose presence decides a plan: a plan records which of them the class
+# had (as "is it BaseException's own?" flags, which hold no reference to it).
+_PLAN_HOOKS = ("__reduce__", "__reduce_ex__", "__setstate__", "__setattr__", "__init__", "__new__")
+_BASE_HOOKS = tuple(getattr(BaseException, name) for name in _PLAN_HOOKS)
+_OBJECT_GETSTATE = getattr(object, "__getstate__", None)
+
+
+def _signature(t: type) -> tuple[bool, ...]:
+    flags = tuple(getattr(t, name) is base for name, base in zip(_PLAN_HOOKS, _BASE_HOOKS))
+    return (*flags, getattr(t, "__getstate__", None) is _OBJECT_GETSTATE)
 
 
 class _Plan:
     """How instances of one exception class are reduced (see module doc)."""
 
     def __init__(self, t: type) -> None:
-        self.type = t
+        self.signature = _signature(t)
         mro = t.__mro__
         ours = [k for k in mro if _is_ours(k)]
         defined: set[str] = set()
@@ -230,10 +234,14 @@ class _Plan:
 
     # --------------------------------------------------------------- reducers
 
+    def _stale(self, exc: BaseException) -> bool:
+        """Whether the class of ``exc`` changed its hooks since this plan was made."""
+        return _signature(type(exc)) != self.signature
+
     def reduce_builtin(self, pickler: Pickler, exc: BaseException) -> Any:
         if self._plain(exc):
             return _stdlib_reduction(pickler, exc)
-        registered = _registered(self.type)
+        registered = _registered(type(exc))
         if registered is not None:
             return _add_chain(registered(exc), chain(exc))
         reduced: Any = exc.__reduce_ex__(pickler.protocol)
@@ -252,12 +260,16 @@ class _Plan:
         return (reduced[0], reduced[1], state)
 
     def reduce_own(self, pickler: Pickler, exc: BaseException) -> Any:
-        registered = _registered(self.type)
+        if self._stale(exc):
+            return pickler._reclassify(exc)
+        registered = _registered(type(exc))
         reduced = registered(exc) if registered is not None else exc.__reduce_ex__(pickler.protocol)
         return _add_chain(reduced, chain(exc))
 
     def reduce_instance(self, pickler: Pickler, exc: BaseException) -> Any:
-        cls = self.type
+        if self._stale(exc):
+            return pickler._reclassify(exc)
+        cls = type(exc)
         registered = _registered(cls)
         if registered is not None:
             return _add_chain(registered(exc), chain(exc))

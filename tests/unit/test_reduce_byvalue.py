@@ -1,4 +1,4 @@
-"""Tests for `picklable._byvalue` (functions and classes by value)."""
+"""Tests for `picklable._reduce.functions` and `.classes`: functions and classes by value."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import types
 import pytest
 
 import picklable
+from picklable._reduce import functions as _functions
 from picklable_testpkg import api
 
 
@@ -246,11 +247,11 @@ class TestClasses:
 
 def _forget(cls):
     """Make this process forget it made ``cls`` (as a receiver would not know it)."""
-    from picklable._reconstruct import _CLASS_BY_ID, _ID_BY_CLASS
+    from picklable import _tracker
 
-    tracker = _ID_BY_CLASS.pop(cls, None)
+    tracker = _tracker._id_by_class.pop(cls, None)
     if tracker is not None:
-        _CLASS_BY_ID.pop(tracker, None)
+        _tracker._class_by_id.pop(tracker, None)
 
 
 class TestReceiverKeepsUp:
@@ -268,14 +269,14 @@ class TestReceiverKeepsUp:
         _forget(config)  # from here on this process plays the receiver
         copy = picklable.loads(first)
         assert copy.size == 1
-        from picklable._reconstruct import _ID_BY_CLASS, _track
+        from picklable import _tracker
 
-        tracker = _ID_BY_CLASS[copy]
-        _track(config, tracker)  # the sender's side: same id, changed class
+        tracker = _tracker._id_by_class[copy]
+        _tracker.track(config, tracker)  # the sender's side: same id, changed class
         config.size = 3
         second = picklable.dumps(config)
         _forget(config)
-        _track(copy, tracker)
+        _tracker.track(copy, tracker)
         assert picklable.loads(second) is copy and copy.size == 3
 
     def test_class_defined_here_never_touched(self):
@@ -365,7 +366,7 @@ class TestAnnotations:
 
     def test_decision_does_not_depend_on_the_cache(self):
         """The by-name cache only speeds the test up: deterministic bytes stay so."""
-        from picklable import _byvalue, _locator
+        from picklable import _locator
 
         f = self._function("def f(x: api.Frame) -> int:\n    return 1\n", api=api)
         _locator.by_name.clear()
@@ -373,20 +374,20 @@ class TestAnnotations:
         picklable.dumps(api.Frame)  # now cached as importable by its own name
         assert _locator.by_name.get(id(api.Frame)) is api.Frame
         assert picklable.dumps(f, deterministic=True) == cold
-        assert _byvalue._plain_annotations(f.__annotations__)
+        assert _functions._plain_annotations(f.__annotations__)
 
     def test_old_six_argument_payloads_still_load(self):
         """Payloads whose annotations came in the state (before this argument) load."""
         import pickle
 
-        from picklable import _byvalue, _reconstruct
+        from picklable import _reconstruct
 
         f = self._function("def f(x: int) -> int:\n    return x + 1\n")
-        data = _byvalue.code_info(f.__code__)[1]
+        data = _functions.code_info(f.__code__)[1]
         old = pickle.dumps(
             _Reduce(
                 _reconstruct._make_function,
-                (data, _byvalue._RECORD, {"__name__": "scratch"}, "f", None, None),
+                (data, _functions._RECORD, {"__name__": "scratch"}, "f", None, None),
                 (None, {"__annotations__": {"x": int, "return": int}}),
             ),
             protocol=5,

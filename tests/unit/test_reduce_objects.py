@@ -1,5 +1,5 @@
 """Instances of plain classes: picklable answers pickle's default reduction itself
-(`picklable._instances`), so the bytes must be pickle's, and every customisation
+(`picklable._reduce.objects`), so the bytes must be pickle's, and every customisation
 pickle would honour must still be honoured."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 import picklable
-from picklable import _instances, _reducers
 from picklable._pickler import Pickler
+from picklable._reduce import objects as _objects
+from picklable._reduce import table as _table
 
 
 @dataclasses.dataclass
@@ -97,8 +98,8 @@ class TestClassification:
     @pytest.mark.parametrize("cls", [Point, Plain, Child])
     def test_plain(self, cls):
         """Classes that customise nothing about pickling get the direct reduction."""
-        assert _instances.is_plain(cls)
-        assert _reducers.handler_for(cls) is _instances.reduce_plain_instance
+        assert _objects.is_plain(cls)
+        assert _table.handler_for(cls) is _objects.reduce_plain_instance
 
     @pytest.mark.parametrize(
         "cls",
@@ -120,7 +121,7 @@ class TestClassification:
     )
     def test_not_plain(self, cls):
         """Anything pickle would treat differently is left to pickle."""
-        assert not _instances.is_plain(cls)
+        assert not _objects.is_plain(cls)
 
 
 class TestSameBytesAsPickle:

@@ -1,0 +1,446 @@
+"""The front door: ``dumps``, ``dump``, ``loads`` and ``load``.
+
+This is where the options meet: pooled picklers for the default protocol (a
+``dumps`` call costs about what ``pickle.dumps`` costs), signing (``key=``,
+:mod:`picklable._signing`), deterministic bytes (:mod:`picklable._deterministic`),
+the allow-list (``allowed=``, :mod:`picklable._allow`), the one retry after a
+stale "importable by name" answer, and the errors users read: a failure to
+dump is located (:mod:`picklable._diagnose`) and raised as one
+:class:`~picklable.PicklingError` that names the path; a failure to load says
+what is missing here.
+
+Signing, the deterministic pickler and the diagnostics are imported on first
+use: a worker that only loads, and never fails, imports none of them.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import sys
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+from . import _caches, _locator
+from ._pickler import DEFAULT_PROTOCOL, Pickler
+from ._unpickler import Unpickler, unpickling_error
+from .exceptions import PicklingError, UnpicklingError
+
+__all__ = ["dump", "dumps", "load", "loads", "signing_module"]
+
+_loads = pickle.loads
+
+_signing_module: Any = None
+
+
+def signing_module() -> Any:
+    """picklable._signing, imported on first use (dumps and loads call this).
+
+    Kept in a global once an import statement has finished: a function-level
+    import costs a microsecond per call (pools sign every frame), and
+    ``sys.modules`` may hold the module half-initialised while another thread
+    is still importing it.
+    """
+    global _signing_module
+    module = _signing_module
+    if module is None:
+        from . import _signing as module
+
+        _signing_module = module
+    return module
+
+
+def _pickling_error(obj: Any, exc: BaseException) -> PicklingError:
+    """The located error for a failed dump (the diagnostics load on first failure)."""
+    from ._diagnose import pickling_error
+
+    return pickling_error(obj, exc)
+
+
+class _Sink:
+    """A write target that keeps the chunks: cheaper to reset than a BytesIO.
+
+    A pooled pickler is made once, with :meth:`forward_buffer` as its buffer
+    callback; each ``dumps`` sets the caller's callback here.
+    """
+
+    __slots__ = ("chunks", "write", "buffer_callback")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.write = self.chunks.append
+        self.buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None
+
+    def forward_buffer(self, buffer: pickle.PickleBuffer) -> Any:
+        callback = self.buffer_callback
+        if callback is None:
+            return True  # in band: the same bytes as with no callback at all
+        return callback(buffer)
+
+
+# Idle default-protocol picklers, each with its sink. dumps pops one (so threads
+# and re-entrant calls never share) and puts it back clean.
+_idle: list[tuple[Pickler, _Sink]] = []
+_caches.register("api.idle_picklers", _idle.clear)
+_IDLE_LIMIT = 16
+# The C pickler keeps an output buffer as large as its largest payload and
+# reallocates it at every dump: a pickler that wrote more than this is dropped.
+_REUSE_MAX_BYTES = 1 << 20
+
+
+def dumps(
+    obj: Any,
+    protocol: int | None = None,
+    buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+    key: bytes | None = None,
+    deterministic: bool = False,
+) -> bytes:
+    # The options are not keyword-only on purpose: CPython fills each missing
+    # keyword-only default with a dict lookup, positional ones from a tuple,
+    # and this call is measured against pickle.dumps. Pass them by keyword.
+    """Serialize ``obj`` to bytes (see :class:`Pickler` for the rule).
+
+    Parameters
+    ----------
+    obj:
+        What to ship.
+    protocol:
+        Pickle protocol; defaults to 5.
+    buffer_callback:
+        As for :func:`pickle.dumps`: out-of-band buffers.
+    key:
+        Sign the payload with this key (bytes, at least 16 of them; see
+        :func:`picklable.new_key`): ``loads`` then needs the same key and
+        refuses a payload that was altered. Adds 49 bytes (see
+        :mod:`picklable._signing`).
+    deterministic:
+        Give the same bytes for the same object in every process and under
+        every ``PYTHONHASHSEED`` (sorted sets, canonical code bytes,
+        content-derived class ids; see :mod:`picklable._deterministic`).
+        Several times slower: it runs the pure-Python pickler.
+
+    Returns
+    -------
+    bytes
+        The payload.
+
+    Raises
+    ------
+    picklable.PicklingError
+        With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship.
+    TypeError, ValueError
+        ``key`` is not bytes, or shorter than 16 bytes.
+    """
+    if key is not None or deterministic or (protocol is not None and protocol != DEFAULT_PROTOCOL):
+        return _dumps_with(obj, protocol, buffer_callback, key, deterministic)
+    # The success path is what pickle.dumps is measured against: no finally,
+    # and the resets are slot stores; failures leave through _dump_failed.
+    try:
+        pickler, sink = _idle.pop()
+    except IndexError:
+        sink = _Sink()
+        pickler = Pickler(sink, buffer_callback=sink.forward_buffer)  # type: ignore[arg-type]
+    if buffer_callback is not None:
+        sink.buffer_callback = buffer_callback
+    chunks = sink.chunks
+    try:
+        pickler.dump(obj)
+    except Exception as exc:
+        # The pickler is not put back: it may hold a half-written payload.
+        return _dump_failed(obj, pickler, chunks, exc)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    chunks.clear()
+    pickler.clear_memo()
+    pickler._payload = None
+    sink.buffer_callback = None
+    if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:
+        _idle.append((pickler, sink))
+    return data
+
+
+def _dump_failed(obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception) -> bytes:
+    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``.
+
+    A cached "importable by name" answer may have gone stale (a module
+    attribute reassigned): forget them all and try once more. Otherwise, or if
+    that fails too, raise a :class:`PicklingError` that names the path.
+    """
+    if isinstance(exc, RecursionError):
+        raise _recursion_error(obj) from exc
+    if isinstance(exc, PicklingError) and (exc.path or isinstance(exc.__cause__, RecursionError)):
+        raise exc  # already located by a reducer, or too deep to walk again
+    if not _locator.by_name:
+        raise _pickling_error(obj, exc) from exc
+    _locator.by_name.clear()
+    chunks.clear()
+    pickler.clear_memo()
+    pickler._payload = None
+    _dump(obj, pickler)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _dumps_with(
+    obj: Any,
+    protocol: int | None,
+    buffer_callback: Callable[[pickle.PickleBuffer], Any] | None,
+    key: Any,
+    deterministic: bool,
+) -> bytes:
+    """dumps with a key, deterministic bytes or another protocol (the slower branch)."""
+    signing_key = None
+    oob: list[pickle.PickleBuffer] = []
+    if key is not None:
+        signing_key = signing_module().check_key(key)
+        if buffer_callback is not None:
+            user_callback = buffer_callback
+
+            def buffer_callback(buffer: pickle.PickleBuffer) -> Any:
+                in_band = user_callback(buffer)
+                if not in_band:
+                    oob.append(buffer)  # the signature covers it
+                return in_band
+
+    if (
+        not deterministic
+        and buffer_callback is None
+        and (protocol is None or protocol == DEFAULT_PROTOCOL)
+    ):
+        data = dumps(obj)  # signed, otherwise the default: the pooled picklers
+    else:
+        if deterministic:
+            from ._deterministic import DeterministicPickler
+
+            make: Any = DeterministicPickler
+        else:
+            make = Pickler
+        buffer = io.BytesIO()
+        _dump_fresh(
+            obj,
+            buffer,
+            lambda file: make(file, protocol, buffer_callback=buffer_callback),
+            oob.clear,  # a retry calls the callback for every buffer again
+        )
+        data = buffer.getvalue()
+    if signing_key is None:
+        return data
+    signed: bytes = signing_module().sign(signing_key, data, oob)
+    return signed
+
+
+def dump(
+    obj: Any,
+    file: IO[bytes],
+    protocol: int | None = None,
+    *,
+    buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+    key: bytes | None = None,
+    deterministic: bool = False,
+) -> None:
+    """Serialize ``obj`` into the binary ``file``.
+
+    Parameters are as for :func:`dumps`. Without ``key`` and ``deterministic``
+    the pickler writes into ``file`` as it goes; with either, the payload is
+    made in memory first and written in one call.
+
+    Raises
+    ------
+    picklable.PicklingError
+        As for :func:`dumps`.
+    """
+    if key is not None or deterministic:
+        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic))
+        return
+    _dump_fresh(obj, file, lambda out: Pickler(out, protocol, buffer_callback=buffer_callback))
+
+
+class _Watched:
+    """Forwards writes to a file and remembers whether any happened."""
+
+    __slots__ = ("file", "written")
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.written = False
+
+    def write(self, data: Any) -> Any:
+        self.written = True
+        return self.file.write(data)
+
+
+def _dump_fresh(
+    obj: Any,
+    file: IO[bytes],
+    make_pickler: Callable[[Any], Any],
+    on_retry: Callable[[], Any] | None = None,
+) -> None:
+    """Pickle ``obj`` into ``file`` with a new pickler.
+
+    As in :func:`dumps`, a failure while "importable by name" answers are cached
+    gets one retry with the cache cleared (a module attribute reassigned since
+    makes pickle refuse the stale reference), provided the file can be put back
+    as it was: nothing written yet (the C pickler writes in 64 KiB frames), or
+    seekable.
+    """
+    start = None
+    try:
+        if file.seekable():
+            start = file.tell()
+    except (AttributeError, OSError, ValueError):
+        start = None
+    watched = _Watched(file)
+    try:
+        make_pickler(watched).dump(obj)
+        return
+    except RecursionError as exc:
+        raise _recursion_error(obj) from exc
+    except Exception as exc:
+        if not _locator.by_name or (watched.written and start is None):
+            raise _pickling_error(obj, exc) from exc
+    if watched.written:
+        assert start is not None
+        file.seek(start)
+        file.truncate()
+    _locator.by_name.clear()
+    if on_retry is not None:
+        on_retry()
+    _dump(obj, make_pickler(file))
+
+
+def _dump(obj: Any, pickler: Pickler) -> None:
+    try:
+        pickler.dump(obj)
+    except RecursionError as exc:
+        raise _recursion_error(obj) from exc
+    except Exception as exc:
+        raise _pickling_error(obj, exc) from exc
+
+
+def _recursion_error(obj: Any) -> PicklingError:
+    return PicklingError(
+        f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
+        "graph is nested deeper than the recursion limit "
+        f"({sys.getrecursionlimit()}). Fix: flatten the structure, or "
+        "raise the limit with sys.setrecursionlimit() on both sides.",
+        type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
+        reason="nested deeper than the recursion limit",
+        hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
+    )
+
+
+def loads(
+    data: bytes | bytearray | memoryview,
+    /,
+    buffers: Iterable[Any] | None = None,
+    key: bytes | None = None,
+    allowed: Iterable[Any] | None = None,
+) -> Any:
+    # The options are not keyword-only on purpose: CPython fills each missing
+    # keyword-only default with a dict lookup, positional ones from a tuple,
+    # and this call is measured against pickle.loads. Pass them by keyword.
+    """Load an object from ``data``.
+
+    Parameters
+    ----------
+    data:
+        A payload made by :func:`picklable.dumps` (or any pickle).
+    buffers:
+        The out-of-band buffers, when the payload was made with a ``buffer_callback``.
+    key:
+        Require a payload signed with this key (``dumps(obj, key=key)``): an
+        unsigned, truncated, altered or otherwise signed payload is refused
+        before anything is unpickled.
+    allowed:
+        Module names whose objects the payload may name (each covers its
+        submodules). Code shipped by value counts as its module's (``"__main__"``
+        for a script's functions). Defence in depth, not a sandbox: see
+        :mod:`picklable._allow`.
+
+    Returns
+    -------
+    The object.
+
+    Raises
+    ------
+    picklable.UnpicklingError
+        Naming what could not be imported or built in this interpreter, or why
+        the payload was refused.
+    """
+    if key is None and allowed is None:
+        try:
+            if buffers is None:
+                return _loads(data)  # positional: the cheapest call into C
+            return _loads(data, buffers=buffers)
+        except UnpicklingError:
+            raise
+        except Exception as exc:
+            raise _load_error(exc, data) from exc
+    return _loads_checked(data, buffers, key, allowed)
+
+
+def _loads_checked(
+    data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None
+) -> Any:
+    """loads with a key and/or an allow-list (bad options raise TypeError/ValueError)."""
+    policy = None
+    if allowed is not None:
+        from ._allow import Policy
+
+        policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
+    if key is not None:
+        signing = signing_module()
+        data, buffers = signing.verify(signing.check_key(key), data, buffers)
+    try:
+        if policy is not None:
+            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy).load()
+        if buffers is None:
+            return _loads(data)
+        return _loads(data, buffers=buffers)
+    except UnpicklingError:
+        raise
+    except Exception as exc:
+        raise unpickling_error(exc) from exc
+
+
+def _load_error(exc: Exception, data: Any) -> UnpicklingError:
+    if isinstance(exc, pickle.UnpicklingError):
+        signing = signing_module()
+        if signing.is_signed(data):
+            error: UnpicklingError = signing.signed_without_key()
+            return error
+    return unpickling_error(exc)
+
+
+def load(
+    file: IO[bytes],
+    *,
+    buffers: Iterable[Any] | None = None,
+    key: bytes | None = None,
+    allowed: Iterable[Any] | None = None,
+) -> Any:
+    """Load an object from the binary ``file`` (one payload; the file stays open).
+
+    Parameters are as for :func:`loads`. With ``key``, the signed payload is
+    read whole (its header says how long it is) and checked before loading.
+
+    Raises
+    ------
+    picklable.UnpicklingError
+        As for :func:`loads`.
+    """
+    if key is not None:
+        signing = signing_module()
+        signing.check_key(key)
+        try:
+            data = signing.read_signed(file)
+        except Exception as exc:
+            raise unpickling_error(exc) from exc
+        return _loads_checked(data, buffers, key, allowed)
+    unpickler = Unpickler(file, buffers=buffers, allowed=allowed)
+    try:
+        return unpickler.load()
+    except UnpicklingError:
+        raise
+    except Exception as exc:
+        if isinstance(exc, pickle.UnpicklingError) and str(exc) == "invalid load key, '\\x00'.":
+            raise signing_module().signed_without_key() from exc
+        raise unpickling_error(exc) from exc

@@ -1,0 +1,137 @@
+"""Code objects in payloads: the interpreter record and the checksum.
+
+By-value code travels as marshal bytes sealed with a CRC32 and next to an
+interpreter record (``"cpython 3.11"``). Another Python version is refused, by
+name, before marshal reads a byte; damage in transit, or bytecode of another
+build of the same version, fails the checksum. Loaded code objects are kept by
+their bytes (bounded), so closures of one factory share one code object here
+as they did in the sender.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import marshal
+import sys
+import types
+import zlib
+
+from . import _caches
+from .exceptions import UnpicklingError
+
+__all__ = ["CODES", "HERE", "check_interpreter", "interpreter_record", "load", "seal"]
+
+
+def interpreter_record() -> str:
+    """``"<implementation> <major.minor>"`` of this process (``"cpython 3.11"``)."""
+    major, minor = sys.version_info[:2]
+    return f"{sys.implementation.name} {major}.{minor}"
+
+
+HERE = interpreter_record()
+# Where the checksum of shipped code starts: this interpreter's bytecode magic.
+_SEAL_START = zlib.crc32(importlib.util.MAGIC_NUMBER)
+
+# marshal bytes -> code object (see the module doc). Bounded: a long-lived
+# worker loads many payloads.
+CODES: dict[bytes, types.CodeType] = {}
+_CODES_LIMIT = 4096
+_caches.register("code.loaded", CODES.clear)
+
+
+def seal(data: bytes) -> bytes:
+    """marshal bytes of a code object + their CRC32 (4 bytes, little-endian),
+    computed from a start value derived from this interpreter's bytecode magic.
+
+    marshal checks the structure of what it reads but not the bytecode inside,
+    and a code object runs while a payload loads (a base class's
+    ``__init_subclass__``, a ``__set_name__``): a flipped bit there can crash
+    the interpreter instead of raising. The checksum turns damage in transit
+    into an :class:`~picklable.UnpicklingError`, and so does bytecode of
+    another build with the same version number (the magic number differs
+    between pre-releases). It is no defence against a forged payload (use
+    ``key=``). ``marshal.loads`` ignores the trailer.
+    """
+    return data + zlib.crc32(data, _SEAL_START).to_bytes(4, "little")
+
+
+def check_interpreter(record: object) -> None:
+    """Refuse by-value code made by another interpreter, before building any.
+
+    ``record`` is ``"<implementation> <major.minor>"``, the part users can act
+    on; the exact bytecode version (the magic number, which also changes
+    between pre-releases of one minor version) is bound by the checksum of
+    the code bytes (:func:`seal`).
+    """
+    if type(record) is not str:
+        raise UnpicklingError(
+            f"Cannot load: code shipped by value comes with a {type(record).__name__} "
+            "where the interpreter record (a str) should be: the payload is damaged "
+            "or was not made by picklable.",
+            reason="damaged payload: no interpreter record",
+            hint="check that the bytes arrive unchanged",
+        )
+    if record == HERE:
+        return
+    theirs = record if _well_formed(record) else "an unknown interpreter"
+    raise UnpicklingError(
+        f"Cannot load: this payload carries code compiled by {theirs}; this interpreter "
+        f"is {HERE}. Fix: run the same Python minor version on both sides.",
+        reason="bytecode from another interpreter",
+        hint="run the same Python minor version on both sides",
+    )
+
+
+def _well_formed(record: str) -> bool:
+    """Whether ``record`` reads like ``"cpython 3.11"`` (it is quoted in a message)."""
+    implementation, _, version = record.partition(" ")
+    major, _, minor = version.partition(".")
+    return (
+        len(record) <= 40 and implementation.isidentifier() and major.isdigit() and minor.isdigit()
+    )
+
+
+def load(data: object, record: object) -> types.CodeType:
+    """Build a code object from sealed marshal bytes, refusing another interpreter's."""
+    if record != HERE:
+        check_interpreter(record)
+    if type(data) is not bytes:
+        raise UnpicklingError(
+            f"Cannot load: code shipped by value comes as {type(data).__name__}, not bytes: "
+            "the payload is damaged or was not made by picklable.",
+            reason="damaged payload: code is not bytes",
+            hint="check that the bytes arrive unchanged",
+        )
+    code = CODES.get(data)
+    if code is not None:
+        return code
+    if len(data) < 5 or zlib.crc32(memoryview(data)[:-4], _SEAL_START) != int.from_bytes(
+        data[-4:], "little"
+    ):
+        raise UnpicklingError(
+            "Cannot load: the bytes of code shipped by value fail their checksum: the "
+            "payload was damaged on the way, or made by another build of "
+            f"{HERE} whose bytecode differs (a pre-release).",
+            reason="damaged payload: code checksum",
+            hint="check that the bytes arrive unchanged; "
+            "sign payloads with key= to detect any change",
+        )
+    try:
+        code = marshal.loads(data)
+    except (EOFError, ValueError, TypeError) as exc:
+        raise UnpicklingError(
+            f"Cannot load: the marshal bytes of code shipped by value are damaged ({exc}).",
+            reason="damaged payload: bad code bytes",
+            hint="check that the bytes arrive unchanged",
+        ) from exc
+    if type(code) is not types.CodeType:
+        raise UnpicklingError(
+            f"Cannot load: the bytes of code shipped by value hold a {type(code).__name__}, "
+            "not a code object: the payload is damaged or was not made by picklable.",
+            reason="damaged payload: not code",
+            hint="check that the bytes arrive unchanged",
+        )
+    if len(CODES) >= _CODES_LIMIT:
+        CODES.clear()
+    CODES[data] = code
+    return code

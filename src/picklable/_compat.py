@@ -1,0 +1,57 @@
+"""Constants and version shims, one copy of each.
+
+Every module that needs to know what ``__main__`` is called in a spawn worker,
+whether a class is a heap type, or how to reach a wrapt proxy's own
+``__dict__`` imports it from here.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from typing import Any
+
+__all__ = ["HEAPTYPE", "MAIN_MODULES", "PY_311", "is_heap_type", "proxy_own_dict"]
+
+# A script is ``__main__`` in the process that runs it and ``__mp_main__`` in a
+# spawn worker that re-imports it (multiprocessing.spawn): both name a script.
+MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
+
+# Py_TPFLAGS_HEAPTYPE: classes made by class statements (and by type()); static
+# C types lack it, and nothing about them can be copied by value.
+HEAPTYPE = 1 << 9
+
+PY_311 = sys.version_info >= (3, 11)
+
+
+def is_heap_type(t: type) -> bool:
+    """Whether ``t`` was made at run time (a class statement), not a static C type."""
+    return bool(t.__flags__ & HEAPTYPE)
+
+
+# wrapt's proxy fields that hold objects, never the proxy's own dict.
+_WRAPT_FIELDS = ("_self_instance", "_self_enabled", "_self_wrapper", "_self_parent", "_self_owner")
+
+
+def proxy_own_dict(proxy: Any) -> dict[str, Any] | None:
+    """A wrapt proxy's own ``__dict__`` (``vars(proxy)`` is the wrapped object's).
+
+    wrapt 2 exposes it as ``__self_dict__``; wrapt 1 keeps it in the C object's
+    dict slot, reachable only as a GC referent that is none of its fields.
+    """
+    try:
+        own = object.__getattribute__(proxy, "__self_dict__")  # wrapt 2
+    except AttributeError:
+        own = None
+    if isinstance(own, dict):
+        return own
+    fields = set()
+    for name in _WRAPT_FIELDS:
+        try:
+            fields.add(id(object.__getattribute__(proxy, name)))
+        except AttributeError:
+            pass
+    for referent in gc.get_referents(proxy):
+        if type(referent) is dict and id(referent) not in fields:
+            return referent
+    return None

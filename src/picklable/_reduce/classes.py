@@ -1,0 +1,260 @@
+"""Classes: by name where they can be imported, else by value.
+
+A class importable by its own name goes by reference, as with pickle; so do
+built-in types that no module exports under their own name but that the
+locator finds (``types.FunctionType`` is ``builtins.function``), and extension
+types whose ``__module__`` lies (wrapt's C types say ``builtins``).
+
+A class by value becomes a skeleton made by :func:`_reconstruct._make_class`
+(name, bases, metaclass, ``__slots__``) and its attributes, set once it is
+memoized (pickle's BUILD, through ``_class_setstate``). It carries a tracker id
+(:mod:`picklable._tracker`): back in the process that defined it, it is the
+original class again. Deterministic payloads take the id from the pickler's
+``_canonical`` policy instead of a random one.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+import types
+import weakref
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .. import _caches, _locator, _reconstruct, _tracker
+from .._compat import MAIN_MODULES, is_heap_type
+from ..exceptions import PicklingError
+from .reference import reference
+from .registry import ships_by_value
+
+if TYPE_CHECKING:
+    from .._pickler import Pickler
+
+__all__ = ["class_by_value", "class_pieces", "locate_misnamed_type", "reduce_class"]
+
+# Built-in types no module exports under their own name (types.FunctionType is
+# 'builtins.function'): id -> (type, reduction). Static types never die.
+_builtin_type_refs: dict[int, tuple[type, Any]] = {}
+
+
+def _seed_builtin_refs() -> None:
+    # type(f) of a function every by-value payload names anyway: loads in C,
+    # where types.FunctionType would need a Python frame (_resolve).
+    _builtin_type_refs.clear()
+    _builtin_type_refs[id(types.FunctionType)] = (
+        types.FunctionType,
+        (type, (_reconstruct._make_function,)),
+    )
+    _builtin_type_refs[id(types.CellType)] = (
+        types.CellType,
+        (type, (_reconstruct._make_cell(),)),
+    )
+
+
+_seed_builtin_refs()
+_caches.register("classes.builtin_type_refs", _seed_builtin_refs)
+
+
+def reduce_class(pickler: Pickler, cls: type) -> Any:
+    """The rule for a class: own name, located path, misnamed type, else a copy."""
+    # As for functions, classes in the by_name cache never get here.
+    known = _builtin_type_refs.get(id(cls))
+    if known is not None and known[0] is cls:
+        return known[1]
+    module = getattr(cls, "__module__", None)
+    if module == "builtins" and cls.__dict__.get("__qualname__") is None:
+        builtins = sys.modules["builtins"]
+        if getattr(builtins, cls.__name__, None) is cls:
+            return NotImplemented
+    if ships_by_value(module):
+        return class_by_value(pickler, cls)
+    if _locator.importable_by_own_name(cls):
+        _locator.remember_by_name(cls)
+        return NotImplemented
+    located = _locator.locate(cls)
+    if located is not None:
+        reduction = reference(pickler, cls, *located)
+        if not is_heap_type(cls) and pickler.protocol >= 4:
+            _builtin_type_refs[id(cls)] = (cls, reduction)
+        return reduction
+    misnamed = locate_misnamed_type(cls)
+    if misnamed is not None:
+        return reference(pickler, cls, *misnamed)
+    if not is_heap_type(cls):
+        name = f"{module}.{cls.__qualname__}"
+        raise PicklingError(
+            f"Cannot pickle class {name}: it is a built-in type that no module exports.",
+            type_name=name,
+            reason="built-in type that no module exports",
+            hint="ship an instance or a function that refers to it instead",
+        )
+    return class_by_value(pickler, cls)
+
+
+# ------------------------------------------------- misnamed extension types
+
+# type -> where it lives, or None; weak: a heap type may die.
+_misnamed: weakref.WeakKeyDictionary[type, tuple[str, tuple[str, ...]] | None] = (
+    weakref.WeakKeyDictionary()
+)
+_caches.register("classes.misnamed", _misnamed.clear)
+
+
+def locate_misnamed_type(cls: type) -> tuple[str, tuple[str, ...]] | None:
+    """Where an extension type lives when its ``__module__`` does not say.
+
+    wrapt's C types report ``__module__ == 'builtins'`` (wrapt 1.x) or
+    ``'_wrappers'`` (wrapt 2.x, really ``wrapt._wrappers``); the classes of a
+    ``__main__`` wrapper subclass, and the globals of any wrapt function copied by
+    value, name them. Only types that stdlib's lookup and the locator missed get
+    here, and only those whose module is a lie (``builtins``, or a name that is
+    not an imported module).
+
+    Returns
+    -------
+    ``(module, (name,))`` with ``getattr(module, name) is cls``, or None.
+    """
+    if cls in _misnamed:
+        return _misnamed[cls]
+    found = _search_misnamed(cls)
+    _misnamed[cls] = found
+    return found
+
+
+def _search_misnamed(cls: type) -> tuple[str, tuple[str, ...]] | None:
+    claimed = getattr(cls, "__module__", None)
+    name = getattr(cls, "__name__", None)
+    qualname = getattr(cls, "__qualname__", None)
+    if type(claimed) is not str or type(name) is not str or qualname != name:
+        return None
+    if claimed != "builtins" and claimed in sys.modules:
+        return None  # a real module that does not have it: nothing lies here
+    suffix = "." + claimed
+    candidates = sorted(
+        (
+            module_name
+            for module_name in list(sys.modules)
+            if claimed == "builtins" or module_name.endswith(suffix)
+        ),
+        key=lambda module_name: (module_name.count("."), len(module_name)),
+    )
+    for module_name in candidates:
+        module = sys.modules.get(module_name)
+        if module is None or module_name in MAIN_MODULES:
+            continue
+        try:
+            if getattr(module, name, None) is cls:
+                return module_name, (name,)
+        except Exception:
+            continue
+    return None
+
+
+# ------------------------------------------------------------------ by value
+
+# Made by ``type`` itself for every class; never shipped.
+_CLASS_SKIP = frozenset(
+    {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__slots__", "_abc_impl"}
+)
+_ENUM_SKIP = frozenset(
+    {
+        "_member_names_",
+        "_member_map_",
+        "_value2member_map_",
+        "_unhashable_values_",
+        "_member_type_",
+        "_new_member_",
+        "_use_args_",
+        "_value_repr_",
+        "__new__",
+        "_generate_next_value_",
+    }
+)
+
+
+def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    namespace = cls.__dict__
+    slots = namespace.get("__slots__", ())
+    if isinstance(slots, str):
+        slots = (slots,)
+    slot_names = set()
+    for slot in slots:
+        # Private slot names are mangled in the class dict.
+        if slot.startswith("__") and not slot.endswith("__"):
+            slot_names.add(f"_{cls.__name__.lstrip('_')}{slot}")
+        else:
+            slot_names.add(slot)
+    attributes = {}
+    for key, value in namespace.items():
+        if key in _CLASS_SKIP or key in skip:
+            continue
+        if key in slot_names and isinstance(value, types.MemberDescriptorType):
+            continue
+        attributes[key] = value
+    return attributes
+
+
+def _abc_registry(cls: type) -> list[type]:
+    if not isinstance(cls, abc.ABCMeta):
+        return []
+    try:
+        registry = abc._get_dump(cls)[0]  # type: ignore[attr-defined]
+    except Exception:
+        return []
+    found = [ref() for ref in registry]
+    # The registry is a set of weak references: its order is per process.
+    return sorted(
+        (c for c in found if c is not None), key=lambda c: (str(c.__module__), str(c.__qualname__))
+    )
+
+
+def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
+    """Reduce a class by value: skeleton first, attributes once memoized."""
+    metaclass = type(cls)
+    namespace: dict[str, Any] = {
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+    }
+    doc = cls.__dict__.get("__doc__")
+    if doc is not None:
+        namespace["__doc__"] = doc
+    if "__slots__" in cls.__dict__:
+        namespace["__slots__"] = cls.__dict__["__slots__"]
+    canonical = pickler._canonical
+    tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
+    enum = sys.modules.get("enum")
+    if enum is not None and isinstance(cls, enum.EnumMeta):
+        members = {name: member._value_ for name, member in cls.__members__.items()}
+        attributes = _class_attributes(cls, _ENUM_SKIP | set(members))
+        return (
+            _reconstruct._make_enum,
+            (
+                metaclass,
+                cls.__name__,
+                cls.__bases__,
+                namespace,
+                members,
+                tracker_id,
+                _tracker.origin(cls),
+            ),
+            (attributes, _abc_registry(cls)),
+            None,
+            None,
+            _reconstruct._class_setstate,
+        )
+    return (
+        _reconstruct._make_class,
+        (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, _tracker.origin(cls)),
+        (_class_attributes(cls), _abc_registry(cls)),
+        None,
+        None,
+        _reconstruct._class_setstate,
+    )
+
+
+def class_pieces(cls: type, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    """What a copy of ``cls`` ships: its namespace, named as attributes."""
+    for key, value in list(vars(cls).items()):
+        if key not in ("__dict__", "__weakref__"):
+            yield f".{key}", value

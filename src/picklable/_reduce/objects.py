@@ -1,0 +1,382 @@
+"""Instances, modules, descriptors and the types picklable refuses.
+
+**Plain instances: pickle's own reduction, answered directly.** For an instance
+of a class that customises nothing about pickling, stdlib pickle calls
+``obj.__reduce_ex__(protocol)``, and ``object.__reduce_ex__`` answers
+``(copyreg.__newobj__, (cls,), obj.__dict__ or None)`` after a string of lookups
+(``__reduce__``, ``__getnewargs_ex__``, ``__getnewargs__``, ``__getstate__``,
+``__slotnames__``, the class layout). picklable's hook runs for every such
+instance anyway (a list of 10,000 dataclass instances calls it 10,000 times),
+so it answers with that same tuple itself: the bytes are pickle's, byte for
+byte, and the lookups are done once per class instead of once per instance.
+
+A class qualifies when nothing on it can change pickle's answer (checked once
+per class, by walking its MRO the way the interpreter looks attributes up). An
+instance still goes to pickle when its own ``__dict__`` shadows one of the two
+methods pickle looks up on the instance, when the pickler's dispatch table has
+a reducer for the class, or below protocol 2 (where pickle uses
+``copyreg._reduce_ex`` instead). A class given a ``__reduce_ex__``,
+``__reduce__`` or ``__getstate__`` after it was checked is noticed at its next
+instance (three lookups in the type's attribute cache) and checked again.
+"""
+
+from __future__ import annotations
+
+import collections
+import copyreg
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .. import _reconstruct
+from .._compat import MAIN_MODULES
+from .._locator import importable_by_own_name, locate
+from ..exceptions import PicklingError
+from .reference import class_attribute_reference, reference
+
+if TYPE_CHECKING:
+    from .._pickler import Pickler
+
+Handler = Callable[["Pickler", Any], Any]
+
+__all__ = [
+    "REFUSED",
+    "dataclass_singletons",
+    "defaultdict_pieces",
+    "instance_pieces",
+    "is_plain",
+    "module_pieces",
+    "reduce_callable_instance",
+    "reduce_descriptor",
+    "reduce_mappingproxy",
+    "reduce_module",
+    "reduce_plain_instance",
+    "reduce_slot_descriptor",
+    "refuse",
+]
+
+# ------------------------------------------------------------ plain instances
+
+
+class _Reference:
+    """The layout every plain class has: a ``__dict__``, a weakref slot, nothing else."""
+
+
+def _layout(t: type) -> tuple[int, int, int, int]:
+    return (t.__basicsize__, t.__itemsize__, t.__dictoffset__, t.__weakrefoffset__)
+
+
+_PLAIN_LAYOUT = _layout(_Reference)
+
+_MISSING = object()
+# Looked up on the class by pickle or by object.__reduce_ex__: each must be
+# object's own (or absent, for __getstate__ before Python 3.11).
+_OBJECT_DEFAULTS = {
+    name: vars(object).get(name, _MISSING)
+    for name in ("__reduce_ex__", "__reduce__", "__getstate__", "__getattribute__")
+}
+# Must be absent: their presence changes the arguments, or (``__getattr__``)
+# answers the lookups above on an instance.
+_ABSENT = ("__getnewargs_ex__", "__getnewargs__", "__getattr__")
+_OBJECT_REDUCE_EX = object.__reduce_ex__
+_OBJECT_REDUCE = object.__reduce__
+# Python 3.10's object has no __getstate__ (a late one is then missed here).
+_OBJECT_GETSTATE = getattr(object, "__getstate__", None)
+
+
+def _lookup(t: type, name: str) -> Any:
+    """``name`` as the interpreter finds it on ``t`` (first class in the MRO)."""
+    for klass in t.__mro__:
+        found = vars(klass).get(name, _MISSING)
+        if found is not _MISSING:
+            return found
+    return _MISSING
+
+
+def is_plain(t: type) -> bool:
+    """Whether pickle reduces instances of ``t`` with object's default and no more."""
+    if _layout(t) != _PLAIN_LAYOUT or issubclass(t, (list, dict)):
+        return False
+    if any(_lookup(t, name) is not default for name, default in _OBJECT_DEFAULTS.items()):
+        return False
+    if any(_lookup(t, name) is not _MISSING for name in _ABSENT):
+        return False
+    # The instance dict must be the real one (not a class attribute named
+    # __dict__), and no slots besides it: copyreg._slotnames is what
+    # object.__reduce_ex__ consults (and caches on the class).
+    slotnames = copyreg._slotnames(t)  # type: ignore[attr-defined]
+    return type(_lookup(t, "__dict__")) is types.GetSetDescriptorType and not slotnames
+
+
+def reduce_plain_instance(
+    pickler: Pickler,
+    obj: Any,
+    _newobj: Any = copyreg.__newobj__,  # type: ignore[attr-defined]
+    _type: Any = type,
+    _reduce_ex: Any = _OBJECT_REDUCE_EX,
+    _reduce: Any = _OBJECT_REDUCE,
+    _getstate: Any = _OBJECT_GETSTATE,
+) -> Any:
+    # Runs once per instance: locals only, cheapest tests first.
+    state = obj.__dict__
+    cls = _type(obj)
+    if (
+        "__reduce_ex__" in state
+        or "__getstate__" in state
+        or cls in pickler._table
+        or pickler.protocol < 2
+    ):
+        return NotImplemented
+    if (
+        cls.__reduce_ex__ is not _reduce_ex
+        or cls.__reduce__ is not _reduce
+        or (_getstate is not None and cls.__getstate__ is not _getstate)
+    ):
+        # The class learnt to pickle itself after it was checked: classify again.
+        return pickler._reclassify(obj)
+    return (_newobj, (cls,), state or None)
+
+
+# ------------------------------------------------------- callable instances
+
+
+def reduce_callable_instance(pickler: Pickler, obj: Any) -> Any:
+    """Wrapper objects (class-based decorators, CLI option objects, ...).
+
+    A wrapper that is importable somewhere goes by reference, like a function;
+    otherwise pickle takes it apart as an ordinary instance.
+    """
+    try:
+        own = obj.__dict__.get("__qualname__") is not None
+    except AttributeError:
+        own = False
+    if own and importable_by_own_name(obj):
+        return obj.__qualname__
+    found = locate(obj)
+    if found is not None:
+        return reference(pickler, obj, *found)
+    return NotImplemented
+
+
+# -------------------------------------------------------------- descriptors
+
+
+def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
+    """getset and member descriptors (``deque.maxlen``, Cython properties):
+    ``getattr(owner, name)`` returns the very descriptor; pickle has no reducer."""
+    owner = getattr(obj, "__objclass__", None)
+    name = getattr(obj, "__name__", None)
+    if owner is not None and type(name) is str:
+        try:
+            if getattr(owner, name) is obj:
+                return (getattr, (owner, name))
+        except Exception:
+            pass
+        # Shadowed on the class itself (a class's own '__dict__' attribute is its
+        # namespace, not this descriptor): reach it through the namespace.
+        if importable_by_own_name(owner) and vars(owner).get(name) is obj:
+            path = (*owner.__qualname__.split("."), "__dict__", (name,))
+            return (_reconstruct._resolve, (owner.__module__, path))
+    by_reference = class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    return NotImplemented  # pickle's own error, explained by the diagnostics
+
+
+def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
+    """Other descriptors (cached properties of compiled classes, ...) live as
+    class attributes: by reference when the locator finds them there."""
+    by_reference = class_attribute_reference(pickler, obj)
+    return NotImplemented if by_reference is None else by_reference
+
+
+# ------------------------------------------------------------------ modules
+
+
+def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
+    """A module: imported again by name; one built in memory, copied."""
+    name = module.__name__
+    if name in MAIN_MODULES:
+        raise PicklingError(
+            f"Cannot pickle the {name} module itself: the receiving process has its own.",
+            type_name="module",
+            reason="the __main__ module is not shippable",
+            hint="refer to the names you need from it instead of the module",
+        )
+    if sys.modules.get(name) is module:
+        return (_reconstruct._import, (name,))
+    return (_reconstruct._make_module, (name, _module_namespace(module)))
+
+
+_MODULE_SKIP = ("__builtins__", "__loader__", "__spec__")
+
+
+def _module_namespace(module: types.ModuleType) -> dict[str, Any]:
+    # A module built in memory (types.ModuleType(...)) exists nowhere else.
+    return {k: v for k, v in vars(module).items() if k not in _MODULE_SKIP}
+
+
+def module_pieces(module: types.ModuleType, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    for key, value in _module_namespace(module).items():
+        yield f".{key}", value
+
+
+# ------------------------------------------------------------------- others
+
+
+def reduce_mappingproxy(pickler: Pickler, obj: types.MappingProxyType) -> Any:  # type: ignore[type-arg]
+    """A read-only view of a dict: rebuilt around a copy of the dict."""
+    return (types.MappingProxyType, (dict(obj),))
+
+
+def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
+    """dataclasses compares its sentinels by identity: ship them by name."""
+
+    def reduce(pickler: Pickler, obj: Any) -> Any:
+        return (_reconstruct._resolve, ("dataclasses", (name_of(obj),)))
+
+    return reduce
+
+
+def dataclass_singletons() -> dict[type, Handler]:
+    """Handlers for dataclasses' sentinels, once dataclasses is imported (an
+    object of those types cannot exist before)."""
+    import dataclasses
+
+    table: dict[type, Handler] = {
+        dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
+        dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),
+        type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(  # type: ignore[attr-defined]
+            lambda obj: "_HAS_DEFAULT_FACTORY"
+        ),
+    }
+    if hasattr(dataclasses, "_KW_ONLY_TYPE"):
+        table[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
+    return table
+
+
+# Types that stdlib pickle copies "successfully" into something wrong: a
+# multiprocessing Connection arrives holding another process's file descriptor
+# number (and its __del__ then closes whatever that number is in the receiver).
+# "module.qualname" -> (reason, fix); matched by name so nothing is imported.
+REFUSED: dict[str, tuple[str, str]] = {
+    "multiprocessing.connection.Connection": (
+        (
+            "a Connection holds this process's file descriptor; a copy would hold a number that "
+            "means nothing elsewhere"
+        ),
+        (
+            "pass it as an argument of multiprocessing.Process (which duplicates the descriptor), "
+            "or use a Queue or a Manager"
+        ),
+    ),
+    "multiprocessing.connection.PipeConnection": (
+        (
+            "a PipeConnection holds this process's pipe handle; a copy would hold a number that "
+            "means nothing elsewhere"
+        ),
+        "pass it as an argument of multiprocessing.Process, or use a Queue or a Manager",
+    ),
+}
+
+
+def refuse(reason: str, hint: str) -> Handler:
+    """A handler that refuses instances of a type, with ``reason`` and ``hint``."""
+
+    def refuse(pickler: Pickler, obj: Any) -> Any:
+        # A pickler given its own reducer for this type knows better: loky
+        # pickles its workers' Process objects with LOKY_PICKLER's Pickler and a
+        # dispatch_table whose Connection reducer duplicates the descriptor.
+        if type(obj) in pickler._table:
+            return NotImplemented
+        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        raise PicklingError(
+            f"Cannot pickle {name}: {reason}. Fix: {hint}.",
+            type_name=name,
+            reason=reason,
+            hint=hint,
+        )
+
+    return refuse
+
+
+# ------------------------------------------------------------------- pieces
+
+_MAX_ITEMS = 10_000
+
+
+def instance_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    """What an ordinary instance's reduction ships, named after its attributes.
+
+    ``reduction`` is the one the pickler takes (the decision already made);
+    without it, the instance's own ``__reduce_ex__`` is asked.
+    """
+    reduced = reduction
+    if not isinstance(reduced, tuple):
+        try:
+            reduced = obj.__reduce_ex__(5)
+        except Exception:
+            return
+    if isinstance(reduced, str) or not isinstance(reduced, tuple):
+        return
+    args = reduced[1] if len(reduced) > 1 else ()
+    state = reduced[2] if len(reduced) > 2 else None
+    if (
+        reduced[0] is getattr(copyreg, "__newobj__", None)
+        or getattr(reduced[0], "__name__", "") == "__newobj__"
+    ):
+        args = args[1:]  # the class itself
+    fields = getattr(type(obj), "_fields", None)
+    named = isinstance(obj, tuple) and isinstance(fields, tuple) and len(fields) == len(args or ())
+    field_names: tuple[Any, ...] = fields if named and isinstance(fields, tuple) else ()
+    try:
+        attributes = dict(vars(obj))
+    except TypeError:
+        attributes = {}
+    for i, arg in enumerate(args or ()):
+        if named:
+            yield f".{field_names[i]}", arg
+            continue
+        # Name an argument after the attribute that holds it, when one does.
+        name = next((k for k, v in attributes.items() if v is arg and isinstance(k, str)), None)
+        yield (f".{name}" if name is not None else f".__reduce__()[1][{i}]"), arg
+    yield from _state_pieces(state)
+    if len(reduced) > 3 and reduced[3] is not None:
+        for i, item in enumerate(reduced[3]):
+            if i >= _MAX_ITEMS:
+                break
+            yield f"[{i}]", item
+    if len(reduced) > 4 and reduced[4] is not None:
+        for i, (key, value) in enumerate(reduced[4]):
+            if i >= _MAX_ITEMS:
+                break
+            yield f"[{key!r}]", value
+
+
+def _state_pieces(state: Any) -> Iterator[tuple[str, Any]]:
+    if (
+        isinstance(state, tuple)
+        and len(state) == 2
+        and (state[0] is None or isinstance(state[0], dict))
+    ):
+        dict_state, slot_state = state
+    else:
+        dict_state, slot_state = state, None
+    for part in (dict_state, slot_state):
+        if isinstance(part, dict):
+            for key, value in part.items():
+                yield (
+                    (f".{key}" if isinstance(key, str) and key.isidentifier() else f"[{key!r}]"),
+                    value,
+                )
+        elif part is not None:
+            yield ".__getstate__()", part
+
+
+def defaultdict_pieces(
+    obj: collections.defaultdict[Any, Any], reduction: Any = None
+) -> Iterator[tuple[str, Any]]:
+    yield ".default_factory", obj.default_factory
+    for key, value in obj.items():
+        yield f"[{key!r}]", value

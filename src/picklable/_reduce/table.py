@@ -1,0 +1,420 @@
+"""The one table of object kinds: how each kind ships, and how that is told.
+
+Every object the pickler meets belongs to one :class:`Kind`, found by its exact
+type (``type(obj)``, never ``isinstance`` first: proxies lie about their
+class). A kind says, side by side:
+
+* ``reduce`` -- how it is reduced (the rule's steps for that kind; ``None``:
+  pickle's own way);
+* ``by_name`` -- whether "``NotImplemented``" from ``reduce`` means pickle
+  saves it by its own name (functions and classes: pickle's save_global);
+* ``taken_apart`` -- what ships in its place when it is rebuilt from pieces,
+  in ``explain``'s words;
+* ``pieces`` -- the parts it ships, named as Python reaches them
+  (``.__closure__[0].cell_contents``), for error paths and ``explain``;
+  called with the object and the reduction the pickler takes for it.
+
+What a reduction *means* is read from the rebuilder it names (role, label and
+reach are declared with each rebuilder in :mod:`picklable._reconstruct`):
+:func:`verdict` turns a kind and a reduction into a :class:`Shipping`, the
+answer ``explain`` gives. ``explain``, the error path, ``inspect``, the
+allow-list and the deterministic pickler read this table and those
+declarations; none of them decides again how an object ships.
+
+Decisions are cached per type in ``HANDLERS`` (``id(type) -> reduce``), a plain
+dict on purpose: the hook looks it up for every non-builtin object, and the
+interpreter's dict fast path skips subclasses. Entries of heap types are
+dropped when the class dies (a weak reference's callback), so a long-lived
+worker that dumped 200 local classes does not keep them alive, and kinds whose
+answer depends on class attributes check them again at each instance.
+"""
+
+from __future__ import annotations
+
+import collections
+import copyreg
+import dataclasses
+import functools
+import threading
+import types
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .. import _caches, _locator, _reconstruct
+from .._compat import is_heap_type
+from .._paths import format_path
+from . import classes, exceptions, functions, objects, wrappers
+from .reference import why_not_importable
+
+if TYPE_CHECKING:
+    from .._pickler import Pickler
+
+__all__ = [
+    "DATA_KIND",
+    "HANDLERS",
+    "Kind",
+    "Shipping",
+    "handler_for",
+    "kind_for",
+    "reclassify",
+    "verdict",
+]
+
+Handler = Callable[["Pickler", Any], Any]
+Pieces = Callable[[Any, Any], Iterator[tuple[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Kind:
+    """One kind of object (see the module doc)."""
+
+    name: str
+    reduce: Handler | None
+    pieces: Pieces | None = None
+    by_name: bool = False
+    taken_apart: str = ""
+    # Instances whose class may itself go by value: the class is a piece too.
+    class_piece: bool = False
+    # Why a copy, when "not importable" is not the story (a module built in memory).
+    why_value: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shipping:
+    """How the pickler ships one object (``explain``'s verdict).
+
+    Attributes
+    ----------
+    how:
+        ``"reference"`` (by name: the receiver imports its own), ``"value"`` (a
+        copy of its code or class), ``"wrapper"`` (taken apart and rebuilt),
+        ``"data"`` (copied as pickle copies any data) or ``"fails"``.
+    via:
+        For ``"reference"``: where the receiver finds it, ``module:path``.
+    why:
+        For ``"value"``: why it is not importable; for ``"wrapper"``: what is
+        shipped in its place; for ``"fails"``: the reason.
+    fix:
+        For ``"fails"``: what to do instead.
+    """
+
+    how: str
+    via: str = ""
+    why: str = ""
+    fix: str = ""
+
+
+DATA = Shipping("data")
+
+
+# ------------------------------------------------------------------- pieces
+
+
+def _sequence_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    for i, item in enumerate(obj):
+        yield f"[{i}]", item
+
+
+def _set_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    for i, item in enumerate(obj):
+        yield f"{{item {i}}}", item
+
+
+def _dict_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    for key, value in obj.items():
+        yield f"[{key!r}]", value
+
+
+def _cell_pieces(cell: types.CellType, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    try:
+        yield ".cell_contents", cell.cell_contents
+    except ValueError:
+        return
+
+
+def _mappingproxy_pieces(
+    obj: types.MappingProxyType[Any, Any], reduction: Any = None
+) -> Iterator[tuple[str, Any]]:
+    yield from _dict_pieces(obj)
+
+
+# ------------------------------------------------------------------- kinds
+#
+# The C pickler saves the plain data types itself, before it would call the
+# hook: they never reach HANDLERS, but explain and error paths walk them.
+DATA_KIND = Kind("data", None)
+_DATA_KINDS: dict[type, Kind] = {
+    **dict.fromkeys((type(None), bool, int, float, complex, str, bytes, bytearray), DATA_KIND),
+    list: Kind("list", None, _sequence_pieces),
+    tuple: Kind("tuple", None, _sequence_pieces),
+    dict: Kind("dict", None, _dict_pieces),
+    set: Kind("set", None, _set_pieces),
+    frozenset: Kind("frozenset", None, _set_pieces),
+}
+
+FUNCTION = Kind(
+    "function",
+    functions.reduce_function,
+    functions.function_pieces,
+    by_name=True,
+    taken_apart="a singledispatch function: its base function and registry, rebuilt",
+)
+CLASS = Kind("class", classes.reduce_class, classes.class_pieces, by_name=True)
+_INSTANCE = Kind("instance", None, objects.instance_pieces, class_piece=True)
+
+_STATIC: dict[type, Kind] = {
+    types.FunctionType: FUNCTION,
+    types.MethodType: Kind(
+        "bound method",
+        wrappers.reduce_method,
+        wrappers.method_pieces,
+        taken_apart="a bound method: its object and its function",
+    ),
+    types.CodeType: Kind("code object", functions.reduce_code),
+    types.CellType: Kind("closure cell", functions.reduce_cell, _cell_pieces),
+    types.ModuleType: Kind(
+        "module",
+        objects.reduce_module,
+        objects.module_pieces,
+        why_value="a module built in memory, not importable: its namespace is copied",
+    ),
+    classmethod: Kind(
+        "classmethod",
+        wrappers.reduce_classmethod,
+        wrappers.classmethod_pieces,
+        taken_apart="a classmethod: its function",
+    ),
+    staticmethod: Kind(
+        "staticmethod",
+        wrappers.reduce_classmethod,
+        wrappers.classmethod_pieces,
+        taken_apart="a staticmethod: its function",
+    ),
+    property: Kind(
+        "property",
+        wrappers.reduce_property,
+        wrappers.property_pieces,
+        taken_apart="a property: fget, fset and fdel",
+    ),
+    types.MappingProxyType: Kind("mappingproxy", objects.reduce_mappingproxy, _mappingproxy_pieces),
+    # Saved well by pickle itself (their __reduce__ names them, or getattr on
+    # their object); listed so they never reach classify.
+    types.BuiltinFunctionType: Kind("built-in function", None),
+    types.MethodDescriptorType: Kind("method descriptor", None),
+    types.WrapperDescriptorType: Kind("slot wrapper", None),
+    types.MethodWrapperType: Kind("method-wrapper", None),
+    types.GetSetDescriptorType: Kind("getset descriptor", objects.reduce_slot_descriptor),
+    types.MemberDescriptorType: Kind("member descriptor", objects.reduce_slot_descriptor),
+    functools.partial: Kind(
+        "partial",
+        None,
+        wrappers.partial_pieces,
+        taken_apart="a partial: its function and arguments",
+    ),
+    collections.defaultdict: Kind("defaultdict", None, objects.defaultdict_pieces),
+    types.TracebackType: Kind("traceback", exceptions.reduce_traceback),
+    wrappers.LRU_WRAPPER: Kind(
+        "lru_cache wrapper",
+        wrappers.reduce_lru_cache,
+        wrappers.lru_cache_pieces,
+        taken_apart="an lru_cache wrapper: what it wraps and its settings, rebuilt",
+    ),
+    wrappers.WithState: Kind(
+        "with_state marker", wrappers.reduce_with_state, wrappers.with_state_pieces
+    ),
+    **{
+        t: Kind("load-time effect", reduce)  # type: ignore[arg-type]
+        for t, reduce in functions.EFFECT_REDUCERS.items()
+    },
+}
+
+_WRAPT = Kind(
+    "wrapt proxy",
+    wrappers.reduce_wrapt_proxy,
+    wrappers.wrapt_pieces,
+    taken_apart="a wrapt proxy: what it wraps and its settings, rebuilt",
+)
+_CACHED_PROPERTY = Kind(
+    "cached_property",
+    wrappers.reduce_cached_property,
+    wrappers.cached_property_pieces,
+    taken_apart="a cached_property: its function (a new lock is made)",
+)
+_PROPERTY_SUBCLASS = Kind(
+    "property",
+    wrappers.reduce_property_subclass,
+    wrappers.property_pieces,
+    taken_apart="a property: fget, fset and fdel",
+)
+_CALLABLE_INSTANCE = Kind(
+    "callable instance", objects.reduce_callable_instance, objects.instance_pieces, class_piece=True
+)
+_DESCRIPTOR = Kind(
+    "descriptor", objects.reduce_descriptor, objects.instance_pieces, class_piece=True
+)
+_PLAIN_INSTANCE = Kind(
+    "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
+)
+
+
+def classify(t: type) -> Kind:
+    """The kind of instances of ``t`` (called once per type, and again when
+    a class changed how it pickles)."""
+    found = _STATIC.get(t) or _DATA_KINDS.get(t)
+    if found is not None:
+        return found
+    if t.__module__ == "dataclasses":
+        singleton = objects.dataclass_singletons().get(t)
+        if singleton is not None:
+            return Kind("dataclasses sentinel", singleton)
+    refused = objects.REFUSED.get(f"{t.__module__}.{t.__qualname__}")
+    if refused is not None:
+        return Kind("refused", objects.refuse(*refused))
+    if issubclass(t, type):
+        return CLASS
+    if wrappers.is_wrapt_proxy_type(t):
+        return _WRAPT
+    if issubclass(t, functools.cached_property):
+        return _CACHED_PROPERTY
+    if issubclass(t, property):  # property itself is in the static table
+        return _PROPERTY_SUBCLASS
+    if issubclass(t, BaseException):
+        return Kind("exception", exceptions.exception_kind(t), exceptions.exception_pieces)
+    if _locator.python_call_type(t):
+        return _CALLABLE_INSTANCE
+    if hasattr(t, "__get__"):
+        return _DESCRIPTOR
+    if objects.is_plain(t):
+        return _PLAIN_INSTANCE
+    return _INSTANCE
+
+
+# id(type) -> its kind's reducer (None: pickle's own way), and -> its kind.
+HANDLERS: dict[int, Handler | None] = {}
+_KINDS: dict[int, Kind] = {}
+# id(heap type) -> a weak reference whose callback forgets the type.
+_refs: dict[int, weakref.ref[type]] = {}
+# Reentrant: a class may die (and its callback run) while this thread writes.
+_lock = threading.RLock()
+
+
+def _forgetter(key: int) -> Callable[[weakref.ref[type]], None]:
+    def forget(ref: weakref.ref[type]) -> None:
+        # Runs while the class is being freed, before its id can be reused; the
+        # garbage collector may run it in the middle of any allocation, so it
+        # takes no lock (each dict operation is atomic) and only removes the
+        # entries this very reference guarded.
+        if _refs.get(key) is ref:
+            HANDLERS.pop(key, None)
+            _KINDS.pop(key, None)
+            _refs.pop(key, None)
+
+    return forget
+
+
+def kind_for(t: type) -> Kind:
+    """The kind of instances of ``t``, classifying ``t`` on first sight."""
+    key = id(t)
+    kind = _KINDS.get(key)
+    if kind is not None:
+        return kind
+    kind = classify(t)
+    with _lock:
+        if is_heap_type(t):
+            _refs[key] = weakref.ref(t, _forgetter(key))
+        _KINDS[key] = kind
+        HANDLERS[key] = kind.reduce
+    return kind
+
+
+def handler_for(t: type) -> Handler | None:
+    """The reducer for instances of ``t`` (what the pickler's hook calls)."""
+    return kind_for(t).reduce
+
+
+def reclassify(t: type) -> Kind:
+    """Forget the kind of ``t`` (it changed how it pickles) and classify it again."""
+    key = id(t)
+    with _lock:
+        HANDLERS.pop(key, None)
+        _KINDS.pop(key, None)
+        _refs.pop(key, None)
+    return kind_for(t)
+
+
+def _clear() -> None:
+    with _lock:
+        HANDLERS.clear()
+        _KINDS.clear()
+        _refs.clear()
+
+
+_caches.register("reduce.kinds", _clear)
+
+
+# ------------------------------------------------------------------ verdict
+
+
+def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
+    """What ``reduction`` (``kind.reduce``'s answer for ``obj``, or pickle's own
+    when ``NotImplemented``) means for how ``obj`` ships.
+
+    ``NotImplemented`` from a by-name kind is pickle's save by name; a string
+    is a global name in the object's module; a tuple means what the rebuilder
+    it names is declared to mean (:data:`picklable._reconstruct.REBUILDERS`).
+    Any other callable (a class, ``copyreg.__newobj__``, ``getattr``) rebuilds
+    the object from data, except where the kind says it takes it apart.
+    """
+    if reduction is NotImplemented:  # by-name kinds only: others pass pickle's own
+        return Shipping("reference", _own_name(obj)) if kind.by_name else DATA
+    if isinstance(reduction, str):
+        module = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", "?")
+        return Shipping("reference", f"{module}:{reduction}")
+    if not isinstance(reduction, tuple) or not reduction:
+        return DATA
+    func = reduction[0]
+    args: Any = reduction[1] if len(reduction) > 1 else ()
+    declared = _reconstruct.rebuilder_of(func)
+    if declared is None:
+        if kind is CLASS and func is type:
+            # A built-in type no module exports under its own name, as type(x).
+            return Shipping("reference", f"types:{_types_name(obj)}")
+        if func is getattr and kind.reduce is objects.reduce_slot_descriptor:
+            owner, name = args
+            return Shipping("reference", f"{_own_name(owner)}.{name}")
+        if kind.taken_apart:
+            return Shipping("wrapper", why=kind.taken_apart)
+        return DATA
+    if declared.role == "reference":
+        if declared.function is _reconstruct._resolve:
+            return Shipping("reference", format_path(*args))
+        return Shipping("reference", str(args[0]))
+    if declared.role == "value":
+        return Shipping("value", why=kind.why_value or why_not_importable(obj))
+    if declared.role == "wrapper":
+        return Shipping("wrapper", why=kind.taken_apart or declared.label)
+    return DATA
+
+
+def _own_name(obj: Any) -> str:
+    module = getattr(obj, "__module__", None)
+    if module is None:
+        module = getattr(getattr(obj, "__self__", None), "__name__", "?")
+    return f"{module}:{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+
+
+def _types_name(cls: type) -> str:
+    for name, value in vars(types).items():
+        if value is cls:
+            return name
+    return cls.__name__
+
+
+def default_reduction(pickler: Pickler, obj: Any) -> Any:
+    """What pickle does after the hook answers ``NotImplemented`` for ``obj``:
+    the pickler's dispatch table, copyreg's, then ``obj.__reduce_ex__``."""
+    reducer = pickler._table.get(type(obj)) or copyreg.dispatch_table.get(type(obj))
+    if reducer is not None:
+        return reducer(obj)
+    return obj.__reduce_ex__(pickler.protocol)

@@ -1,0 +1,395 @@
+"""Wrapper kinds: taken apart and rebuilt when they cannot go by reference (rule 4).
+
+Each wrapper that is importable (by its own name, or found by the locator)
+travels by reference first, like a function. Only the others, defined in
+``__main__`` or in a local scope, are taken apart here:
+
+* wrapt proxies (``FunctionWrapper``, ``BoundFunctionWrapper``, ``ObjectProxy``
+  and subclasses, ``@wrapt.decorator`` products), recognised by ``type(obj)``:
+  a proxy passes ``isinstance(obj, types.FunctionType)`` and lies about its
+  ``__class__``, so no ``isinstance`` test may come first. The copy keeps the
+  wrapper function, so the wrapper's code still runs after loading (cloudpickle
+  copies the inner function and drops the wrapper).
+* ``functools.lru_cache``/``cache`` wrappers: their own ``__reduce__`` goes by
+  name, which does not exist in the receiver for ``__main__`` and local ones; the
+  copy is a fresh cache around a copy of the function. Cache contents never travel.
+* ``functools.cached_property`` (its 3.11 ``RLock`` is made anew, never shipped)
+  and ``property`` subclasses (pickle's default would drop the accessors).
+* bound methods, ``classmethod``/``staticmethod`` and ``property``: by
+  reference where a class holds them, else their pieces.
+* :func:`with_state` markers: the opt-in that carries an importable wrapper's
+  state (see ``docs/state-policy.md``).
+
+``functools.partial`` and ``partialmethod`` need no code here: pickle takes
+them apart, and their pieces go through the rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .. import _reconstruct
+from .._compat import proxy_own_dict
+from .reference import class_attribute_reference, located_reference
+
+if TYPE_CHECKING:
+    from .._pickler import Pickler
+
+__all__ = [
+    "LRU_WRAPPER",
+    "WithState",
+    "is_wrapt_proxy_type",
+    "partial_pieces",
+    "reduce_cached_property",
+    "reduce_classmethod",
+    "reduce_lru_cache",
+    "reduce_method",
+    "reduce_property",
+    "reduce_property_subclass",
+    "reduce_with_state",
+    "reduce_wrapt_proxy",
+    "state_of",
+    "with_state",
+    "with_state_pieces",
+    "wrapt_pieces",
+]
+
+T = TypeVar("T")
+
+LRU_WRAPPER: type = type(functools.lru_cache(maxsize=None)(lambda: None))
+_RLOCK_TYPES: tuple[type, ...] = (type(threading.RLock()),)
+# Made by lru_cache itself (a lambda closing over maxsize and typed).
+_LRU_MADE = frozenset({"cache_parameters", "__wrapped__"})
+_FUNCTION_WRAPPER_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
+
+
+# --------------------------------------------------------- methods, descriptors
+
+
+def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
+    """A bound method: ``getattr(self, name)`` when that rebuilds this very method.
+
+    That is pickle's own reduction, and the only one that works for methods of
+    compiled classes (a Cython classmethod's function fails pickle's identity
+    check though ``getattr(cls, name)`` rebuilds it exactly). Where the name does
+    not lead back (name-mangled, stored under another name), ship the pieces.
+    """
+    func = method.__func__
+    owner = method.__self__
+    name = getattr(func, "__name__", None)
+    if type(name) is str:
+        try:
+            again = getattr(owner, name)
+        except Exception:
+            again = None
+        if type(again) is types.MethodType and again.__func__ is func and again.__self__ is owner:
+            return (getattr, (owner, name))
+    return (types.MethodType, (func, owner))
+
+
+def method_pieces(method: types.MethodType, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    yield ".__self__", method.__self__
+    yield ".__func__", method.__func__
+
+
+def reduce_classmethod(pickler: Pickler, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
+    """classmethod/staticmethod objects: where a class holds them, else their function."""
+    by_reference = class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    state = getattr(obj, "__dict__", None) or None
+    return (type(obj), (obj.__func__,), state)
+
+
+def classmethod_pieces(
+    obj: classmethod[Any, Any, Any] | staticmethod[Any, Any], reduction: Any = None
+) -> Iterator[tuple[str, Any]]:
+    yield ".__func__", obj.__func__
+
+
+def reduce_property(pickler: Pickler, obj: property) -> Any:
+    """property objects: where a class holds them, else their accessors."""
+    by_reference = class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    state = getattr(obj, "__dict__", None) or None
+    return (type(obj), (obj.fget, obj.fset, obj.fdel, obj.__doc__), state)
+
+
+def property_pieces(obj: property, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    for name in ("fget", "fset", "fdel"):
+        accessor = getattr(obj, name)
+        if accessor is not None:
+            yield f".{name}", accessor
+    yield from _dict_pieces(obj)
+
+
+def reduce_property_subclass(pickler: Pickler, obj: property) -> Any:
+    """property subclasses: pickle's default would drop fget/fset/fdel (C slots)."""
+    by_reference = class_attribute_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    return (
+        _reconstruct._make_property,
+        (type(obj), obj.fget, obj.fset, obj.fdel, obj.__doc__),
+        vars(obj) or None,
+    )
+
+
+def reduce_cached_property(pickler: Pickler, obj: Any) -> Any:
+    """cached_property: its attributes, with a new lock instead of the old one."""
+    state = dict(vars(obj))
+    lock = state.pop("lock", None)
+    with_lock = isinstance(lock, _RLOCK_TYPES)
+    if lock is not None and not with_lock:
+        state["lock"] = lock  # not a lock we know how to remake: ship as it is
+    return (_reconstruct._make_cached_property, (type(obj), with_lock), state or None)
+
+
+def cached_property_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    yield ".func", obj.func
+
+
+def partial_pieces(obj: functools.partial[Any], reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    """What pickle ships of a partial: function, arguments, keywords, attributes."""
+    yield ".func", obj.func
+    for i, arg in enumerate(obj.args):
+        yield f".args[{i}]", arg
+    for key, value in obj.keywords.items():
+        yield f".keywords[{key!r}]", value
+    yield from _dict_pieces(obj)
+
+
+def _dict_pieces(obj: Any) -> Iterator[tuple[str, Any]]:
+    try:
+        attributes = vars(obj)
+    except TypeError:
+        return
+    for key, value in attributes.items():
+        yield f".{key}", value
+
+
+# ------------------------------------------------------------------- wrapt
+
+
+def is_wrapt_proxy_type(t: type) -> bool:
+    """Whether ``t`` is a wrapt proxy type (wrapt 1.x or 2.x, C or Python).
+
+    Only consulted when wrapt is already imported: a type made by wrapt cannot
+    exist before that, and picklable never imports wrapt itself.
+    """
+    if "wrapt" not in sys.modules:
+        return False
+    roots = _wrapt_roots()
+    return bool(roots) and issubclass(t, roots)
+
+
+def _wrapt_roots() -> tuple[type, ...]:
+    roots: list[type] = []
+    for module_name, names in (
+        ("wrapt", ("BaseObjectProxy", "ObjectProxy")),
+        ("wrapt.wrappers", ("ObjectProxy",)),  # the pure-Python implementation
+    ):
+        module = sys.modules.get(module_name)
+        for name in names:
+            candidate = getattr(module, name, None)
+            if isinstance(candidate, type) and candidate not in roots:
+                roots.append(candidate)
+    return tuple(roots)
+
+
+def _function_wrapper_base(t: type) -> type | None:
+    for klass in t.__mro__:
+        if klass.__name__ == "_FunctionWrapperBase":
+            return klass
+    return None
+
+
+def proxy_own_state(obj: Any) -> dict[str, Any]:
+    """The proxy's own attributes (``_self_*``), not those of the wrapped object."""
+    own = proxy_own_dict(obj)
+    if not own:
+        return {}
+    # Set by wrapt's metaclass machinery on every instance; rebuilt by __init__.
+    return {k: v for k, v in own.items() if k not in ("__module__", "__doc__")}
+
+
+def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
+    """The attributes a proxy shows from what it wraps, when that goes by reference.
+
+    A proxy forwards attribute access, so ``vars(proxy)`` is the state a user sees
+    on it (sacred keeps a captured function's ``config`` there). When the copy's
+    wrapped object is importable it goes by name, and this state would stay behind
+    although it belongs to the copy: it travels with the copy and is set again
+    through the proxy on load.
+    """
+    try:
+        state = vars(proxy)
+    except TypeError:
+        return None
+    if not state:
+        return None
+    if located_reference(pickler, proxy.__wrapped__) is None:
+        return None  # a copy itself: its __dict__ travels with it
+    return dict(state)
+
+
+def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
+    """wrapt proxies: by reference when importable, else rebuilt from their parts."""
+    by_reference = located_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    t = type(obj)
+    own = proxy_own_state(obj) or None
+    state: Any = (own, _forwarded_state(pickler, obj))
+    if state == (None, None):
+        state = None
+    if _function_wrapper_base(t) is not None:
+        parent = getattr(obj, "_self_parent", None)
+        if parent is not None and not own:
+            # A bound wrapper is what binding its parent makes: bind it again.
+            return (
+                _reconstruct._bind_descriptor,
+                (parent, obj._self_instance, getattr(obj, "_self_owner", None)),
+            )
+        fields = {
+            name: getattr(obj, "_self_" + name)
+            for name in _FUNCTION_WRAPPER_FIELDS
+            if hasattr(obj, "_self_" + name)
+        }
+        return (
+            _reconstruct._make_wrapt_function_wrapper,
+            (t, obj.__wrapped__, fields),
+            state,
+            None,
+            None,
+            _reconstruct._set_proxy_state,
+        )
+    return (
+        _reconstruct._make_wrapt_proxy,
+        (t, obj.__wrapped__),
+        state,
+        None,
+        None,
+        _reconstruct._set_proxy_state,
+    )
+
+
+def wrapt_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    """What a rebuilt proxy ships: what it wraps, its fields, its own and forwarded state.
+
+    A proxy's own ``__reduce_ex__`` raises, so a generic walk would stop at it;
+    these pieces let an error name the path *inside* a wrapper.
+    """
+    yield ".__wrapped__", obj.__wrapped__
+    for name in _FUNCTION_WRAPPER_FIELDS:
+        try:
+            yield f"._self_{name}", object.__getattribute__(obj, "_self_" + name)
+        except AttributeError:
+            pass
+    for key, value in proxy_own_state(obj).items():
+        yield f".{key}", value
+    try:
+        forwarded = list(vars(obj).items())
+    except TypeError:
+        forwarded = []
+    for key, value in forwarded:
+        yield f".{key}", value
+
+
+# --------------------------------------------------------------- functools
+
+
+def reduce_lru_cache(pickler: Pickler, obj: Any) -> Any:
+    """lru_cache/cache wrappers: by reference if importable, else a fresh cache."""
+    by_reference = located_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    parameters = obj.cache_parameters()
+    state = {k: v for k, v in vars(obj).items() if k not in _LRU_MADE}
+    return (
+        _reconstruct._make_lru_cache,
+        (obj.__wrapped__, parameters["maxsize"], parameters["typed"]),
+        state or None,
+    )
+
+
+def lru_cache_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    yield ".__wrapped__", obj.__wrapped__
+    for key, value in vars(obj).items():
+        if key not in _LRU_MADE:
+            yield f".{key}", value
+
+
+# ------------------------------------------------------------ state policy
+
+
+class WithState(Generic[T]):
+    """Marker made by :func:`with_state`; loads as the wrapped object itself."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: T) -> None:
+        self.obj = obj
+
+    def __repr__(self) -> str:
+        return f"picklable.with_state({self.obj!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Reached only by picklers other than picklable's (which use the handler).
+        return (_reconstruct._with_state, (self.obj, state_of(self.obj)))
+
+
+def with_state(obj: T) -> WithState[T]:
+    """Ship ``obj`` *with* its state, even when it is importable.
+
+    By default an importable function or wrapper travels by name, and the
+    receiver uses its own object with its own state (as pickle does for every
+    function). Wrap it in ``with_state`` to carry the sender's attribute values
+    too: after loading, the receiver's object (still the very same object) has
+    had the shipped attributes set on it. An object that goes by value carries
+    its state anyway; the marker changes nothing for it.
+
+    Parameters
+    ----------
+    obj:
+        A function, wrapper or callable object; may sit anywhere in the payload.
+
+    Returns
+    -------
+    WithState
+        A marker that loads as ``obj`` itself (never as the marker).
+
+    Examples
+    --------
+    >>> payload = picklable.dumps(picklable.with_state(my_captured_function))
+    """
+    return WithState(obj)
+
+
+def state_of(obj: Any) -> dict[str, Any] | None:
+    """A copy of ``vars(obj)``, or None when it has none (or it is empty)."""
+    try:
+        state = vars(obj)
+    except TypeError:
+        return None
+    return dict(state) or None
+
+
+def reduce_with_state(pickler: Pickler, marker: WithState[Any]) -> Any:
+    obj = marker.obj
+    if located_reference(pickler, obj) is None:
+        return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
+    return (_reconstruct._with_state, (obj, state_of(obj)))
+
+
+def with_state_pieces(marker: WithState[Any], reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    """The object goes by reference; what may fail is the state carried with it."""
+    for key, value in (state_of(marker.obj) or {}).items():
+        yield f".{key}", value
+    yield ".obj", marker.obj
