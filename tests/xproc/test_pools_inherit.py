@@ -51,8 +51,12 @@ class TestInheritedObjects:
             2, initializer=pool_state.keep, initargs=shared, context=method
         ) as pool:
             assert sorted(pool.map(pool_state.use_shared, range(4), chunksize=1)) == [0, 1, 2, 3]
-        queue, _, event, _, value, array = shared
-        assert sorted(queue.get(timeout=WAIT) for _ in range(4)) == [("done", i) for i in range(4)]
+            queue, _, event, _, value, array = shared
+            # Read before the pool is terminated: a worker's queue feeder thread may not
+            # have flushed yet (a stdlib queue loses what a terminated process did not).
+            assert sorted(queue.get(timeout=WAIT) for _ in range(4)) == [
+                ("done", i) for i in range(4)
+            ]
         assert event.is_set() and value.value == 6 and list(array) == [0, 10, 20, 30]
 
     def test_queue_in_executor_initargs(self, method):
