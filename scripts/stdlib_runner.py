@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+import traceback
 import unittest
 
 from stdlib_swap import swap_remote_traceback
@@ -28,8 +29,13 @@ class _Recorder(unittest.TextTestResult):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.outcomes: dict[str, dict[str, object]] = {}
         self._started = 0.0
+        self._streams = (sys.stdout, sys.stderr)
 
     def startTest(self, test: unittest.TestCase) -> None:
+        # As regrtest restores them after each test: a test may leave them replaced
+        # (test_concurrent_futures' ErrorAtUnpickle sets sys.stderr to a StringIO in
+        # whichever thread unpickles it, which can be before it captures stderr).
+        sys.stdout, sys.stderr = self._streams
         self._started = time.monotonic()
         faulthandler.dump_traceback_later(TEST_TIMEOUT, exit=True)
         super().startTest(test)
@@ -77,7 +83,11 @@ def run(module: str, patterns: list[str], json_path: str) -> int:
     loader.testNamePatterns = [f"*{p}*" for p in patterns]
     suite = loader.loadTestsFromName(module)
     runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=_Recorder)
-    result = runner.run(suite)
+    try:
+        result = runner.run(suite)
+    except BaseException:
+        traceback.print_exc(file=sys.__stderr__)
+        raise
     assert isinstance(result, _Recorder)
     # setUpModule/setUpClass errors are not tied to one test: keep them too.
     for test, text in result.errors:
