@@ -210,7 +210,6 @@ def test_module_level_setup_runs_in_workers(tmp_path, how):
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue 16 core: __main__ by reference")
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_module_level_lock_used_by_the_task(tmp_path, method):
     """A task using the script's module-level lock runs as under the stdlib pool."""
@@ -318,7 +317,6 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue 16 core: __main__ by reference")
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_initializer_sets_a_global_the_tasks_read(tmp_path, method):
     """The stdlib idiom: the initializer stores a queue in a global of the script; tasks use it."""
