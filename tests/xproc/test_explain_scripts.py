@@ -69,13 +69,7 @@ def run(directory: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param(
-            LOCKED,
-            id="module-level-lock",
-            marks=pytest.mark.xfail(
-                strict=True, reason="until picklable.Pool's workers import the script (issue 19)"
-            ),
-        ),
+        pytest.param(LOCKED, id="module-level-lock"),
         pytest.param(PLAIN, id="plain"),
     ],
 )
