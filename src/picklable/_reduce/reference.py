@@ -62,10 +62,14 @@ def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
             if found is not None:
                 return ("script", *found)
         return None
+    if registered_by_value(module) is not None:
+        return None  # the receiver lacks the module: whatever it defines is copied
     if importable_by_own_name(obj):
         return ("name", module, tuple(obj.__qualname__.split(".")))
     located = locate(obj)
-    return None if located is None else ("located", *located)
+    if located is None or registered_by_value(located[0]) is not None:
+        return None
+    return ("located", *located)
 
 
 def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -> Any:
