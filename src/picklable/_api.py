@@ -86,6 +86,12 @@ _IDLE_LIMIT = 16
 # The C pickler keeps an output buffer as large as its largest payload and
 # reallocates it at every dump: a pickler that wrote more than this is dropped.
 _REUSE_MAX_BYTES = 1 << 20
+# The C pickler's memo table never shrinks, and clear_memo() walks all of it:
+# after one payload of 100,000 objects, every later dumps would pay ~300 us
+# (issue 18). A memo entry costs at least two bytes of output, so a payload
+# this short leaves a table whose clearing costs nothing; a longer one gets a
+# new, minimal table (freeing the old one costs what one clear would).
+_SMALL_MEMO_BYTES = 512
 
 
 def dumps(
@@ -164,7 +170,10 @@ def dumps(
         return _dump_failed(obj, pickler, chunks, exc)
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
-    pickler.clear_memo()
+    if len(data) <= _SMALL_MEMO_BYTES:
+        pickler.clear_memo()
+    else:
+        pickler.memo = {}
     pickler._payload = None
     sink.buffer_callback = None
     if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:

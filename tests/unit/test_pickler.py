@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import pickle
+import sys
 import threading
+import weakref
 
 import pytest
 
 import picklable
-from picklable import Pickler
+from picklable import Pickler, _api
 from picklable_testpkg import api
 
 
@@ -80,6 +83,47 @@ class TestDumps:
         with pytest.raises(picklable.PicklingError):
             picklable.dumps([1, threading.Lock()])
         assert picklable.loads(picklable.dumps([1, 2])) == [1, 2]
+
+
+class _Node:
+    """An instance a weak reference can watch (see TestPooledPicklers)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class TestPooledPicklers:
+    """dumps reuses idle picklers: what one payload left must not reach the next (issue 18)."""
+
+    @pytest.mark.parametrize("count", [3, 100_000])
+    def test_memo_keeps_nothing_alive(self, count):
+        """After dumps, the objects of the payload are freed (the memo let go of them)."""
+        node = _Node(1)
+        watch = weakref.ref(node)
+        picklable.dumps([node, *([i] for i in range(count))])
+        del node
+        gc.collect()
+        assert watch() is None
+
+    def test_next_payload_has_stdlib_bytes(self):
+        """A payload made after a large one refers to nothing of it: stdlib's exact bytes."""
+        shared = ["shared"]
+        picklable.dumps([shared, [[i] for i in range(100_000)], shared])
+        for data in ([shared, shared], {"a": shared}, [[i] for i in range(50)]):
+            assert picklable.dumps(data) == pickle.dumps(data, protocol=5)
+
+    def test_memo_table_shrinks_after_a_large_payload(self):
+        """The idle pickler's memo table is back to its first size after 100,000 objects.
+
+        The C pickler's table never shrinks by itself, and clearing it walks all of
+        it: a pooled pickler that kept it made every later dumps ~300x slower.
+        """
+        picklable.clear_caches()  # idle picklers included
+        picklable.dumps(1)
+        small = max(sys.getsizeof(pickler) for pickler, _ in _api._idle)
+        picklable.dumps([[i] for i in range(100_000)])
+        picklable.dumps([_Node(i) for i in range(10_000)])
+        assert max(sys.getsizeof(pickler) for pickler, _ in _api._idle) == small
 
 
 class TestPicklerClass:
