@@ -126,7 +126,9 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
     """
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
         reduction = _reduce_singledispatch(pickler, func)
-        return reduction if origin is None else with_origin(pickler, func, reduction)
+        if origin is None:
+            return reduction
+        return with_origin(pickler, func, reduction, carry_state=False)
     if origin is not None:
         note_copy(pickler)
         return _script_function(function_by_value(pickler, func), origin)

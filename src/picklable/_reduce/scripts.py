@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
-from .attributes import candidate_state
+from .attributes import state_attributes
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -145,9 +145,12 @@ def note_copy(pickler: Pickler) -> None:
     pickler._state().script_copies = True
 
 
-def with_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
+def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool = True) -> Any:
     """A wrapper's copy (``reduction``), marked with where it lives in the script,
-    or the reference alone; ``reduction`` unchanged for anything else."""
+    or the reference alone; ``reduction`` unchanged for anything else.
+
+    Where the receiver has the object itself, the attributes of the copy's state
+    are set on it (``carry_state``; not for a function, which keeps its own)."""
     if pickler._scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
     module = script_module_of(obj)
@@ -166,7 +169,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
         return reduction  # items would be added to the receiver's own object
     note_copy(pickler)
     head = (_reconstruct._script_or_build, (origin_of(obj, *where), builder, args))
-    carried = candidate_state(obj) or None
+    carried = state_attributes(state) if carry_state else None
     if state is None and setter is None and carried is None:
         return (*head, None, listitems, dictitems)
     return (*head, (state, setter, carried), listitems, dictitems, _reconstruct._built_setstate)
