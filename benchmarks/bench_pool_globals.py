@@ -13,17 +13,19 @@ peak resident memory of the parent and of the largest worker; the bytes the
 parent sent its workers (picklable; frames of every kind); and whether every
 result is the value the parent's array holds.
 
-Variants:
+Variants (each its own script):
 
 - ``unchanged``: the array is what the script's module level made, in both the
-  parent and the workers (they import the script again): nothing needs to travel.
+  parent and the workers (they import the script again): ``work`` goes by
+  reference alone, nothing large travels (the must-hold of issue 18).
 - ``changed``: the parent rebinds the array in ``if __name__ == "__main__":``
   before the maps, and changes it in place between them: the stdlib's workers
-  read their own (stale) array; picklable's send the parent's, once per worker
-  per change.
+  read their own (stale) array; picklable's guard analysis sees the rebinding
+  and sends ``work`` as a copy with the parent's array, once per worker per
+  change.
 - ``lambda``: ``map(lambda i: DATA[i] ...)``, picklable only (the stdlib's pool
-  cannot ship a lambda): the copy of the lambda reads the worker's own array,
-  found equal by digest.
+  cannot ship a lambda): a lambda is always a copy, and carries the array; the
+  pool sends a function frame once per worker while its bytes do not change.
 
 Runs of the two pools alternate; the figures are medians over the runs, and
 ratios are medians of picklable's figure over the stdlib's in the same pair.
@@ -58,9 +60,7 @@ def work(i):
 
 if __name__ == "__main__":
     pool_kind, variant = sys.argv[1], sys.argv[2]
-    if variant == "changed":
-        DATA = np.full({size} // 8, 2.0)
-    # Imported before the clock starts: the pool is measured, not the import
+{rebind}    # Imported before the clock starts: the pool is measured, not the import
     # (bench_executor.py measures picklable's import apart).
     import multiprocessing
     import picklable
@@ -71,9 +71,7 @@ if __name__ == "__main__":
         pool = picklable.Pool(2)
     right = True
     for step in range(3):
-        if variant == "changed" and step:
-            DATA[:10] += 1.0
-        fn = (lambda i: float(DATA[i])) if variant == "lambda" else work
+{change}        fn = (lambda i: float(DATA[i])) if variant == "lambda" else work
         right = right and pool.map(fn, range(10)) == [float(DATA[i]) for i in range(10)]
     pool.close()
     pool.join()
@@ -87,6 +85,11 @@ if __name__ == "__main__":
         "right": right,
     }}))
 """
+
+# The changed variant's lines of the guard (the other variants' scripts do not
+# have them: a guard that may rebind DATA makes ``work`` travel as a copy).
+REBIND = "    DATA = np.full({size} // 8, 2.0)\n"
+CHANGE = "        if step:\n            DATA[:10] += 1.0\n"
 
 VARIANTS = {
     "unchanged": ("stdlib", "picklable"),
@@ -119,13 +122,18 @@ def measure(runs: int, size: int) -> dict[str, Any]:
         variant: {kind: [] for kind in kinds} for variant, kinds in VARIANTS.items()
     }
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "pool_globals.py"
-        script.write_text(SCRIPT.format(size=size))
+        scripts = {}
+        for variant in VARIANTS:
+            changed = variant == "changed"
+            rebind = REBIND.format(size=size) if changed else ""
+            text = SCRIPT.format(size=size, rebind=rebind, change=CHANGE if changed else "")
+            scripts[variant] = Path(tmp) / f"pool_globals_{variant}.py"
+            scripts[variant].write_text(text)
         for index in range(runs):
             for variant, kinds in VARIANTS.items():
                 order = kinds if index % 2 == 0 else tuple(reversed(kinds))
                 for kind in order:
-                    results[variant][kind].append(run_once(script, kind, variant))
+                    results[variant][kind].append(run_once(scripts[variant], kind, variant))
     return results
 
 

@@ -10,13 +10,11 @@ may run in several threads at once.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
 import types
 import weakref
-from collections.abc import Iterator
 
 from ._compat import MAIN_MODULES
 from ._paths import walk
@@ -24,7 +22,6 @@ from ._paths import walk
 __all__ = [
     "MISSING",
     "built",
-    "copies_of_scripts",
     "id_of",
     "known",
     "main_original",
@@ -149,7 +146,6 @@ def script_original(
     """
     if filename is None:
         return MISSING, None
-    copies_only = getattr(_copies, "on", False)
     for name in MAIN_MODULES:
         module = sys.modules.get(name)
         if module is None or getattr(module, "__file__", None) != filename:
@@ -161,37 +157,11 @@ def script_original(
         code = getattr(found, "__code__", None)
         if line is not None and getattr(code, "co_firstlineno", None) != line:
             continue
-        if copies_only and isinstance(found, (types.FunctionType, type)):
-            return MISSING, None
         return found, module
     return MISSING, None
 
 
 MISSING = object()
-
-# Per thread: whether the functions and classes of the sender's script load as
-# the copies that come along rather than as this process's own (see below).
-_copies = threading.local()
-
-
-@contextlib.contextmanager
-def copies_of_scripts() -> Iterator[None]:
-    """While active in this thread, a script's functions and classes load as the
-    sender's copies, never as this process's own.
-
-    A pool worker loads a function this way when the worker's own would read a
-    global whose value here is not the sender's (see ``picklable._pool._shared``).
-    Objects that cannot be copied (``_main_object``: locks, connections) still
-    resolve to this process's own.
-
-    .. versionadded:: 0.2.0
-    """
-    previous = getattr(_copies, "on", False)
-    _copies.on = True
-    try:
-        yield
-    finally:
-        _copies.on = previous
 
 
 def main_original(found_origin: Origin | None) -> type | None:

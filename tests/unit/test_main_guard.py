@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from picklable._reduce.main_guard import guard_bindings
+from picklable._reduce.main_guard import guard_bindings, worker_bindings
 
 
 def bindings(tmp_path, source, namespace=None):
@@ -99,3 +99,43 @@ def test_a_missing_file_answers_none(tmp_path):
 def test_the_answer_follows_the_file_when_it_changes(tmp_path):
     assert bindings(tmp_path, 'if __name__ == "__main__":\n    a = 1\n') == {"a"}
     assert bindings(tmp_path, 'if __name__ == "__main__":\n    bb = 1\n') == {"bb"}
+
+
+class TestWorkerBindings:
+    def test_names_bound_on_import_outside_the_guard(self, tmp_path):
+        """What the module level binds on import, the guard's else branch included."""
+        path = tmp_path / "script.py"
+        source = """
+        import numpy as np
+        from os import path as P
+        DATA = np.ones(3)
+        try:
+            import fast
+        except ImportError:
+            fast = None
+        def work(i): global SET_LATER; SET_LATER = i
+        class Job: inner = 1
+        if __name__ == "__main__":
+            GUARDED = 1
+        else:
+            WORKER_ONLY = 2
+        if __name__ != "__main__":
+            ALSO_WORKER = 3
+        """
+        path.write_text(textwrap.dedent(source))
+        assert worker_bindings(str(path)) == {
+            "np", "P", "DATA", "fast", "work", "Job", "WORKER_ONLY", "ALSO_WORKER",
+        }  # fmt: skip
+
+    @pytest.mark.parametrize(
+        "source", ["from os.path import *\n", "exec('X = 1')\n", "globals()['X'] = 1\n"]
+    )
+    def test_names_bound_out_of_sight_cannot_be_told(self, tmp_path, source):
+        """A star import, exec or a write through globals(): None."""
+        path = tmp_path / "script.py"
+        path.write_text(source)
+        assert worker_bindings(str(path)) is None
+
+    def test_a_file_that_cannot_be_read(self, tmp_path):
+        """A missing file: None."""
+        assert worker_bindings(str(tmp_path / "gone.py")) is None

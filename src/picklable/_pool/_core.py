@@ -38,7 +38,7 @@ try:
 except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
-from . import _launch, _shared
+from . import _launch
 from . import _protocol as P
 from ._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
 from ._errors import describe_exit
@@ -56,8 +56,6 @@ QUEUE_MAX_UNIT = 0.05
 MAX_INFLIGHT = 256
 # Functions a worker keeps loaded (the parent mirrors the LRU and says what to forget).
 FUNCTION_CACHE = 64
-# Large values of functions (see _shared) the parent can still send when a worker asks.
-SHARED_KEPT = 8
 # Consecutive workers dying before they are ready, after which the pool is broken.
 MAX_START_FAILURES = 3
 
@@ -304,6 +302,9 @@ class Core:
         self.codec = codec if codec is not None else P.Codec()
         self.initializer = initializer  # a StartPayload, or None
         self.import_main = import_main
+        # Every worker has the sender's script as a module (spawned ones import it;
+        # forked ones inherit it); forkserver's server may not have imported it.
+        self.workers_import_script = method == "fork" or (method == "spawn" and import_main)
         self.log_initializer_errors = log_initializer_errors
         self.make_process = make_process  # (context, **kwds) -> Process, for fork/forkserver
         self.maxtasks = maxtasks
@@ -314,14 +315,7 @@ class Core:
         self.broken: BaseException | None = None
         self.workers: list[_Worker | None] = [None] * processes
         self.cost: dict[bytes, float] = {}  # digest -> estimated seconds per item
-        # digest -> a large value function frames name (held weakly); and bytes
-        # queued for the workers so far, frames of every kind.
-        self.shared: collections.OrderedDict[bytes, _shared.Shared] = collections.OrderedDict()
-        self._shared_lock = threading.Lock()
-        self.sent_bytes = 0
-        # id(function) -> its latest frame's digest; new digest -> the one it replaces
-        self._latest: dict[int, bytes] = {}
-        self._replaces: dict[bytes, bytes] = {}
+        self.sent_bytes = 0  # queued for the workers so far, frames of every kind
         self.start_failures = 0
         self.exit_action = "close"  # at interpreter exit: "close" (finish the work) or "terminate"
         self.requests: collections.deque[Any] = collections.deque()  # callables run by the manager
@@ -356,45 +350,12 @@ class Core:
         picklable.PicklingError
             If the function cannot be shipped.
         """
-        payload, shared = P.encode_function(self.codec, fn)
-        digest = blake2b(payload, digest_size=16).digest()
-        if shared:
-            self._keep_shared(shared, fn, digest)
-        return digest, payload
-
-    def _keep_shared(self, shared: list[_shared.Shared], fn: Any, digest: bytes) -> None:
-        """Keep what a worker may ask for; note which frame the new one replaces.
-
-        A function whose large value changed gets a new digest. Its old frame,
-        and the old value it holds, would stay loaded in each worker until 64
-        other functions pushed it out: the worker is told to forget it when it
-        gets the new one (after the tasks already queued for it).
-        """
-        with self._shared_lock:
-            kept = self.shared
-            for entry in shared:
-                kept[entry.digest] = entry
-                kept.move_to_end(entry.digest)
-            while len(kept) > SHARED_KEPT:
-                kept.popitem(last=False)
-            latest = self._latest
-            if len(latest) >= 1024:
-                latest.clear()
-                self._replaces.clear()
-            previous = latest.get(id(fn))
-            if previous is not None and previous != digest:
-                self._replaces[digest] = previous
-            latest[id(fn)] = digest
-
-    def _send_shared(self, worker: _Worker, digest: bytes) -> None:
-        """Answer a worker's W frame: the large value, from its own memory."""
-        with self._shared_lock:
-            entry = self.shared.get(digest)
-        if entry is None:
-            entry = _shared.Shared(None, digest, 0)  # an empty frame: not held any more
-        for piece in _shared.shared_frame(P.SHARED, entry, self.codec.key):
-            self._queue(worker, piece)
-        self._flush(worker)
+        encode = getattr(self.codec, "encode_function", None)
+        if encode is None:  # a codec of another kind: every object through encode()
+            payload = self.codec.encode(fn)
+        else:
+            payload = encode(fn, self.workers_import_script)
+        return blake2b(payload, digest_size=16).digest(), payload
 
     def call_unit(
         self,
@@ -684,10 +645,6 @@ class Core:
         if digest in known:
             known.move_to_end(digest)
         else:
-            replaced = self._replaces.get(digest)
-            if replaced is not None and replaced in known:
-                del known[replaced]
-                self._queue(worker, P.forget_frame(replaced))
             if len(known) >= FUNCTION_CACHE:
                 old, _ = known.popitem(last=False)
                 self._queue(worker, P.forget_frame(old))
@@ -702,7 +659,7 @@ class Core:
             worker.stopped = True
             self._queue(worker, P.STOP_FRAME)
 
-    def _queue(self, worker: _Worker, data: bytes | memoryview) -> None:
+    def _queue(self, worker: _Worker, data: bytes) -> None:
         worker.out.append(data)
         worker.out_size += len(data)
         self.sent_bytes += len(data)
@@ -790,9 +747,6 @@ class Core:
         if kind == 82:  # b"R"
             worker.ready = True
             self.start_failures = 0
-            return
-        if kind == 87:  # b"W": a large value a function frame names
-            self._send_shared(worker, bytes(frame[1:17]))
             return
         if kind == 73:  # b"I"
             self._initializer_failed(worker, frame[1:])

@@ -10,9 +10,7 @@ object to its workers at start, so both ends use the same one.
 
 Parent to worker::
 
-    F digest(16) payload             a function, loaded once and kept by digest; its
-                                     large values are named by digest (see _shared)
-    B digest(16) sizes pickle bufs   a large value a worker asked for (W), out of band
+    F digest(16) payload             a function, loaded once and kept by digest
     X digest(16)                     forget a function (the parent's LRU evicted it)
     C id(8) digest(16) payload       call: payload = (args, kwargs) -> one value
     M id(8) digest(16) payload       map: payload = [item, ...] -> [fn(item), ...]
@@ -22,8 +20,6 @@ Parent to worker::
 Worker to parent::
 
     R pid(8)                         ready: the initializer has run
-    W digest(16)                     send me this large value (a function frame names
-                                     it, and this worker has neither it nor an equal one)
     I payload                        the worker could not start: (stage, error info),
                                      stage: importing the main module, or the initializer
     V id(8) seconds(8) payload       all went well: the value (C) or the list (M, S)
@@ -39,8 +35,8 @@ import struct
 from typing import Any
 
 from .._api import dumps, loads
+from .._reduce.scripts import workers_own_function
 from .._signing import new_key
-from . import _shared
 from ._inherit import StartPayload, dump_inheriting
 
 LENGTH = struct.Struct("<Q")
@@ -56,8 +52,6 @@ FUNC_BODY = struct.Struct("<c 16s")
 READY = struct.Struct("<Qc Q")
 
 FUNC = b"F"
-SHARED = b"B"
-WANT = b"W"
 FORGET = b"X"
 CALL = b"C"
 MAP = b"M"
@@ -117,6 +111,24 @@ class Codec:
         """
         return dumps(obj, key=self.key)
 
+    def encode_function(self, fn: Any, workers_import_script: bool) -> bytes:
+        """Serialize a task function and sign it; by reference alone when the
+        workers import the sender's script and hold this very function.
+
+        A function of the script that the workers' own import defines the same
+        way (see :func:`picklable._reduce.scripts.workers_own_function`) would
+        load as the worker's own anyway: its copy, and the globals it carries
+        (a 200 MB array the module level made), are not sent (issue 18).
+
+        Raises
+        ------
+        picklable.PicklingError
+            Naming the attribute path of what cannot be shipped.
+        """
+        if workers_import_script and workers_own_function(fn):
+            return dumps(fn, key=self.key, scripts="reference")
+        return self.encode(fn)
+
     def encode_inherited(self, obj: Any) -> bytes:
         """Serialize ``obj`` for a worker being started, and sign it.
 
@@ -140,40 +152,6 @@ class Codec:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.key,))
-
-
-def _shares(codec: Any) -> bool:
-    """Whether ``codec`` encodes as :class:`Codec` does (a codec of another kind,
-    or a subclass that changes encode or decode, sees each function whole)."""
-    kind = type(codec)
-    return getattr(kind, "encode", None) is Codec.encode and (
-        getattr(kind, "decode", None) is Codec.decode
-    )
-
-
-def encode_function(codec: Any, fn: Any) -> tuple[bytes, list[_shared.Shared]]:
-    """A task function's frame payload, signed, with its large values (arrays,
-    bytes of 1 MiB or more) named by digest, and those values: a worker asks for
-    one only if it has neither it nor an equal one (:mod:`picklable._pool._shared`).
-
-    Raises
-    ------
-    picklable.PicklingError
-        Naming the attribute path of what cannot be shipped.
-    """
-    if _shares(codec):
-        found = _shared.encode_function(fn, codec.key)
-        if found is not None:
-            return found
-    return codec.encode(fn), []
-
-
-def decode_function(codec: Any, data: Any, store: _shared.SharedStore) -> Any:
-    """Check and load a payload made by :func:`encode_function`, resolving its
-    large values through the worker's ``store``."""
-    if _shares(codec):
-        return store.load_function(data)
-    return codec.decode(data)
 
 
 def start_codec(

@@ -12,7 +12,6 @@ goes away (end of file on the socket).
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # signal without the enum wrappers
-import collections
 import os
 import pickle
 import sys
@@ -21,7 +20,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _protocol as P
-from . import _shared
 
 __all__ = ["WorkerConfig", "run", "spawned_main", "worker_index"]
 
@@ -179,9 +177,6 @@ def serve(
             except BaseException as exc:
                 _send_init_error(sock, codec, P.STAGE_MAIN, exc)
                 return 1
-        # What the script's module level made (or a forked worker inherited), as
-        # opposed to what the initializer and tasks set here: see _shared.
-        _shared.note_imported()
         if config.start is not None:
             try:
                 initializer, initargs = config.start.load(codec)
@@ -228,41 +223,8 @@ def _send_init_error(sock: _Channel, codec: P.Codec, stage: int, exc: BaseExcept
     _send(sock, P.LENGTH.pack(1 + len(info)) + P.INIT_ERROR, info)
 
 
-class _Incoming:
-    """The frames from the parent, with the ones set aside while waiting for a
-    large value (the tasks sent right after a function frame) served first."""
-
-    __slots__ = ("frames", "held", "sock")
-
-    def __init__(self, sock: _Channel) -> None:
-        self.sock = sock
-        self.frames = _frames(sock)
-        self.held: collections.deque[memoryview] = collections.deque()
-
-    def __iter__(self) -> _Incoming:
-        return self
-
-    def __next__(self) -> memoryview:
-        if self.held:
-            return self.held.popleft()
-        return next(self.frames)
-
-    def fetch(self, digest: bytes) -> memoryview | None:
-        """Ask the parent for a large value; its B frame's body (None: the parent
-        went away)."""
-        self.sock.sendall(P.FUNC_HEAD.pack(17, P.WANT, digest))
-        kind = P.SHARED[0]
-        for frame in self.frames:
-            if frame[0] == kind and frame[1:17] == digest:
-                return frame
-            self.held.append(frame)
-        return None
-
-
 def _serve(sock: _Channel, codec: P.Codec) -> None:
     functions: dict[bytes, Any] = {}
-    incoming = _Incoming(sock)
-    store = _shared.SharedStore(incoming.fetch, codec.key)
     # A function that failed to load: the error each of its tasks gets.
     broken: dict[bytes, P.ErrorInfo] = {}
     sendall = sock.sendall
@@ -274,7 +236,7 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
     VALUE = P.VALUE
     big = 1 << 16
 
-    for frame in incoming:
+    for frame in _frames(sock):
         kind = frame[0]
         if kind in (FUNC, FORGET):
             digest = func_head(frame)[1]
@@ -283,7 +245,7 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
                 broken.pop(digest, None)
                 continue
             try:
-                functions[digest] = P.decode_function(codec, frame[17:], store)
+                functions[digest] = codec.decode(frame[17:])
             except BaseException as exc:
                 broken[digest] = P.error_info(exc, codec)
             continue

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import _caches
 
-__all__ = ["guard_bindings"]
+__all__ = ["guard_bindings", "worker_bindings"]
 
 # Calls through which a guard may rebind any name of the module.
 _DYNAMIC = frozenset({"exec", "eval"})
@@ -39,32 +39,48 @@ _SETTERS = frozenset({"setattr", "delattr"})
 
 # (names bound or changed, names whose methods are called), or None: cannot tell.
 _Answer = tuple[frozenset[str], frozenset[str]] | None
-# filename -> ((mtime_ns, size), the answer); bounded by the scripts a process sees.
-_answers: dict[str, tuple[tuple[int, int], _Answer]] = {}
+# filename -> ((mtime_ns, size), the guard's answer, the names the module level
+# binds outside the guard or None); bounded by the scripts a process sees.
+_answers: dict[str, tuple[tuple[int, int], _Answer, frozenset[str] | None]] = {}
 _caches.register("main_guard.answers", _answers.clear)
+
+
+def _read(filename: str) -> tuple[_Answer, frozenset[str] | None]:
+    """The answers for the script ``filename``, parsed once per version of the file."""
+    try:
+        stat = os.stat(filename)
+    except OSError:
+        return None, None
+    key = (stat.st_mtime_ns, stat.st_size)
+    known = _answers.get(filename)
+    if known is not None and known[0] == key:
+        return known[1], known[2]
+    try:
+        with open(filename, "rb") as source:
+            tree = ast.parse(source.read(), filename)
+    except (OSError, SyntaxError, ValueError):
+        answer, unguarded = None, None
+    else:
+        answer, unguarded = _bindings(tree), _unguarded_bindings(tree)
+    _answers[filename] = (key, answer, unguarded)
+    return answer, unguarded
+
+
+def worker_bindings(filename: str) -> frozenset[str] | None:
+    """The top-level names that the script ``filename`` binds outside its main
+    guard: what a process that imports it (a spawn worker) defines for sure.
+
+    A name a function sets (``global``) is not among them: the function may only
+    run under the guard. None if it cannot be told (a star import, ``exec``).
+    """
+    return _read(filename)[1]
 
 
 def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:
     """The top-level names that the main guard of the script ``filename`` binds
     or changes, read against the script's ``namespace``; None if it cannot be
     told (then any name may differ)."""
-    try:
-        stat = os.stat(filename)
-    except OSError:
-        return None
-    key = (stat.st_mtime_ns, stat.st_size)
-    known = _answers.get(filename)
-    if known is not None and known[0] == key:
-        answer = known[1]
-    else:
-        try:
-            with open(filename, "rb") as source:
-                tree = ast.parse(source.read(), filename)
-        except (OSError, SyntaxError, ValueError):
-            answer = None
-        else:
-            answer = _bindings(tree)
-        _answers[filename] = (key, answer)
+    answer = _read(filename)[0]
     if answer is None:
         return None
     bound, called = answer
@@ -96,6 +112,25 @@ def _bindings(tree: ast.Module) -> _Answer:
         if not _collect(statement, names, called):
             return None
     return frozenset(names), frozenset(called - names)
+
+
+def _unguarded_bindings(tree: ast.Module) -> frozenset[str] | None:
+    """Names the module level binds in the statements that run on import (all but
+    the guard's own block; its ``else`` runs). Read generously (``X.a = 1`` binds
+    ``X`` too): a name counted here that is not bound would fail, never mislead."""
+    names: set[str] = set()
+    called: set[str] = set()
+    for node in tree.body:
+        run: list[ast.stmt] = [node]
+        if isinstance(node, ast.If):
+            if _is_main_test(node.test, ast.Eq):
+                run = node.orelse
+            elif _is_main_test(node.test, ast.NotEq):
+                run = node.body
+        for statement in run:
+            if not _collect(statement, names, called):
+                return None
+    return frozenset(names)
 
 
 def _collect(root: ast.AST, names: set[str], called: set[str]) -> bool:

@@ -33,6 +33,7 @@ namespace does not lead to are copies in every mode.
 
 from __future__ import annotations
 
+import builtins
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,7 @@ from .._compat import MAIN_MODULES
 from .._paths import Path, walk
 from .._reads import script_reads
 from .attributes import state_attributes
-from .main_guard import guard_bindings
+from .main_guard import guard_bindings, worker_bindings
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -57,6 +58,7 @@ __all__ = [
     "script_reference",
     "script_reference_alone",
     "with_origin",
+    "workers_own_function",
 ]
 
 SCRIPT_MODES = ("auto", "reference", "copy")
@@ -123,6 +125,39 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
         for name, _ in script_reads(seed, MAIN_MODULES):
             if name in changed:
                 return False
+    return True
+
+
+# What every module's namespace holds besides what its code binds.
+_MODULE_NAMES = frozenset(
+    {"__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__"}
+)
+
+
+def workers_own_function(func: Any) -> bool:
+    """Whether ``func`` is a function of the sender's script that every process
+    importing the script (a spawn worker, a forked one) holds, reading only
+    globals that the script's module level binds outside its main guard.
+
+    Such a function can go by reference alone (``scripts="reference"``): the
+    receiver's own function is what the copy would have resolved to, and its
+    globals (a large array the module level made) need not travel. A global set
+    at run time (by a function declaring it ``global``, or under the guard) may
+    be missing in a worker, where the copy would be used: then False.
+    """
+    if type(func) is not types.FunctionType:
+        return False
+    module = func.__module__
+    where = script_location(func, module)
+    if where is None or not same_in_workers(func, *where):
+        return False
+    filename = _script_file(module)
+    bound = None if filename is None else worker_bindings(filename)
+    if bound is None:
+        return False
+    for name, _ in script_reads(func, MAIN_MODULES):
+        if name not in bound and name not in _MODULE_NAMES and not hasattr(builtins, name):
+            return False
     return True
 
 
