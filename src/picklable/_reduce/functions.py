@@ -93,7 +93,7 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     module = func.__module__
     if module in MAIN_MODULES:
         if pickler._scripts != "copy":
-            where = script_location(func, module)
+            where = script_location(func, module, pickler)
             if where is not None:
                 alone = script_reference(pickler, func, *where)
                 if alone is not None:

@@ -70,15 +70,32 @@ def _script_file(module_name: str) -> str | None:
     return filename if type(filename) is str else None
 
 
-def script_location(obj: Any, module_name: Any) -> tuple[str, Path] | None:
+def script_location(
+    obj: Any, module_name: Any, pickler: Pickler | None = None
+) -> tuple[str, Path] | None:
     """``(module, path)`` inside the sender's script that yields ``obj`` itself.
 
     None when ``module_name`` is no script module, when the script has no file
     (an interactive session, ``python -c``, a notebook: no receiver can import
     it), or when nothing in its namespace leads to ``obj`` (a lambda, a closure).
+    With the ``pickler`` that asks, a closure that nothing in the namespace
+    holds is told from one view of the namespace per payload
+    (:class:`picklable._locator.NamespaceView`), not a probe each.
     """
-    if module_name not in MAIN_MODULES or _script_file(module_name) is None:
+    if module_name not in MAIN_MODULES:
         return None
+    view = None
+    if pickler is None:
+        if _script_file(module_name) is None:
+            return None
+    else:
+        payload = pickler._payload
+        views = (pickler._state() if payload is None else payload).namespaces
+        view = views.get(module_name, _UNSEEN)
+        if view is _UNSEEN:
+            view = _namespace_view(pickler, module_name)
+        if view is None:
+            return None
     qualname = getattr(obj, "__qualname__", None)
     if type(qualname) is str and "<" not in qualname:
         try:
@@ -86,8 +103,28 @@ def script_location(obj: Any, module_name: Any) -> tuple[str, Path] | None:
                 return module_name, tuple(qualname.split("."))
         except Exception:
             pass
+    # Nothing in the namespace holds it, nor a factory product of its code.
+    if (
+        view is not None
+        and id(obj) not in view.ids
+        and (type(obj) is not types.FunctionType or id(obj.__code__) not in view.codes)
+    ):
+        return None
     path = _locator.locate_in(module_name, obj)
     return None if path is None else (module_name, path)
+
+
+_UNSEEN: Any = object()
+
+
+def _namespace_view(pickler: Pickler, module_name: str) -> _locator.NamespaceView | None:
+    """This payload's view of the script's namespace, made on its first need;
+    None if the script has no file or cannot be indexed."""
+    view = None
+    if _script_file(module_name) is not None:
+        view = _locator.namespace_view(module_name)
+    pickler._state().namespaces[module_name] = view
+    return view
 
 
 def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = True) -> bool:

@@ -17,6 +17,7 @@ class PayloadState:
         "deferred_cells",
         "script_copies",
         "markers",
+        "namespaces",
     )
 
     def __init__(self) -> None:
@@ -30,6 +31,9 @@ class PayloadState:
         self.script_copies = False
         # id(object) -> the marker shipping it by reference (see .wrappers)
         self.markers: dict[int, Any] = {}
+        # script module name -> what the locator could find there (see
+        # picklable._locator.NamespaceView), made on the payload's first need
+        self.namespaces: dict[str, Any] = {}
 
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
