@@ -529,43 +529,17 @@ def locate_in(module_name: str, obj: Any) -> Path | None:
     return None
 
 
-class NamespaceView:
-    """What :func:`locate_in` could answer for one module, as its namespace is now:
-    a negative answer in one set lookup instead of a revalidation and a probe.
+def indexed_paths(module_name: str) -> dict[int, Path] | None:
+    """id -> path of every object the index of ``module_name`` holds, the index
+    revalidated now; None if it is not a module that can be indexed.
 
-    ``ids`` holds the ids of the module's index and of every value its
-    namespace and its classes' namespaces hold (what :meth:`_ModuleIndex.probe`
-    looks up by name); ``codes`` the ids of the code objects of the factory
-    products the index found (``by_code``: a new product set at such a path is
-    found by its code). An object whose id is not in ``ids``, and, for a
-    function, whose code's id is not in ``codes``, is not found by
-    :func:`locate_in` (the test is inlined where it runs, once per closure).
-    Made once per payload (see ``picklable._reduce.state``): a payload of 1,000
-    distinct closures of the script asks once, not 1,000 times (issue 18). An
-    object set into the namespace after the view was made is not seen: it ships
-    by value, as after a stale index (correct, if not identical).
+    The index's own table (read it, never change it; a rebuilt index gets a new
+    one). A script's payload reads it once, for all its closures (issue 18; see
+    ``picklable._reduce.scripts.script_location``).
     """
-
-    __slots__ = ("ids", "codes")
-
-    def __init__(self, index: _ModuleIndex) -> None:
-        ids: set[int] = set(index.paths)
-        ids.update(map(id, list(vars(index.module).values())))
-        for cls, _ in index.classes:
-            for raw in list(vars(cls).values()):
-                ids.add(id(raw))
-                if isinstance(raw, (staticmethod, classmethod)):
-                    ids.add(id(raw.__func__))
-        self.ids = ids
-        self.codes = index.by_code.keys()
-
-
-def namespace_view(module_name: str) -> NamespaceView | None:
-    """A :class:`NamespaceView` of the module ``module_name`` (revalidated now),
-    or None if it is not a module that can be indexed."""
     with _lock:
         index = _index_for(module_name, revalidate=True)
-        return None if index is None else NamespaceView(index)
+        return None if index is None else index.paths
 
 
 def locate_module_object(obj: Any, near: Any) -> tuple[str, Path] | None:

@@ -213,17 +213,12 @@ class TestPackageSearchCache:
         assert copy is not closure and copy(1) == closure(1)
 
 
-class TestNamespaceView:
-    """One view per payload of what locate_in could find in a module: every object
-    locate_in finds passes its test, and an object nothing holds fails it."""
+class TestIndexedPaths:
+    """The index's table, revalidated once and read for many objects (a script's
+    payload of closures): everything locate_in finds by the index is in it."""
 
-    @staticmethod
-    def passes(view, obj):
-        held = id(obj) in view.ids
-        return held or (type(obj) is types.FunctionType and id(obj.__code__) in view.codes)
-
-    def test_everything_locate_in_finds_passes(self, monkeypatch):
-        module = types.ModuleType("picklable_view_test")
+    def test_holds_what_locate_in_finds(self, monkeypatch):
+        module = types.ModuleType("picklable_paths_test")
 
         def factory(n):
             def made(x):
@@ -236,7 +231,6 @@ class TestNamespaceView:
                 return 1
 
             static = staticmethod(factory(1))
-            klass = classmethod(factory(2))
 
         module.factory = factory
         module.Holder = Holder
@@ -245,24 +239,27 @@ class TestNamespaceView:
         Holder.__module__ = module.__name__
         monkeypatch.setitem(sys.modules, module.__name__, module)
         _locator.clear_cache()
-        view = _locator.namespace_view(module.__name__)
-        candidates = [factory, Holder, Holder.method, module.kept, vars(Holder)["static"].__func__]
-        candidates += [vars(Holder)["klass"].__func__, Holder.made]
-        for obj in candidates:
-            assert _locator.locate_in(module.__name__, obj) is not None, obj
-            assert self.passes(view, obj), obj
-        stray = (lambda: lambda x: x)()  # nothing holds it, nor any closure of its code
+        paths = _locator.indexed_paths(module.__name__)
+        held = [factory, Holder, Holder.method, module.kept, Holder.made]
+        for obj in [*held, vars(Holder)["static"].__func__]:
+            assert paths[id(obj)] == _locator.locate_in(module.__name__, obj), obj
+        stray = factory(4)  # nothing holds it
+        assert id(stray) not in paths
         assert _locator.locate_in(module.__name__, stray) is None
-        assert not self.passes(view, stray)
-        product = factory(4)  # a product of a factory whose product the index found
-        assert self.passes(view, product)  # the view cannot tell: locate_in is asked
-        Holder.made = product  # set where the earlier one was: found by its code
-        assert _locator.locate_in(module.__name__, product) == ("Holder", "made")
 
-    def test_no_view_of_what_is_not_a_module(self, monkeypatch):
+    def test_a_new_table_when_the_module_changed(self, monkeypatch):
+        module = types.ModuleType("picklable_paths_test2")
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        _locator.clear_cache()
+        first = _locator.indexed_paths(module.__name__)
+        module.added = lambda: 1
+        second = _locator.indexed_paths(module.__name__)
+        assert second is not first and id(module.added) in second
+
+    def test_none_for_what_is_not_a_module(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "picklable_not_a_module", object())
-        assert _locator.namespace_view("picklable_not_a_module") is None
-        assert _locator.namespace_view("picklable_never_imported") is None
+        assert _locator.indexed_paths("picklable_not_a_module") is None
+        assert _locator.indexed_paths("picklable_never_imported") is None
 
 
 class TestCallTypes:

@@ -1,7 +1,7 @@
 """Closures of a real ``__main__`` script in one payload (issue 18).
 
-A payload of many closures asks the locator once (one view of the script's
-namespace per payload); a closure the script's namespace holds still travels
+A payload of many closures reads the table of the script's index once (not a
+locator probe per closure); a closure the script's namespace holds still travels
 with its origin, so a spawn worker that imports the script gets its own.
 """
 

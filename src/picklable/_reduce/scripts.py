@@ -78,37 +78,35 @@ def script_location(
     None when ``module_name`` is no script module, when the script has no file
     (an interactive session, ``python -c``, a notebook: no receiver can import
     it), or when nothing in its namespace leads to ``obj`` (a lambda, a closure).
-    With the ``pickler`` that asks, a closure that nothing in the namespace
-    holds is told from one view of the namespace per payload
-    (:class:`picklable._locator.NamespaceView`), not a probe each.
+
+    With the ``pickler`` that asks, a closure or a lambda (``<`` in its
+    qualname: no name leads to it) is looked up in the table of the script's
+    index, revalidated once per payload: a payload of 1,000 closures pays one
+    lookup each, not a revalidation and a probe each (issue 18). The probe, for
+    a closure set after the index was built under a name that held another
+    object, is left out: such a closure ships as a plain copy, the sender's
+    value (as after a stale index: correct, if not identical).
     """
     if module_name not in MAIN_MODULES:
         return None
-    view = None
-    if pickler is None:
-        if _script_file(module_name) is None:
-            return None
-    else:
-        payload = pickler._payload
-        views = (pickler._state() if payload is None else payload).namespaces
-        view = views.get(module_name, _UNSEEN)
-        if view is _UNSEEN:
-            view = _namespace_view(pickler, module_name)
-        if view is None:
-            return None
     qualname = getattr(obj, "__qualname__", None)
     if type(qualname) is str and "<" not in qualname:
+        if _script_file(module_name) is None:
+            return None
         try:
             if walk(sys.modules[module_name], tuple(qualname.split("."))) is obj:
                 return module_name, tuple(qualname.split("."))
         except Exception:
             pass
-    # Nothing in the namespace holds it, nor a factory product of its code.
-    if (
-        view is not None
-        and id(obj) not in view.ids
-        and (type(obj) is not types.FunctionType or id(obj.__code__) not in view.codes)
-    ):
+    elif pickler is not None:
+        payload = pickler._payload
+        tables = (pickler._state() if payload is None else payload).script_paths
+        paths = tables.get(module_name, _UNSEEN)
+        if paths is _UNSEEN:
+            paths = tables[module_name] = _script_paths(module_name)
+        if paths is None or id(obj) not in paths:
+            return None
+    elif _script_file(module_name) is None:
         return None
     path = _locator.locate_in(module_name, obj)
     return None if path is None else (module_name, path)
@@ -117,14 +115,12 @@ def script_location(
 _UNSEEN: Any = object()
 
 
-def _namespace_view(pickler: Pickler, module_name: str) -> _locator.NamespaceView | None:
-    """This payload's view of the script's namespace, made on its first need;
-    None if the script has no file or cannot be indexed."""
-    view = None
-    if _script_file(module_name) is not None:
-        view = _locator.namespace_view(module_name)
-    pickler._state().namespaces[module_name] = view
-    return view
+def _script_paths(module_name: str) -> dict[int, Path] | None:
+    """The table of the script's index (see :func:`script_location`); None if the
+    script has no file or cannot be indexed."""
+    if _script_file(module_name) is None:
+        return None
+    return _locator.indexed_paths(module_name)
 
 
 def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = True) -> bool:

@@ -17,7 +17,7 @@ class PayloadState:
         "deferred_cells",
         "script_copies",
         "markers",
-        "namespaces",
+        "script_paths",
     )
 
     def __init__(self) -> None:
@@ -31,9 +31,9 @@ class PayloadState:
         self.script_copies = False
         # id(object) -> the marker shipping it by reference (see .wrappers)
         self.markers: dict[int, Any] = {}
-        # script module name -> what the locator could find there (see
-        # picklable._locator.NamespaceView), made on the payload's first need
-        self.namespaces: dict[str, Any] = {}
+        # script module name -> id -> path of its index's objects, read once per
+        # payload (see picklable._reduce.scripts.script_location)
+        self.script_paths: dict[str, Any] = {}
 
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
