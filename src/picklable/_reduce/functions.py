@@ -32,6 +32,7 @@ In deterministic mode the pickler carries a ``_canonical`` policy whose
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import dis
 import functools
 import marshal
@@ -107,10 +108,43 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
 
 
 def copy_function(pickler: Pickler, func: types.FunctionType) -> Any:
-    """A copy: a singledispatch function keeps its registry, any other is copied."""
+    """A copy: a singledispatch function keeps its registry, dataclasses' repr
+    guard is made again by the receiver's dataclasses, any other is copied."""
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
         return _reduce_singledispatch(pickler, func)
+    if func.__code__ is _RECURSIVE_REPR_CODE and "__wrapped__" in func.__dict__:
+        return _reduce_recursive_repr(func)
     return function_by_value(pickler, func)
+
+
+# dataclasses wraps every generated __repr__ in a guard against recursion, a
+# closure of its own module: rebuilt by the receiver's dataclasses around the
+# copied __repr__, rather than copied as dataclasses' code (which an
+# allow-list would have to admit as by-value code of 'dataclasses').
+_RECURSIVE_REPR: Any = getattr(dataclasses, "_recursive_repr", None)
+_RECURSIVE_REPR_CODE: types.CodeType | None = (
+    _RECURSIVE_REPR(lambda self: "").__code__ if _RECURSIVE_REPR is not None else None
+)
+_WRAPS_SETS = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
+def _reduce_recursive_repr(func: types.FunctionType) -> Any:
+    """``_recursive_repr(inner)``, plus what differs from what ``functools.wraps`` sets."""
+    inner = func.__wrapped__  # type: ignore[attr-defined]
+    slots = {
+        name: getattr(func, name)
+        for name in _WRAPS_SETS
+        if getattr(func, name) != getattr(inner, name, None)
+    }
+    own = vars(inner)
+    attributes = {
+        key: value
+        for key, value in vars(func).items()
+        if key != "__wrapped__" and own.get(key, _NOTHING) is not value
+    }
+    if not slots and not attributes:
+        return (_RECURSIVE_REPR, (inner,))
+    return (_RECURSIVE_REPR, (inner,), (attributes or None, slots or None))
 
 
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
