@@ -350,10 +350,12 @@ def loads(
         unsigned, truncated, altered or otherwise signed payload is refused
         before anything is unpickled.
     allowed:
-        Module names whose objects the payload may name (each covers its
-        submodules). Code shipped by value counts as its module's (``"__main__"``
-        for a script's functions). Defence in depth, not a sandbox: see
-        :mod:`picklable._allow`.
+        Module names whose objects the payload may reach, call or modify (each
+        covers its submodules), or a :class:`picklable.Policy`. Code shipped by
+        value is refused unless the policy opts in
+        (``Policy([...], by_value_code=True)``). The payload is then read by a
+        guarded pure-Python unpickler (several times slower than the default);
+        see docs/safety.md for exactly what it guarantees.
 
     Returns
     -------
@@ -381,24 +383,25 @@ def _loads_checked(
     data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None
 ) -> Any:
     """loads with a key and/or an allow-list (bad options raise TypeError/ValueError)."""
-    policy = None
+    guarded = None
     if allowed is not None:
-        from ._allow import Policy
+        from ._allow import GuardedUnpickler, Policy
 
         policy = allowed if isinstance(allowed, Policy) else Policy(allowed)
+        guarded = GuardedUnpickler
     if key is not None:
         signing = signing_module()
         data, buffers = signing.verify(signing.check_key(key), data, buffers)
     try:
-        if policy is not None:
-            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy).load()
+        if guarded is not None:
+            return guarded(io.BytesIO(data), policy, buffers=buffers).load()
         if buffers is None:
             return _loads(data)
         return _loads(data, buffers=buffers)
     except UnpicklingError:
         raise
     except Exception as exc:
-        raise unpickling_error(exc) from exc
+        raise unpickling_error(exc, data) from exc
 
 
 def _load_error(exc: Exception, data: Any) -> UnpicklingError:
@@ -407,7 +410,7 @@ def _load_error(exc: Exception, data: Any) -> UnpicklingError:
         if signing.is_signed(data):
             error: UnpicklingError = signing.signed_without_key()
             return error
-    return unpickling_error(exc)
+    return unpickling_error(exc, data)
 
 
 def load(

@@ -21,6 +21,11 @@ one place that says what loading through it means. The readers:
   (sets attributes on an object the payload gives it), ``call`` (calls
   objects the payload gives it), ``build`` (builds a new object from its
   arguments alone).
+* ``target`` / ``state`` (``state`` reach) -- the parameter whose object the
+  call modifies, and the parameter holding what it sets (an empty state
+  modifies nothing); ``writes``, when the call writes past a proxy rather
+  than through it, says to what: ``writes(**arguments)`` yields ``(object,
+  through)`` pairs, ``through`` meaning the write lands on what a proxy wraps.
 
 Most of a by-value function is rebuilt by C code alone (``marshal.loads``,
 ``types.FunctionType``, pickle's BUILD). The Python frames here run once per
@@ -35,7 +40,7 @@ import importlib
 import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from . import _code, _traceback, _tracker
@@ -82,18 +87,30 @@ class Rebuilder:
     role: str
     label: str
     reach: str
+    target: str | None = None
+    state: str | None = None
+    writes: Callable[..., Iterable[tuple[Any, bool]]] | None = None
 
 
 REBUILDERS: dict[str, Rebuilder] = {}
 """Rebuilder name -> its declaration; every name of ``__all__``, nothing else."""
 
 
-def _rebuilder(role: str, label: str, reach: str) -> Callable[[F], F]:
+def _rebuilder(
+    role: str,
+    label: str,
+    reach: str,
+    *,
+    target: str | None = None,
+    state: str | None = None,
+    writes: Callable[..., Iterable[tuple[Any, bool]]] | None = None,
+) -> Callable[[F], F]:
     assert role in ROLES and reach in REACHES, (role, reach)
+    assert (reach == "state") == (target is not None), "a state rebuilder names its target"
 
     def declare(function: F) -> F:
         name = function.__name__
-        REBUILDERS[name] = Rebuilder(name, function, role, label, reach)
+        REBUILDERS[name] = Rebuilder(name, function, role, label, reach, target, state, writes)
         return function
 
     return declare
@@ -258,7 +275,13 @@ def _make_enum(
     return cls
 
 
-@_rebuilder("part", "sets the attributes of a class built by value", "state")
+@_rebuilder(
+    "part",
+    "sets the attributes of a class built by value",
+    "state",
+    target="cls",
+    state="state",
+)
 def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
     """Give a class built from payloads the sender's attributes (again, if it was
     built by an earlier payload: the sender may have changed it since); leave a
@@ -282,7 +305,24 @@ def _bind_descriptor(descriptor: Any, instance: Any, owner: Any) -> Any:
     return descriptor.__get__(instance, owner)
 
 
-@_rebuilder("part", "sets a rebuilt wrapt proxy's state", "state")
+def _proxy_state_writes(proxy: Any, state: Any) -> Iterator[tuple[Any, bool]]:
+    """What :func:`_set_proxy_state` writes to: the proxy itself (its own state),
+    and, through it, what it wraps (the forwarded state)."""
+    own, forwarded = state
+    if own:
+        yield proxy, False
+    if forwarded:
+        yield proxy, True
+
+
+@_rebuilder(
+    "part",
+    "sets a rebuilt wrapt proxy's state",
+    "state",
+    target="proxy",
+    state="state",
+    writes=_proxy_state_writes,
+)
 def _set_proxy_state(
     proxy: Any, state: tuple[dict[str, Any] | None, dict[str, Any] | None] | None
 ) -> None:
@@ -371,7 +411,13 @@ def _make_singledispatch(base: Any, registrations: list[tuple[Any, Any]]) -> Any
     return dispatcher
 
 
-@_rebuilder("wrapper", "sets the shipped state on an object (with_state)", "state")
+@_rebuilder(
+    "wrapper",
+    "sets the shipped state on an object (with_state)",
+    "state",
+    target="obj",
+    state="state",
+)
 def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
     """``obj`` (usually this process's own, by reference) with the shipped attributes set."""
     if state:
@@ -391,7 +437,7 @@ def _make_traceback(records: tuple[Any, ...]) -> types.TracebackType | None:
     return _traceback.build(records)
 
 
-@_rebuilder("part", "sets an exception's state", "state")
+@_rebuilder("part", "sets an exception's state", "state", target="exc", state="state")
 def _exception_setstate(
     exc: BaseException, state: tuple[Any, Any, dict[str, Any]]
 ) -> BaseException:
