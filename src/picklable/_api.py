@@ -419,25 +419,38 @@ def load(
     buffers: Iterable[Any] | None = None,
     key: bytes | None = None,
     allowed: Iterable[Any] | None = None,
+    max_size: int | None = None,
 ) -> Any:
     """Load an object from the binary ``file`` (one payload; the file stays open).
 
     Parameters are as for :func:`loads`. With ``key``, the signed payload is
-    read whole (its header says how long it is) and checked before loading.
+    read and checked before loading: its header says how long it is, and the
+    pickle is read in bounded chunks and fed to the signature as it arrives.
+
+    Parameters
+    ----------
+    max_size:
+        With ``key``: the largest signed pickle to read, in bytes (default
+        :data:`picklable._signing.MAX_STREAM_SIZE`, 1 GiB). A header announcing
+        more is refused before anything else is read: the header's length
+        cannot be checked before the pickle it covers has arrived.
 
     Raises
     ------
     picklable.UnpicklingError
-        As for :func:`loads`.
+        As for :func:`loads`; with ``key``, also a payload larger than ``max_size``.
+    OSError
+        Reading ``file`` failed.
+
+    .. versionchanged:: 0.2.0
+       ``max_size``; signed payloads are read in bounded chunks.
     """
     if key is not None:
         signing = signing_module()
-        signing.check_key(key)
-        try:
-            data = signing.read_signed(file)
-        except Exception as exc:
-            raise unpickling_error(exc) from exc
-        return _loads_checked(data, buffers, key, allowed)
+        checked = signing.check_key(key)
+        limit = signing.MAX_STREAM_SIZE if max_size is None else max_size
+        data, buffers = signing.read_verified(file, checked, buffers, limit)
+        return _loads_checked(data, buffers, None, allowed)
     unpickler = Unpickler(file, buffers=buffers, allowed=allowed)
     try:
         return unpickler.load()

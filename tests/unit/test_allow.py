@@ -9,6 +9,7 @@ import io
 import os
 import pickle
 import types
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -379,7 +380,7 @@ def _trace(data):
     }
 
     class Tracing(pickle._Unpickler):
-        dispatch = dict(pickle._Unpickler.dispatch)
+        dispatch: ClassVar[dict[int, Any]] = dict(pickle._Unpickler.dispatch)
 
         def find_class(self, module, name):
             (rebuilders if module == "picklable._reconstruct" else seen).add(
