@@ -817,6 +817,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         )
         self.policy = policy if isinstance(policy, Policy) else Policy(policy)
         self._receiver_persistent_load = persistent_load
+        # pickle's pure-Python reader takes what a short read gives (a truncated
+        # bytes object outside a frame would load short): read exactly, as C does.
+        self._file_read = _exact_reader(file.read)
+        self._file_readline = _line_reader(file.readline)
         if _shared is not None:
             # A nested payload (a script object's copy): one load, one record.
             self._named: dict[int, Any] = _shared._named
@@ -1131,6 +1135,26 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise self.policy.refuse(what, None, "it only fills closure cells")
         self.check_target(obj, what)
         obj.cell_contents = value
+
+
+def _exact_reader(read: Callable[[int], bytes]) -> Callable[[int], bytes]:
+    def read_exactly(size: int) -> bytes:
+        data = read(size)
+        if len(data) != size and (data or size != 1):  # b"" for 1: EOFError, as in C
+            raise pickle.UnpicklingError("pickle data was truncated")
+        return data
+
+    return read_exactly
+
+
+def _line_reader(readline: Callable[[], bytes]) -> Callable[[], bytes]:
+    def read_line() -> bytes:
+        line = readline()
+        if not line.endswith(b"\n"):
+            raise pickle.UnpicklingError("pickle data was truncated")
+        return line
+
+    return read_line
 
 
 def _name_of(obj: Any) -> str:

@@ -617,6 +617,8 @@ def opcode_damage(data: Any) -> str | None:
                     return f"STOP at byte {position} leaves an unfinished object"
                 return None
             stack -= below
+            if name == "PROTO" and type(arg) is int and arg > pickle.HIGHEST_PROTOCOL + 3:
+                return f"PROTO at byte {position} announces protocol {arg}"
             if name == "MARK":
                 marks.append(stack)
                 stack = 0
@@ -630,7 +632,16 @@ def opcode_damage(data: Any) -> str | None:
             stack += len(opcode.stack_after)
     except ValueError as exc:  # genops: bad opcode, bad argument, truncated stream
         return f"{exc}"
+    finally:
+        view.release()
     return f"the stream ends at byte {position} without STOP"
+
+
+def _plausible_protocol(text: str) -> bool:
+    """Whether "unsupported pickle protocol: N" can come from a newer Python (a few
+    versions past this one's highest), rather than from a damaged first bytes."""
+    number = text.rpartition(" ")[2]
+    return number.isdigit() and int(number) <= pickle.HIGHEST_PROTOCOL + 3
 
 
 def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
@@ -654,7 +665,11 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
        ``data``.
     """
     text = _first_line(exc)
-    if isinstance(exc, ValueError) and text.startswith("unsupported pickle protocol"):
+    if (
+        isinstance(exc, ValueError)
+        and text.startswith("unsupported pickle protocol")
+        and _plausible_protocol(text)
+    ):
         return (
             (
                 f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "

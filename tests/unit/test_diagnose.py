@@ -1043,12 +1043,17 @@ class TestLoadErrors:
         assert error.reason == "damaged or truncated payload"
 
     def test_newer_protocol(self):
-        """A protocol this Python does not know."""
-        assert str(load_error(b"\x80\x09.")) == (
-            "Cannot load: unsupported pickle protocol: 9 (made by a newer Python). Fix: load it "
+        """A protocol a few versions past this Python's: made by a newer Python."""
+        assert str(load_error(b"\x80\x06.")) == (
+            "Cannot load: unsupported pickle protocol: 6 (made by a newer Python). Fix: load it "
             "with the "
             "sender's Python version, or dump with a protocol this Python knows (protocol=5)."
         )
+
+    def test_implausible_protocol_is_damage(self):
+        """Protocol 117 is no newer Python's: a damaged first byte."""
+        error = load_error(b"\x80\x75N.")
+        assert "damaged or not a pickle (PROTO at byte 0 announces protocol 117" in str(error)
 
     def test_constructor_raises_in_c(self):
         """A call that fails in C code (no frame to name): the generic rebuild message."""
