@@ -221,6 +221,30 @@ def _write_payloads(kind: str, path: str, key_hex: str) -> None:
     write_corpus(Path(path), base_payloads(key=key, objects=objects))
 
 
+def _report(kind: str, count: int, seed: int) -> None:
+    """``python -m support.fuzz --report numpy 100000 10`` (from tests/): a longer run
+    than the suite's, printed like it (docs/safety.md quotes both)."""
+    import tempfile
+
+    from support.child import child_env
+
+    env = child_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        cases = mutations(reproducible_payloads(workdir, env, kind=kind), count, seed)
+        corpus = workdir / "corpus.bin"
+        write_corpus(corpus, [data for _, data in cases])
+        report = run(corpus, env=env)
+        print(
+            f"{kind}: {count:,} cases (seed {seed}) in {report.seconds:.1f} s: "
+            f"{report.count('L'):,} loaded, {report.count('U'):,} refused, "
+            f"{len(report.unclean) - len(report.crashes) - len(report.hangs)} other exceptions, "
+            f"{len(report.crashes)} crashes, {len(report.hangs)} hangs"
+        )
+        for index, damage, plain, call in crash_culprits(cases, report, workdir, env):
+            print(f"  crash at case {index} ({damage}): last call {call}; pickle.loads: {plain}")
+
+
 def _random_opcodes(rng: random.Random) -> bytes:
     """A random sequence of pickle opcodes with arguments of the right shape."""
     import pickletools
@@ -543,6 +567,8 @@ if __name__ == "__main__":
         _trace_calls()
     elif sys.argv[1] == "--payloads":
         _write_payloads(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "--report":
+        _report(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         key_hex = sys.argv[3] if len(sys.argv) > 3 else "-"
         _serve(
