@@ -317,6 +317,40 @@ _IMMUTABLE = frozenset({type(None), bool, int, float, complex, str, bytes, range
 # Intermediate steps of a path that run no code when walked (item and index steps).
 _PATH_CONTAINERS = (tuple, list, dict, types.MappingProxyType, types.CellType)
 _MUTABLE_BUILTINS = (dict, list, set, bytearray)
+# Builtin types whose methods may write to their object: only these methods are admitted.
+_WRITABLE_BUILTINS = (dict, list, set, bytearray, memoryview, BaseException)
+_READ_ONLY_METHODS = frozenset(
+    {
+        # dict, set, list
+        "get",
+        "keys",
+        "values",
+        "items",
+        "copy",
+        "fromkeys",
+        "index",
+        "count",
+        "union",
+        "intersection",
+        "difference",
+        "symmetric_difference",
+        "issubset",
+        "issuperset",
+        "isdisjoint",
+        # bytearray and memoryview (new objects or reads)
+        "decode",
+        "hex",
+        "find",
+        "rfind",
+        "rindex",
+        "startswith",
+        "endswith",
+        "tobytes",
+        "tolist",
+        "toreadonly",
+        *SAFE_DUNDERS,
+    }
+)
 
 _DESCRIPTORS = (
     types.MethodDescriptorType,
@@ -586,14 +620,30 @@ class Policy:
             raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
 
     def _check_builtin_name(self, owner: Any, name: Any, what: str) -> None:
-        """Of a builtin type's methods, only public ones and :data:`SAFE_DUNDERS`."""
+        """Of a builtin type's methods, only public ones and :data:`SAFE_DUNDERS`; of
+        the mutable builtins (dict, list, set, bytearray, exceptions), only those that
+        read; never the format methods of str, which walk attributes."""
         if type(name) is not str:
             raise self.refuse(what, None, "a method without a name")
-        if name.startswith("_") and name not in SAFE_DUNDERS:
-            if isinstance(owner, type) and owner.__flags__ & (1 << 9):  # a heap type's own
-                return
+        heap = isinstance(owner, type) and bool(owner.__flags__ & (1 << 9))
+        if name.startswith("_") and name not in SAFE_DUNDERS and not heap:
             raise self.refuse(
                 what, None, f"{name!r} of a builtin type is not an attribute a payload may use"
+            )
+        if not isinstance(owner, type) or heap:
+            return
+        if issubclass(owner, str) and name in ("format", "format_map"):
+            raise self.refuse(
+                what, None, "a format string reads any attribute of its arguments (__globals__...)"
+            )
+        if issubclass(owner, _WRITABLE_BUILTINS) and name not in _READ_ONLY_METHODS:
+            if self.by_value_code:
+                return  # picklable's copies of functions fill their globals with dict.update
+            raise self.refuse(
+                what,
+                None,
+                f"{owner.__name__}.{name} modifies its object, which a payload may hand it "
+                "(a module's dict a call returned, through map or a partial)",
             )
 
     # ------------------------------------------------------------------ names
@@ -742,25 +792,26 @@ IMPLICIT_TYPES: dict[int, type] = {
 
 # id(module.__dict__) -> that dict, for the modules of sys.modules; rebuilt when
 # sys.modules grows or shrinks.
-_namespaces: dict[int, Any] = {}
+_namespaces: dict[int, Any] = {}  # swapped whole, never changed in place
 _namespaces_of = -1
 
 
 def _is_namespace(obj: dict[Any, Any]) -> bool:
     """Whether ``obj`` is a module's ``__dict__`` or ``sys.modules`` itself."""
-    global _namespaces_of
+    global _namespaces, _namespaces_of
     if obj is sys.modules:
         return True
+    namespaces = _namespaces
     if len(sys.modules) != _namespaces_of:
-        found = {}
+        # Rebuilt aside and swapped in one assignment: a load in another thread
+        # never sees it half-built.
+        namespaces = {}
         for module in list(sys.modules.values()):
             namespace = getattr(module, "__dict__", None)
             if type(namespace) is dict:
-                found[id(namespace)] = namespace
-        _namespaces.clear()
-        _namespaces.update(found)
-        _namespaces_of = len(sys.modules)
-    return _namespaces.get(id(obj)) is obj
+                namespaces[id(namespace)] = namespace
+        _namespaces, _namespaces_of = namespaces, len(sys.modules)
+    return namespaces.get(id(obj)) is obj
 
 
 # ------------------------------------------------------------ the unpickler
@@ -825,10 +876,12 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             # A nested payload (a script object's copy): one load, one record.
             self._named: dict[int, Any] = _shared._named
             self._made: dict[int, Any] = _shared._made
+            self._seen: dict[int, Any] = _shared._seen
             self._classes: dict[int, Any] = _shared._classes
         else:
             self._named = {}  # reached by name: a module's, never modified
             self._made = {}  # built by an opcode, or new from a call: the payload's
+            self._seen = {}  # returned by a call, held elsewhere too: not the payload's
             self._classes = {}  # what this payload's class rebuilders returned
         self.rebuilders = {
             name: _GUARDS[rebuilder.reach](self, rebuilder)
@@ -854,8 +907,12 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if self._named.get(key) is value or self._made.get(key) is value:
             return value  # checked when it was reached or made
         self.policy.admit(value, what, named=False)
-        if not isinstance(value, type) and _refs(value) <= _FRESH_REFS:
+        if isinstance(value, type):
+            return value
+        if _refs(value) <= _FRESH_REFS:
             self._made[key] = value  # only this call's caller holds it: new
+        else:
+            self._seen[key] = value
         return value
 
     def made_class(self, cls: T) -> T:
@@ -1013,9 +1070,12 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
         setstate = getattr(inst, "__setstate__", None)
         if setstate is not None:
-            # The object's own class decides what its state means; still never
-            # on a module, a class or an object of a module reached by name.
-            self.check_target(inst, what, own_setstate=True)
+            # The object's own class decides what its state means (an allowed
+            # module's class: numpy's cached dtypes are set so); still never on a
+            # module, a class or an object reached by name, and a builtin or
+            # implicit class's __setstate__ (partial's, an exception's) replaces
+            # whatever it is given: only on objects the payload made.
+            self.check_target(inst, what, own_setstate=self._own_setstate(inst))
             setstate(state)
             return
         self.check_target(inst, what)
@@ -1023,7 +1083,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if isinstance(state, tuple) and len(state) == 2:
             state, slotstate = state
         if state:
-            inst_dict = inst.__dict__
+            inst_dict = self._instance_dict(inst, what)
             intern = sys.intern
             for k, v in state.items():
                 if type(k) is str:
@@ -1035,6 +1095,34 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 setattr(inst, k, v)
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def _own_setstate(self, inst: Any) -> bool:
+        """Whether ``inst``'s ``__setstate__`` is an allowed module's own code."""
+        for klass in _TYPE_MRO.__get__(type(inst), type):
+            if "__setstate__" in vars(klass):
+                module = _TYPE_MODULE.__get__(klass, type)
+                return IMPLICIT_TYPES.get(id(klass)) is not klass and self.policy.allows(module)
+        return False
+
+    def _instance_dict(self, inst: Any, what: str) -> dict[Any, Any]:
+        """``inst.__dict__``, where BUILD writes: never a dict the payload got otherwise.
+
+        A class the payload makes can answer ``__dict__`` (a property, a
+        ``__getattribute__``) with any object it holds: a module's dict a call
+        returned, say. The object's real dict is one the payload never saw.
+        """
+        found = inst.__dict__
+        key = id(found)
+        if (
+            type(found) is not dict
+            or self._named.get(key) is found
+            or self._seen.get(key) is found
+            or _is_namespace(found)
+        ):
+            raise self.policy.refuse(
+                what, None, "its __dict__ is not its own (a hook hands out another object)"
+            )
+        return found
 
     def load_append(self) -> None:
         self.check_target(self.stack[-2], "an item appended to an object")

@@ -306,11 +306,16 @@ def _bind_descriptor(descriptor: Any, instance: Any, owner: Any) -> Any:
 
 
 def _proxy_state_writes(proxy: Any, state: Any) -> Iterator[tuple[Any, bool]]:
-    """What :func:`_set_proxy_state` writes to: the proxy itself (its own state),
-    and, through it, what it wraps (the forwarded state)."""
+    """What :func:`_set_proxy_state` writes to: the proxy itself (its own state:
+    for anything but a wrapt proxy, the dict its own-dict search finds), and,
+    through it, what it wraps (the forwarded state)."""
     own, forwarded = state
     if own:
-        yield proxy, False
+        if _is_wrapt_proxy(proxy):
+            yield proxy, False
+        else:
+            found = proxy_own_dict(proxy)
+            yield (proxy if found is None else found), False
     if forwarded:
         yield proxy, True
 
@@ -349,6 +354,14 @@ def _set_proxy_state(
 # wrapt's proxy roots by the names its versions and implementations use.
 _WRAPT_PROXY_ROOTS = ("ObjectProxy", "BaseObjectProxy")
 _WRAPT_MODULES = ("builtins", "_wrappers", "wrapt.wrappers")
+
+
+def _is_wrapt_proxy(obj: Any) -> bool:
+    """Whether ``obj`` is an instance of a wrapt proxy class (by its roots' names)."""
+    return any(
+        klass.__name__ in _WRAPT_PROXY_ROOTS and klass.__module__ in _WRAPT_MODULES
+        for klass in type(obj).__mro__
+    )
 
 
 @_rebuilder("wrapper", "rebuilds a wrapt proxy around what it wraps", "call")

@@ -253,7 +253,11 @@ class TestRefused:
 
     def test_getattr_guarded(self):
         """getattr in a payload reaches public attributes only, and no module attribute."""
-        assert picklable.loads(crafted(getattr, dict, "update"), allowed=[]) == dict.update
+        assert picklable.loads(crafted(getattr, dict, "get"), allowed=[]) == dict.get
+        assert "dict.update modifies its object" in refused(crafted(getattr, dict, "update"), [])
+        code = picklable.Policy([], by_value_code=True)  # picklable's copies fill globals so
+        assert picklable.loads(crafted(getattr, dict, "update"), allowed=code) == dict.update
+        assert "format string" in refused(crafted(getattr, str, "format"), [])
         assert (
             picklable.loads(crafted(getattr, api.plain, "__globals__")) is api.__dict__
         )  # unguarded
