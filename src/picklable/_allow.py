@@ -21,14 +21,19 @@ opcode by opcode) is never used. What holds, for every payload:
   belong to their class or ``__self__``; of builtin types, only dunders of
   :data:`SAFE_DUNDERS` (operators, ``__new__``...) are admitted, never
   ``__setattr__``, ``__subclasses__``, ``__reduce_ex__``, ``__globals__``...
-* **What it calls** is what it reached: admitted objects only.
+* **What it calls** is what it reached: admitted objects only. Of the builtin
+  types whose methods write to their object (dict, list, set, bytearray,
+  memoryview, exceptions), only methods that read are admitted (the others
+  would write to whatever the payload hands them, through ``map`` or a
+  ``partial``); ``str.format`` never (its fields read any attribute).
 * **What it modifies**: ``BUILD`` (without the object's own
   ``__setstate__``), ``SETITEM(S)``, ``APPEND(S)``, ``ADDITEMS`` and
   picklable's state rebuilders only modify objects the payload made: never a
   module, a class (but one built from payloads), an object it reached by
   name, or an object a call returned that something else already held (a
   class's member, a cached singleton). Writes through a proxy or a
-  memoryview are checked on the object they land on.
+  memoryview are checked on the object they land on; ``BUILD`` writes only
+  into the object's own ``__dict__``, not one a hook of its class hands out.
 * **By-value code** (functions, code objects) is arbitrary code, refused
   unless the caller opts in with ``Policy(..., by_value_code=True)``; then
   it must claim an allowed module (``"__main__"`` for a script's), and runs
@@ -389,6 +394,9 @@ _FRESH_REFS = _calibrate() if hasattr(sys, "getrefcount") else -1
 class Policy:
     """An allow-list of module names (each also covers its submodules).
 
+    .. versionchanged:: 0.2.0
+       ``by_value_code``; by-value code is refused without it.
+
     Parameters
     ----------
     allowed:
@@ -406,9 +414,6 @@ class Policy:
     TypeError
         ``allowed`` is a single string, or holds something else than names
         and modules; ``by_value_code`` is not a bool.
-
-    .. versionchanged:: 0.2.0
-       ``by_value_code``; by-value code is refused without it.
     """
 
     def __init__(self, allowed: Iterable[Any], *, by_value_code: bool = False) -> None:

@@ -427,6 +427,9 @@ def load(
     read and checked before loading: its header says how long it is, and the
     pickle is read in bounded chunks and fed to the signature as it arrives.
 
+    .. versionchanged:: 0.2.0
+       ``max_size``; signed payloads are read in bounded chunks.
+
     Parameters
     ----------
     max_size:
@@ -441,9 +444,6 @@ def load(
         As for :func:`loads`; with ``key``, also a payload larger than ``max_size``.
     OSError
         Reading ``file`` failed.
-
-    .. versionchanged:: 0.2.0
-       ``max_size``; signed payloads are read in bounded chunks.
     """
     if key is not None:
         signing = signing_module()

@@ -647,6 +647,9 @@ def _plausible_protocol(text: str) -> bool:
 def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
     """(message, reason, hint) for an exception raised while loading a payload.
 
+    .. versionchanged:: 0.2.0
+       ``data``.
+
     Parameters
     ----------
     exc:
@@ -660,9 +663,6 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
     tuple of str
         The message of the :class:`~picklable.UnpicklingError` that replaces
         it: what could not be imported or built here, and the fix.
-
-    .. versionchanged:: 0.2.0
-       ``data``.
     """
     text = _first_line(exc)
     if (

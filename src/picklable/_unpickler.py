@@ -23,6 +23,9 @@ __all__ = ["Unpickler", "unpickling_error"]
 class Unpickler(pickle.Unpickler):
     """:class:`pickle.Unpickler` (C), with ``allowed=`` as for :func:`loads`.
 
+    .. versionchanged:: 0.2.0
+       With ``allowed=``, payloads are read by the guarded pure-Python unpickler.
+
     Parameters
     ----------
     file:
@@ -33,9 +36,6 @@ class Unpickler(pickle.Unpickler):
         Module names whose objects the payloads may name (each covers its
         submodules), or a :class:`picklable.Policy`; see :func:`loads`. Without
         it, this is the C unpickler unchanged.
-
-    .. versionchanged:: 0.2.0
-       With ``allowed=``, payloads are read by the guarded pure-Python unpickler.
     """
 
     def __init__(
