@@ -753,11 +753,15 @@ def _misnamed(cls: type) -> bool:
     )
 
 
+class _NotThere(UnpicklingError):
+    """A name of a path that this environment does not have (not a refusal)."""
+
+
 def _getattr(obj: Any, name: str, what: str) -> Any:
     try:
         return getattr(obj, name)
     except AttributeError as exc:
-        raise UnpicklingError(
+        raise _NotThere(
             f"Cannot load {what}: {exc}. Fix: install the same version on both sides.",
             reason=f"{what} not found",
             hint="install the same version on both sides",
@@ -768,7 +772,7 @@ def _item(obj: Any, key: Any, what: str) -> Any:
     try:
         return obj[key]
     except (LookupError, TypeError) as exc:
-        raise UnpicklingError(
+        raise _NotThere(
             f"Cannot load {what}: no item {key!r} there ({exc}). Fix: install the same "
             "version on both sides.",
             reason=f"{what} not found",
@@ -889,8 +893,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self._seen = {}  # returned by a call, held elsewhere too: not the payload's
             self._classes = {}  # what this payload's class rebuilders returned
         self.rebuilders = {
-            name: _GUARDS[rebuilder.reach](self, rebuilder)
-            for name, rebuilder in _reconstruct.REBUILDERS.items()
+            name: _guard(self, rebuilder) for name, rebuilder in _reconstruct.REBUILDERS.items()
         }
 
     # ------------------------------------------------------------ bookkeeping
@@ -1116,7 +1119,13 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         ``__getattribute__``) with any object it holds: a module's dict a call
         returned, say. The object's real dict is one the payload never saw.
         """
-        found = inst.__dict__
+        found: dict[Any, Any] = inst.__dict__
+        self.check_own_dict(found, what)
+        return found
+
+    def check_own_dict(self, found: Any, what: str) -> None:
+        """Refuse to write into ``found``, an object's ``__dict__``, unless it can be
+        its own: a dict the payload never got otherwise, and no module's namespace."""
         key = id(found)
         if (
             type(found) is not dict
@@ -1127,7 +1136,13 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise self.policy.refuse(
                 what, None, "its __dict__ is not its own (a hook hands out another object)"
             )
-        return found
+
+    def check_written(self, obj: Any, how: str, what: str) -> None:
+        """Check one write a picklable rebuilder declares (``Rebuilder.writes``)."""
+        if how == "dict":
+            self.check_own_dict(obj, what)
+        else:
+            self.check_target(obj, what, classes=True, through=how == "through")
 
     def load_append(self) -> None:
         self.check_target(self.stack[-2], "an item appended to an object")
@@ -1250,12 +1265,29 @@ def _line_reader(readline: Callable[[], bytes]) -> Callable[[], bytes]:
     return read_line
 
 
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+# Types whose instances' names can be read without running any of their code.
+_NAMED_INSTANCES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    *_DESCRIPTORS,
+)
+
+
 def _name_of(obj: Any) -> str:
-    name = getattr(obj, "__qualname__", None)
-    if type(name) is not str:
-        name = type(obj).__qualname__
-    module = getattr(obj, "__module__", None)
-    return f"{module}.{name}" if type(module) is str and module != "builtins" else name
+    """``module.qualname`` of ``obj`` for messages, read without looking anything
+    up on an instance (its class's ``__getattr__`` could run, or recurse)."""
+    if isinstance(obj, type):
+        module, name = _TYPE_MODULE.__get__(obj, type), _TYPE_QUALNAME.__get__(obj, type)
+    elif type(obj) in _NAMED_INSTANCES:
+        name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "?")
+        module = getattr(obj, "__module__", None)
+    else:
+        t = type(obj)
+        module, name = _TYPE_MODULE.__get__(t, type), f"{_TYPE_QUALNAME.__get__(t, type)} object"
+    return f"{module}.{name}" if type(module) is str and module != "builtins" else str(name)
 
 
 # -------------------------------------------------- guarded rebuilders
@@ -1356,17 +1388,96 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
                 written = list(writes(**arguments))
             except Exception as exc:  # a malformed state: the rebuilder would fail too
                 raise policy.refuse(what, None, f"malformed state ({exc})") from exc
-            for obj, through in written:
-                load.check_target(obj, what, classes=True, through=through)
+            for obj, how in written:
+                if how != "dict" and load._named.get(id(obj)) is obj:
+                    raise _state_on_named(policy, target, what)
+                load.check_written(obj, how, what)
         return function(*args)
 
     return guarded
+
+
+def _guard_origin(
+    load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder, guard: Callable[..., Any]
+) -> Callable[..., Any]:
+    """A rebuilder that returns this process's own script object where it runs the
+    sender's script (``Rebuilder.origin``): only with the script's module listed,
+    its path checked as any name's; otherwise the copy, as its reach's ``guard``
+    allows (or, for a reference alone, a refusal)."""
+    function = rebuilder.function
+    policy = load.policy
+    at = _ARGUMENTS[rebuilder.name].index(rebuilder.origin or "origin")
+
+    def guarded(*args: Any) -> Any:
+        origin = args[at] if len(args) > at else None
+        if origin is None:
+            return guard(*args)
+        if (
+            type(origin) is not tuple
+            or len(origin) != 4
+            or type(origin[0]) is not str
+            or type(origin[1]) is not tuple
+        ):
+            raise policy.refuse(f"a script reference {origin!r}", None, "malformed reference")
+        module, path, _, line = origin
+        where = format_path(module, path)
+        if policy.allows(module):
+            found = _script_object(load, origin, where)
+            if found is not _reconstruct._MISSING:
+                return found  # the rebuilder would return it too, and build nothing
+        elif rebuilder.reach == "import":
+            raise policy.refuse(where, module)
+        # Not this script, or not allowed: the copy (an origin that matches no script).
+        copy_args = (*args[:at], (module, path, None, line), *args[at + 1 :])
+        if rebuilder.reach == "import":
+            return function(*copy_args)  # raises: no copy could travel
+        return guard(*copy_args)
+
+    return guarded
+
+
+def _script_object(load: GuardedUnpickler, origin: Any, where: str) -> Any:
+    """This process's own object for a script ``origin`` (or ``_MISSING``), its
+    path walked with the policy's checks in every script module that could hold it."""
+    _, path, filename, _ = origin
+    for name in MAIN_MODULES:
+        script = sys.modules.get(name)
+        if script is None or filename is None or getattr(script, "__file__", None) != filename:
+            continue
+        try:
+            load.policy.walk(name, path, where)
+        except _NotThere:
+            continue  # another version of the script: the rebuilder finds nothing here
+    found = _reconstruct._script_original(origin)
+    if found is _reconstruct._MISSING:
+        return found
+    return load.named(found, where)
+
+
+def _state_on_named(policy: Policy, target: Any, what: str) -> UnpicklingError:
+    """The refusal of state the sender carried to this process's own object."""
+    return UnpicklingError(
+        f"Refusing to load {what}: the payload carries state to set on this process's own "
+        f"{_name_of(target)} (reached by name), and under an allow-list a payload never "
+        "modifies an object of a module (allowed: "
+        f"{', '.join(repr(n) for n in policy.names) or 'nothing'}). Fix: on the sending "
+        "side, ship picklable.without_state(obj) (the reference alone), or load it "
+        "without an allow-list.",
+        reason=f"{what} not allowed",
+        hint="ship picklable.without_state(obj), or load without an allow-list",
+    )
 
 
 def _guard_call(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
     """Rebuilders that call or build from what the payload holds (all of it admitted
     already); the unpickler checks what they return like any call's result."""
     return rebuilder.function
+
+
+def _guard(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """The guarded ``rebuilder``: its reach's guard, behind its script origin's if any."""
+    guard = _GUARDS[rebuilder.reach](load, rebuilder)
+    return guard if rebuilder.origin is None else _guard_origin(load, rebuilder, guard)
 
 
 # What each reach (declared with each rebuilder) is guarded by.

@@ -94,6 +94,7 @@ def dumps(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
     key: bytes | None = None,
     deterministic: bool = False,
+    scripts: str = "auto",
 ) -> bytes:
     # The options are not keyword-only on purpose: CPython fills each missing
     # keyword-only default with a dict lookup, positional ones from a tuple,
@@ -118,6 +119,14 @@ def dumps(
         every ``PYTHONHASHSEED`` (sorted sets, canonical code bytes,
         content-derived class ids; see :mod:`picklable._deterministic`).
         Several times slower: it runs the pure-Python pickler.
+    scripts:
+        How objects of this program's script (``__main__``) travel: ``"auto"``
+        (the receiver's own where it runs the same script, as a spawn worker
+        does, else the copy that comes along), ``"reference"`` (the receivers
+        run this script: no copy is sent) or ``"copy"`` (always a copy). See
+        :class:`Pickler`.
+
+        .. versionadded:: 0.2.0
 
     Returns
     -------
@@ -131,8 +140,13 @@ def dumps(
     TypeError, ValueError
         ``key`` is not bytes, or shorter than 16 bytes.
     """
-    if key is not None or deterministic or (protocol is not None and protocol != DEFAULT_PROTOCOL):
-        return _dumps_with(obj, protocol, buffer_callback, key, deterministic)
+    if (
+        key is not None
+        or deterministic
+        or (protocol is not None and protocol != DEFAULT_PROTOCOL)
+        or scripts != "auto"
+    ):
+        return _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts)
     # The success path is what pickle.dumps is measured against: no finally,
     # and the resets are slot stores; failures leave through _dump_failed.
     try:
@@ -169,14 +183,26 @@ def _dump_failed(obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception
         raise _recursion_error(obj) from exc
     if isinstance(exc, PicklingError) and (exc.path or isinstance(exc.__cause__, RecursionError)):
         raise exc  # already located by a reducer, or too deep to walk again
-    if not _locator.by_name:
+    scripts = _copied_script_objects(pickler)
+    if not _locator.by_name and not scripts:
         raise _pickling_error(obj, exc) from exc
     _locator.by_name.clear()
     chunks.clear()
     pickler.clear_memo()
     pickler._payload = None
-    _dump(obj, pickler)
+    pickler._check_copies = scripts
+    try:
+        _dump(obj, pickler)
+    finally:
+        pickler._check_copies = False
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _copied_script_objects(pickler: Any) -> bool:
+    """Whether a failed dump copied objects of the script (one may be what
+    cannot be copied: a second try sends such objects as references alone)."""
+    payload = pickler._payload
+    return bool(payload is not None and payload.script_copies and pickler._scripts == "auto")
 
 
 def _dumps_with(
@@ -185,8 +211,10 @@ def _dumps_with(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None,
     key: Any,
     deterministic: bool,
+    scripts: str = "auto",
 ) -> bytes:
-    """dumps with a key, deterministic bytes or another protocol (the slower branch)."""
+    """dumps with a key, deterministic bytes, another protocol or another script
+    mode (the slower branch)."""
     signing_key = None
     oob: list[pickle.PickleBuffer] = []
     if key is not None:
@@ -204,6 +232,7 @@ def _dumps_with(
         not deterministic
         and buffer_callback is None
         and (protocol is None or protocol == DEFAULT_PROTOCOL)
+        and scripts == "auto"
     ):
         data = dumps(obj)  # signed, otherwise the default: the pooled picklers
     else:
@@ -217,7 +246,7 @@ def _dumps_with(
         _dump_fresh(
             obj,
             buffer,
-            lambda file: make(file, protocol, buffer_callback=buffer_callback),
+            lambda file: make(file, protocol, buffer_callback=buffer_callback, scripts=scripts),
             oob.clear,  # a retry calls the callback for every buffer again
         )
         data = buffer.getvalue()
@@ -235,6 +264,7 @@ def dump(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
     key: bytes | None = None,
     deterministic: bool = False,
+    scripts: str = "auto",
 ) -> None:
     """Serialize ``obj`` into the binary ``file``.
 
@@ -248,9 +278,13 @@ def dump(
         As for :func:`dumps`.
     """
     if key is not None or deterministic:
-        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic))
+        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts))
         return
-    _dump_fresh(obj, file, lambda out: Pickler(out, protocol, buffer_callback=buffer_callback))
+    _dump_fresh(
+        obj,
+        file,
+        lambda out: Pickler(out, protocol, buffer_callback=buffer_callback, scripts=scripts),
+    )
 
 
 class _Watched:
@@ -288,13 +322,15 @@ def _dump_fresh(
     except (AttributeError, OSError, ValueError):
         start = None
     watched = _Watched(file)
+    first = make_pickler(watched)
     try:
-        make_pickler(watched).dump(obj)
+        first.dump(obj)
         return
     except RecursionError as exc:
         raise _recursion_error(obj) from exc
     except Exception as exc:
-        if not _locator.by_name or (watched.written and start is None):
+        scripts = _copied_script_objects(first)
+        if (not _locator.by_name and not scripts) or (watched.written and start is None):
             raise _pickling_error(obj, exc) from exc
     if watched.written:
         assert start is not None
@@ -303,7 +339,9 @@ def _dump_fresh(
     _locator.by_name.clear()
     if on_retry is not None:
         on_retry()
-    _dump(obj, make_pickler(file))
+    again = make_pickler(file)
+    again._check_copies = scripts
+    _dump(obj, again)
 
 
 def _dump(obj: Any, pickler: Pickler) -> None:

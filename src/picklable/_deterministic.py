@@ -75,12 +75,13 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
         protocol: int | None = None,
         *,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+        scripts: str = "auto",
     ) -> None:
         protocol = resolve_protocol(protocol)
         super().__init__(file, protocol, buffer_callback=buffer_callback)
         # The reducers read code bytes and class ids through this policy: the
         # only two answers of the default pickler that vary between processes.
-        self._start(protocol, _CANONICAL)
+        self._start(protocol, _CANONICAL, scripts)
         self._values: dict[tuple[type, Any], int] = {}
 
     def clear_memo(self) -> None:

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_audit",
             "_format",
             "_pool",
+            "_progress",
             "executors",
             "testing",
             "pytest_plugin",

@@ -1,13 +1,12 @@
 """Tests for `picklable.executors` and `picklable._pool` pieces that need no worker.
 
-Frames, the codec and error round trips, error messages, the progress bar,
-argument checks (made before any process starts). The pools themselves are
+Frames, the codec and error round trips, error messages, argument checks (made
+before any process starts). The pools themselves are
 tested with real workers in tests/xproc/test_pools.py.
 """
 
 from __future__ import annotations
 
-import io
 import pickle
 import signal
 import threading
@@ -22,7 +21,6 @@ from picklable._pool._core import QUEUE_BUDGET, _Inbox, may_queue
 from picklable._pool._errors import describe_exit
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
 from picklable._pool._mp import callable_name, start_method
-from picklable._pool._progress import Progress
 from picklable_testpkg import errors
 
 
@@ -183,32 +181,6 @@ class TestErrors:
     def test_describe_exit(self, code, words):
         """Exit codes and signals are said in words."""
         assert words in describe_exit(code)
-
-
-class TestProgress:
-    def test_render(self):
-        """The bar shows label, percent, count and rate."""
-        bar = Progress("map(f)", total=20, stream=io.StringIO())
-        bar.count = 10
-        text = bar.render(bar.started + 2.0)
-        assert text.startswith("map(f)  50%|" + "#" * 15) and "10/20" in text and "5.0/s" in text
-
-    def test_lines_when_not_a_terminal(self):
-        """Without a terminal it writes a line per tenth and a final line."""
-        stream = io.StringIO()
-        bar = Progress("map(f)", total=100, stream=stream)
-        for _ in range(100):
-            bar._last = 0.0  # let every advance draw
-            bar.advance(1)
-        bar.close()
-        lines = stream.getvalue().splitlines()
-        assert 10 <= len(lines) <= 12 and "100/100" in lines[-1]
-
-    def test_unknown_total(self):
-        """An imap over a generator shows the count without a percentage."""
-        bar = Progress("imap(f)", stream=io.StringIO())
-        bar.count = 3
-        assert "%" not in bar.render(bar.started + 1) and " 3 " in bar.render(bar.started + 1)
 
 
 class TestItemsJob:

@@ -258,7 +258,7 @@ class TestWorkerDeath:
                 break
         assert out[:4] == [0, 1, 2, 3] and out[8:] == [8, 9, 10, 11]
         assert all(isinstance(e, WorkerDiedError) for e in out[4:8])
-        assert out[4].task.startswith("items 4-7 of map(")
+        assert out[4].task.startswith("items 4-7 of imap(")
 
     def test_ten_thousand_tasks_none_lost(self, pool):
         """10,000 tasks while two workers die: each ends in its result or its error."""

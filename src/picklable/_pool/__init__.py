@@ -14,6 +14,5 @@ _core       the manager thread: dispatch, results, worker death, shutdown
 _jobs       what callers hold: AsyncResult, MapResult, IMapIterator, futures
 _mp         ``Pool`` (the API of ``multiprocessing.Pool``)
 _futures    ``ProcessPoolExecutor`` (the API of ``concurrent.futures``)
-_progress   the progress bar
 _errors     WorkerDiedError, BrokenPoolError, RemoteError, RemoteTraceback
 """

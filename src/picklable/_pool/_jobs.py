@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._progress import Progress
+from .._progress import Progress
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -270,6 +270,16 @@ class FutureJob(Job):
 # ------------------------------------------------------------------- map
 
 
+def _ran(outcomes: list[Any]) -> int:
+    """How many of ``outcomes`` ran: items failed by the pool breaking or being
+    terminated did not, and the progress bar must stop at the count reached."""
+    broken = sys.modules.get("picklable._pool._broken")  # imported once a pool breaks
+    if broken is None:
+        return len(outcomes)
+    error = broken.BrokenPoolError
+    return sum(1 for o in outcomes if not (type(o) is Failure and isinstance(o.exc, error)))
+
+
 class ItemsJob(Job):
     """The map family: many items, sent in chunks, collected in order.
 
@@ -301,7 +311,7 @@ class ItemsJob(Job):
         self.waiting = 0
         self.callback = callback
         self.error_callback = error_callback
-        self.progress = Progress(name) if progress else None
+        self.progress = Progress(name, unit="items") if progress else None
 
     # --- feeder side (any thread)
 
@@ -366,7 +376,7 @@ class ItemsJob(Job):
                 self.cond.notify_all()
             finished = self._check_finished()
         if self.progress is not None:
-            self.progress.advance(len(outcomes))
+            self.progress.advance(_ran(outcomes))
         if first_error is not None:
             # As multiprocessing does: a map fails as soon as one item fails.
             _call_back(self.error_callback, first_error)

@@ -223,7 +223,7 @@ class Pool:
             Show a progress bar on stderr.
         """
         values: list[Any] = self._map_async(
-            func, iterable, chunksize, None, None, False, progress
+            func, iterable, chunksize, None, None, False, progress, "map"
         ).get()
         return values
 
@@ -238,7 +238,9 @@ class Pool:
         progress: bool = False,
     ) -> MapResult:
         """Like :meth:`map`, returning a :class:`MapResult`."""
-        return self._map_async(func, iterable, chunksize, callback, error_callback, False, progress)
+        return self._map_async(
+            func, iterable, chunksize, callback, error_callback, False, progress, "map_async"
+        )
 
     def starmap(
         self,
@@ -250,7 +252,7 @@ class Pool:
     ) -> list[Any]:
         """``[func(*args) for args in iterable]``, computed by the workers."""
         values: list[Any] = self._map_async(
-            func, iterable, chunksize, None, None, True, progress
+            func, iterable, chunksize, None, None, True, progress, "starmap"
         ).get()
         return values
 
@@ -265,7 +267,9 @@ class Pool:
         progress: bool = False,
     ) -> MapResult:
         """Like :meth:`starmap`, returning a :class:`MapResult`."""
-        return self._map_async(func, iterable, chunksize, callback, error_callback, True, progress)
+        return self._map_async(
+            func, iterable, chunksize, callback, error_callback, True, progress, "starmap_async"
+        )
 
     def imap(
         self,
@@ -276,7 +280,9 @@ class Pool:
         progress: bool = False,
     ) -> IMapIterator:
         """Results of ``func`` over ``iterable``, in order, as they become available."""
-        return IMapIterator(self._items_job(func, iterable, chunksize, False, False, progress))
+        return IMapIterator(
+            self._items_job(func, iterable, chunksize, False, False, progress, "imap")
+        )
 
     def imap_unordered(
         self,
@@ -288,7 +294,7 @@ class Pool:
     ) -> IMapUnorderedIterator:
         """Results of ``func`` over ``iterable``, in the order they finish."""
         return IMapUnorderedIterator(
-            self._items_job(func, iterable, chunksize, True, False, progress)
+            self._items_job(func, iterable, chunksize, True, False, progress, "imap_unordered")
         )
 
     def _map_async(
@@ -300,6 +306,7 @@ class Pool:
         error_callback: Callable[[BaseException], Any] | None,
         star: bool,
         progress: bool,
+        method: str,
     ) -> MapResult:
         self._check_running()
         items = iterable if isinstance(iterable, list) else list(iterable)
@@ -308,7 +315,9 @@ class Pool:
             if extra:
                 chunksize += 1
         chunksize = max(1, chunksize)
-        job = self._start(func, items, chunksize, star, False, progress, callback, error_callback)
+        job = self._start(
+            func, items, chunksize, star, False, progress, callback, error_callback, method
+        )
         return MapResult(job)
 
     def _items_job(
@@ -319,11 +328,12 @@ class Pool:
         unordered: bool,
         star: bool,
         progress: bool,
+        method: str,
     ) -> ItemsJob:
         self._check_running()
         if chunksize < 1:
             raise ValueError(f"Chunksize must be 1+, not {chunksize:n}")
-        return self._start(func, iterable, chunksize, star, unordered, progress, None, None)
+        return self._start(func, iterable, chunksize, star, unordered, progress, None, None, method)
 
     def _start(
         self,
@@ -335,9 +345,11 @@ class Pool:
         progress: bool,
         callback: Callable[[Any], Any] | None,
         error_callback: Callable[[BaseException], Any] | None,
+        method: str,
     ) -> ItemsJob:
-        kind = "starmap" if star else "map"
-        name = f"{kind}({callable_name(func)})"
+        # Named after the call the user made (imap_unordered(work)): the progress
+        # bar's label and the "item 3 of ..." of errors.
+        name = f"{method}({callable_name(func)})"
         job = ItemsJob(
             name,
             self,

@@ -19,8 +19,8 @@ global lookup -- at load a global costs about ten frames, so the format is
 built to name as few globals as possible.
 
 Globals and cells that could lead back to the function being pickled are filled
-after it is memoized, by C calls hidden in the state (``_FIRST((qualname,
-dict.update(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
+after it is memoized, by calls hidden in the state (``_FIRST((qualname,
+_update_globals(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
 recurses into a function it is still building. Functions of one module share one
 globals dict per payload, as they share their module's namespace at home.
 
@@ -43,10 +43,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _code, _locator, _reconstruct
-from .._compat import is_heap_type
+from .._compat import MAIN_MODULES, is_heap_type
 from .._paths import walk
-from .reference import reference
+from .reference import reference, with_carried_state
 from .registry import ships_by_value
+from .scripts import note_copy, origin_of, script_location, script_reference, with_origin
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -66,7 +67,6 @@ __all__ = [
 _FIRST = operator.itemgetter(0)
 
 _setattr = setattr
-_dict_update = dict.update
 _RECORD = _code.HERE
 
 _SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
@@ -84,8 +84,17 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     # Pickler.reducer_override has already answered functions known to be
     # importable by their own name (the by_name cache).
     module = func.__module__
-    if ships_by_value(module):
+    if module in MAIN_MODULES:
+        if pickler._scripts != "copy":
+            where = script_location(func, module)
+            if where is not None:
+                alone = script_reference(pickler, func, *where)
+                if alone is not None:
+                    return alone
+                return copy_function(pickler, func, origin_of(func, *where))
         return copy_function(pickler, func)  # lambdas and closures of a script
+    if ships_by_value(module):
+        return copy_function(pickler, func)
     qualname = func.__qualname__
     # Fast path, stdlib's own test: the function is importable by its own name.
     if "<" not in qualname and type(module) is str:
@@ -103,18 +112,41 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
                 return NotImplemented
     located = _locator.locate(func)
     if located is not None:
-        return reference(pickler, func, *located)
+        # Found under another name (a decorator took its name, a factory set it on
+        # a class): what the program set on it travels too.
+        return with_carried_state(pickler, func, located[0], reference(pickler, func, *located))
     return copy_function(pickler, func)
 
 
-def copy_function(pickler: Pickler, func: types.FunctionType) -> Any:
+def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None) -> Any:
     """A copy: a singledispatch function keeps its registry, dataclasses' repr
-    guard is made again by the receiver's dataclasses, any other is copied."""
+    guard is made again by the receiver's dataclasses, any other is copied.
+
+    ``origin``: where the function lives in the sender's script (see
+    :mod:`.scripts`): a receiver that runs the script uses its own.
+    """
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
-        return _reduce_singledispatch(pickler, func)
+        reduction = _reduce_singledispatch(pickler, func)
+        return reduction if origin is None else with_origin(pickler, func, reduction)
     if func.__code__ is _RECURSIVE_REPR_CODE and "__wrapped__" in func.__dict__:
-        return _reduce_recursive_repr(func)
+        reduction = _reduce_recursive_repr(func)
+        return reduction if origin is None else with_origin(pickler, func, reduction)
+    if origin is not None:
+        note_copy(pickler)
+        return _script_function(function_by_value(pickler, func), origin)
     return function_by_value(pickler, func)
+
+
+def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
+    """A by-value function of the script, told where it lives: ``origin`` as the
+    8th argument of ``_make_function``, its state for the copy alone."""
+    func, args, *rest = reduction
+    if len(args) == 6:
+        args = (*args, None)  # no annotations in the arguments
+    args = (*args, origin)
+    if not rest:
+        return (func, args)
+    return (func, args, (rest[0], None), None, None, _reconstruct._built_setstate)
 
 
 # dataclasses wraps every generated __repr__ in a guard against recursion, a
@@ -435,7 +467,9 @@ def _reduce_effects(pickler: Pickler, obj: _Effects) -> tuple[Any, ...]:
 
 
 def _reduce_globals_update(pickler: Pickler, obj: _GlobalsUpdate) -> tuple[Any, ...]:
-    return (_dict_update, (obj.target, obj.refs))
+    # A rebuilder (payloads of 0.1.0 named dict.update): it declares what it
+    # writes to, so an allow-list can admit it.
+    return (_reconstruct._update_globals, (obj.target, obj.refs))
 
 
 def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:

@@ -11,7 +11,13 @@ class PayloadState:
     """Per-payload state: a by-value function needs it, plain data never does
     (so a payload without functions never makes one; see ``Pickler._state``)."""
 
-    __slots__ = ("globals_map", "globals_values", "deferred_cells")
+    __slots__ = (
+        "globals_map",
+        "globals_values",
+        "deferred_cells",
+        "script_copies",
+        "markers",
+    )
 
     def __init__(self) -> None:
         # id(module globals) -> the shipped globals dict of that namespace
@@ -20,6 +26,10 @@ class PayloadState:
         self.globals_values: dict[int, dict[str, Any]] = {}
         # ids of closure cells whose contents a function's state fills in
         self.deferred_cells: set[int] = set()
+        # Whether objects of the sender's script were copied (see .scripts)
+        self.script_copies = False
+        # id(object) -> the marker shipping it by reference (see .wrappers)
+        self.markers: dict[int, Any] = {}
 
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""

@@ -223,6 +223,10 @@ _STATIC: dict[type, Kind] = {
     wrappers.WithState: Kind(
         "with_state marker", wrappers.reduce_with_state, wrappers.with_state_pieces
     ),
+    wrappers.ByReference: Kind("module object", wrappers.reduce_by_reference),
+    wrappers.WithoutState: Kind(
+        "without_state marker", wrappers.reduce_without_state, wrappers.without_state_pieces
+    ),
     **{
         t: Kind("load-time effect", reduce)  # type: ignore[arg-type]
         for t, reduce in functions.EFFECT_REDUCERS.items()
@@ -250,8 +254,12 @@ _PROPERTY_SUBCLASS = Kind(
 _CALLABLE_INSTANCE = Kind(
     "callable instance", objects.reduce_callable_instance, objects.instance_pieces, class_piece=True
 )
+_PROXY = Kind("proxy", objects.reduce_proxy, objects.instance_pieces)
 _DESCRIPTOR = Kind(
     "descriptor", objects.reduce_descriptor, objects.instance_pieces, class_piece=True
+)
+_GETATTR_INSTANCE = Kind(
+    "instance", objects.reduce_getattr_instance, objects.instance_pieces, class_piece=True
 )
 _PLAIN_INSTANCE = Kind(
     "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
@@ -281,12 +289,16 @@ def classify(t: type) -> Kind:
         return _PROPERTY_SUBCLASS
     if issubclass(t, BaseException):
         return Kind("exception", exceptions.exception_kind(t), exceptions.exception_pieces)
+    if objects.is_proxy_type(t):
+        return _PROXY
     if _locator.python_call_type(t):
         return _CALLABLE_INSTANCE
     if hasattr(t, "__get__"):
         return _DESCRIPTOR
     if objects.is_plain(t):
         return _PLAIN_INSTANCE
+    if objects.is_plain(t, getattr_allowed=True):
+        return _GETATTR_INSTANCE
     return _INSTANCE
 
 
@@ -387,14 +399,32 @@ def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
             return Shipping("wrapper", why=kind.taken_apart)
         return DATA
     if declared.role == "reference":
+        why = _carried(reduction)
         if declared.function is _reconstruct._resolve:
-            return Shipping("reference", format_path(*args))
-        return Shipping("reference", str(args[0]))
+            return Shipping("reference", format_path(*args), why)
+        if declared.function is _reconstruct._main_object:
+            module, path, _, _ = args[0]
+            return Shipping(
+                "reference",
+                format_path(module, path),
+                why
+                or "in the sender's script: the receiver's own where it runs the same script"
+                + (", else the copy that comes along" if type(args[1]) is bytes else ""),
+            )
+        return Shipping("reference", str(args[0]), why)
     if declared.role == "value":
         return Shipping("value", why=kind.why_value or why_not_importable(obj))
     if declared.role == "wrapper":
         return Shipping("wrapper", why=kind.taken_apart or declared.label)
     return DATA
+
+
+def _carried(reduction: tuple[Any, ...]) -> str:
+    """What a reference says about the state that travels with it, if any."""
+    if len(reduction) > 5 and reduction[5] is _reconstruct._with_state and reduction[2]:
+        names = ", ".join(sorted(reduction[2]))
+        return f"with the state the program set on it ({names})"
+    return ""
 
 
 def _own_name(obj: Any) -> str:
