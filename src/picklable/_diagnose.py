@@ -112,6 +112,7 @@ class _AboveSkipped(Pickler):
 
     def __init__(self, above: dict[int, Any]) -> None:
         super().__init__(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
+        self._check_copies = True  # as dumps decides in the end (see _probe)
         self._above = above
 
     def persistent_id(self, obj: Any) -> Any:
@@ -136,8 +137,15 @@ def _pickles(obj: Any, above: dict[int, Any] | None = None) -> BaseException | N
 
 
 def _probe() -> Pickler:
-    """A pickler that writes nowhere, to ask the reducers for their decision."""
-    return Pickler(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
+    """A pickler that writes nowhere, to ask the reducers for their decision.
+
+    It decides as ``dumps`` does in the end: checking from the start what
+    ``dumps`` checks on its second try (a script object that cannot be copied
+    travels as a reference alone).
+    """
+    probe = Pickler(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
+    probe._check_copies = True
+    return probe
 
 
 @dataclasses.dataclass(frozen=True)

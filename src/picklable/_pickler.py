@@ -22,6 +22,7 @@ from __future__ import annotations
 import copyreg
 import io
 import pickle
+import re
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -183,6 +184,9 @@ class Pickler(pickle.Pickler):
         except RecursionError:
             return "copying it recursed too deep"
         except Exception as exc:
+            held = _CANNOT_PICKLE.search(str(exc))
+            if held is not None:
+                return f"it holds a {held.group(1)}, which cannot be pickled"
             return f"{type(exc).__name__}: {exc}"
         return None
 
@@ -206,6 +210,9 @@ class Pickler(pickle.Pickler):
         if state is None:
             state = self._payload = PayloadState()
         return state
+
+
+_CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
 
 
 class _Discard:

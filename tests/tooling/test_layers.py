@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "testing",
             "pytest_plugin",
             "notebook",
+            "_transit",
             "dask",
             "ray",
             "integrations",

@@ -66,7 +66,13 @@ def run(directory: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("source", [LOCKED, PLAIN], ids=["module-level-lock", "plain"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(LOCKED, id="module-level-lock"),
+        pytest.param(PLAIN, id="plain"),
+    ],
+)
 def test_explain_agrees_with_running_the_script(tmp_path: Path, source: str) -> None:
     """explain script.py:work ships (exit 0) exactly when the script's pool ran work."""
     (tmp_path / "script.py").write_text(textwrap.dedent(source))

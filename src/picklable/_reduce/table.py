@@ -408,8 +408,8 @@ def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
                 "reference",
                 format_path(module, path),
                 why
-                or "in the sender's script: the receiver's own where it runs the same script"
-                + (", else the copy that comes along" if type(args[1]) is bytes else ""),
+                or "an object of this script: loads where the same script runs (a spawn "
+                f"worker of it), and nowhere else: it cannot be copied ({args[1]})",
             )
         return Shipping("reference", str(args[0]), why)
     if declared.role == "value":
