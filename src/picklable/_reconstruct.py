@@ -243,12 +243,14 @@ def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any
     return obj
 
 
-def _built_state_writes(obj: Any, state: tuple[Any, Any]) -> Iterator[tuple[Any, str]]:
-    """What :func:`_built_setstate` writes to: nothing on this process's own
-    object; on a copy, the copy (and the ``__dict__`` BUILD's way updates)."""
+def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any, str]]:
+    """What :func:`_built_setstate` writes to: on this process's own object, what
+    :func:`_with_state` would; on a copy, the copy (and the ``__dict__`` BUILD's
+    way updates)."""
+    inner, setter, carried = state
     if not _tracker.built(obj):
+        yield from _with_state_writes(obj, carried)
         return
-    inner, setter = state
     yield obj, "through"
     if setter is None and inner is not None and getattr(obj, "__setstate__", None) is None:
         if type(inner) is tuple and len(inner) == 2:
@@ -259,24 +261,27 @@ def _built_state_writes(obj: Any, state: tuple[Any, Any]) -> Iterator[tuple[Any,
 
 @_rebuilder(
     "part",
-    "sets a script object's copied state (not on the original)",
+    "sets a script object's state (on the original: what the sender set)",
     "state",
     target="obj",
     state="state",
     writes=_built_state_writes,
 )
-def _built_setstate(obj: Any, state: tuple[Any, Any]) -> Any:
+def _built_setstate(obj: Any, state: tuple[Any, ...]) -> Any:
     """Give a copy built by :func:`_script_or_build` (or a script function's copy)
-    its state; leave this process's own object as it is.
+    its state; give this process's own object the attributes the sender set.
 
-    ``state`` is ``(inner, setter)``: ``setter(obj, inner)`` when the copy's
-    reduction named one, else what pickle's BUILD does with ``inner``.
+    ``state`` is ``(inner, setter, carried)``: on a copy, ``setter(obj, inner)``
+    when the copy's reduction named one, else what pickle's BUILD does with
+    ``inner``; on this process's own object, ``carried`` (its attributes other
+    than metadata), set as :func:`_with_state` sets them on any object found by
+    reference.
 
     .. versionadded:: 0.2.0
     """
+    inner, setter, carried = state
     if not _tracker.built(obj):
-        return obj
-    inner, setter = state
+        return _with_state(obj, carried)
     if setter is not None:
         setter(obj, inner)
     elif inner is not None:

@@ -1238,14 +1238,27 @@ def _attacks() -> list[Attack]:
             reached=_runs(b""),
         ),
         Attack(
-            "_built_setstate on an allowed module's function (left alone, not built)",
+            "_built_setstate carrying state to an allowed module's function",
             ("_built_setstate",),
             "modify",
             payload(
                 call(
                     rebuilder("_built_setstate"),
                     stack_global("json", "dumps"),
-                    tuple_(tuple_(NONE, dict_(__kwdefaults__=dict_(indent=integer(9)))), NONE),
+                    tuple_(NONE, NONE, dict_(__kwdefaults__=dict_(indent=integer(9)))),
+                )
+            ),
+            reached=lambda result: json.dumps.__kwdefaults__ == {"indent": 9},
+        ),
+        Attack(
+            "_built_setstate with nothing to carry (this process's own object, left alone)",
+            ("_built_setstate",),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_built_setstate"),
+                    stack_global("json", "dumps"),
+                    tuple_(dict_(__kwdefaults__=dict_(indent=integer(9))), NONE, NONE),
                 )
             ),
             harmless=True,
@@ -1266,6 +1279,7 @@ def _attacks() -> list[Attack]:
                     tuple_(
                         call(stack_global("picklable_testpkg.modstate", "registry")),
                         getattr_(stack_global("builtins", "dict"), "update"),
+                        NONE,
                     ),
                 )
             ),

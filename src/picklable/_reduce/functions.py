@@ -127,10 +127,14 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
     """
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
         reduction = _reduce_singledispatch(pickler, func)
-        return reduction if origin is None else with_origin(pickler, func, reduction)
+        if origin is None:
+            return reduction
+        return with_origin(pickler, func, reduction, carry_state=False)
     if func.__code__ is _RECURSIVE_REPR_CODE and "__wrapped__" in func.__dict__:
         reduction = _reduce_recursive_repr(func)
-        return reduction if origin is None else with_origin(pickler, func, reduction)
+        if origin is None:
+            return reduction
+        return with_origin(pickler, func, reduction, carry_state=False)
     if origin is not None:
         note_copy(pickler)
         return _script_function(function_by_value(pickler, func), origin)
@@ -139,14 +143,16 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
 
 def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
     """A by-value function of the script, told where it lives: ``origin`` as the
-    8th argument of ``_make_function``, its state for the copy alone."""
+    8th argument of ``_make_function``, its state for the copy alone (the
+    receiver's own function keeps its attributes, as any function found by its
+    own name does: case 1 of docs/state-policy.md)."""
     func, args, *rest = reduction
     if len(args) == 6:
         args = (*args, None)  # no annotations in the arguments
     args = (*args, origin)
     if not rest:
         return (func, args)
-    return (func, args, (rest[0], None), None, None, _reconstruct._built_setstate)
+    return (func, args, (rest[0], None, None), None, None, _reconstruct._built_setstate)
 
 
 # dataclasses wraps every generated __repr__ in a guard against recursion, a
