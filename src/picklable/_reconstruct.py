@@ -154,7 +154,8 @@ def _import(module: str) -> Any:
         raise UnpicklingError(
             f"Cannot load: module {module!r} is not importable here ({exc}). "
             f"Fix: install the package that provides {module!r} in the receiving "
-            "environment, or ship it by value with picklable.register_by_value().",
+            "environment, or ship the sender's module by value with "
+            "picklable.register_by_value().",
             reason=f"module {module!r} not importable",
             hint="install it where the payload is loaded",
         ) from exc
