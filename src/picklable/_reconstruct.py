@@ -55,6 +55,7 @@ from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
 from ._compat import proxy_own_dict
 from ._paths import Path, format_path, walk
+from ._reads import script_reads
 from .exceptions import UnpicklingError
 
 __all__ = [
@@ -186,8 +187,6 @@ def _resolve(module: str, path: Path) -> Any:
 # ``origin`` is ``(module, path, file, first line or None)``.
 
 _MISSING = _tracker.MISSING
-# How far the globals check follows functions and classes of the script.
-_MAX_CHECKED = 256
 Origin = tuple[str, Path, "str | None", "int | None"]
 
 
@@ -309,46 +308,13 @@ def _build(obj: Any, state: Any) -> None:
 
 def _missing_globals(obj: Any, module: types.ModuleType) -> set[str]:
     """Globals ``obj`` reads (directly, or through the script's functions and
-    classes it reads) that are not defined in this process's copy of the script.
-
-    Each function is checked against its own ``__globals__``: a spawn worker's
-    ``__mp_main__`` module holds a copy of the namespace its functions run in
-    (``runpy`` executed the script in another dict).
-    """
-    names = {module.__name__, getattr(module, "__name__", None), "__main__", "__mp_main__"}
-    missing: set[str] = set()
-    seen: set[int] = set()
-    todo = [obj]
-    while todo and len(seen) < _MAX_CHECKED:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if type(current) is not type:
-            try:
-                inner = current.__wrapped__
-            except Exception:
-                inner = None
-            if inner is not None:
-                todo.append(inner)
-        if type(current) is types.FunctionType:
-            namespace = current.__globals__
-            if namespace.get("__name__") not in names:
-                continue  # defined elsewhere: its own module's globals
-            for name in _code.global_reads(current.__code__):
-                value = namespace.get(name, _MISSING)
-                if value is _MISSING:
-                    if not hasattr(builtins, name):
-                        missing.add(name)
-                elif getattr(value, "__module__", None) in names:
-                    todo.append(value)
-        elif isinstance(current, type) and current.__module__ in names:
-            todo.extend(
-                value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
-                for value in vars(current).values()
-                if type(value) in (types.FunctionType, classmethod, staticmethod)
-            )
-    return missing
+    classes it reads) that are not defined in this process's copy of the script."""
+    names = {module.__name__, "__main__", "__mp_main__"}
+    return {
+        name
+        for name, namespace in script_reads(obj, names)
+        if name not in namespace and not hasattr(builtins, name)
+    }
 
 
 # ------------------------------------------------------------- code by value

@@ -440,7 +440,6 @@ class Core:
         try:
             self._loop()
         except BaseException as exc:  # a bug here must not leave callers waiting forever
-
             error = BrokenPoolError(
                 f"the pool's manager thread failed: {type(exc).__name__}: {exc}",
                 reason="manager thread failed",
@@ -458,7 +457,6 @@ class Core:
         wake_r = self._wake_r
         while True:
             if self.state == _TERMINATE or self.broken is not None:
-
                 error = self.broken or BrokenPoolError(
                     "the pool was terminated before this task finished", reason="terminated"
                 )

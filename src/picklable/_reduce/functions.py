@@ -47,7 +47,14 @@ from .._compat import MAIN_MODULES, is_heap_type
 from .._paths import walk
 from .reference import reference, with_carried_state
 from .registry import ships_by_value
-from .scripts import note_copy, origin_of, script_location, script_reference, with_origin
+from .scripts import (
+    note_copy,
+    origin_of,
+    same_in_workers,
+    script_location,
+    script_reference,
+    with_origin,
+)
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -91,7 +98,9 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
                 alone = script_reference(pickler, func, *where)
                 if alone is not None:
                     return alone
-                return copy_function(pickler, func, origin_of(func, *where))
+                if same_in_workers(func, *where):
+                    return copy_function(pickler, func, origin_of(func, *where))
+                note_copy(pickler)  # the guard changes what it is or reads: a copy
         return copy_function(pickler, func)  # lambdas and closures of a script
     if ships_by_value(module):
         return copy_function(pickler, func)
