@@ -111,6 +111,8 @@ def _implicit() -> dict[tuple[str, str], Any]:
         if hasattr(dataclasses, name):
             table["dataclasses", name] = getattr(dataclasses, name)
     table["picklable.exceptions", "_rebuild_error"] = exceptions._rebuild_error
+    table["picklable.exceptions", "_rebuild_combined"] = exceptions._rebuild_combined
+    table["picklable.exceptions", "combined"] = exceptions.combined
     table["picklable.exceptions", "PicklingError"] = exceptions.PicklingError
     table["picklable.exceptions", "UnpicklingError"] = exceptions.UnpicklingError
     return table

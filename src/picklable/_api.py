@@ -6,8 +6,18 @@ This is where the options meet: pooled picklers for the default protocol (a
 the allow-list (``allowed=``, :mod:`picklable._allow`), the one retry after a
 stale "importable by name" answer, and the errors users read: a failure to
 dump is located (:mod:`picklable._diagnose`) and raised as one
-:class:`~picklable.PicklingError` that names the path; a failure to load says
-what is missing here.
+:class:`~picklable.PicklingError` that names the path, and that is also of the
+type the pickler raised (``TypeError``, an object's own ``ValueError``...); a
+failure to load says what is missing here, as an
+:class:`~picklable.UnpicklingError` that is also of its cause's type
+(``ModuleNotFoundError``, ``AttributeError``, ``EOFError``...).
+
+**One traceback per error.** The located error is raised with picklable's
+internal chain (the C pickler's exception, the retry) suppressed: a failed
+``dumps`` prints the caller's line, one frame of ``dumps`` and the message.
+The exception the pickler raised stays reachable as ``__context__``.
+``PICKLABLE_TRACEBACK=full`` in the environment prints the whole chain;
+:func:`picklable.explain` tells every part of the object.
 
 Signing, the deterministic pickler and the diagnostics are imported on first
 use: a worker that only loads, and never fails, imports none of them.
@@ -17,14 +27,14 @@ from __future__ import annotations
 
 import io
 import pickle
-import sys
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from . import _caches, _locator
+from ._compat import full_traceback
 from ._pickler import DEFAULT_PROTOCOL, Pickler
 from ._unpickler import Unpickler, unpickling_error
-from .exceptions import PicklingError, UnpicklingError
+from .exceptions import UnpicklingError
 
 __all__ = ["dump", "dumps", "load", "loads", "signing_module"]
 
@@ -50,11 +60,43 @@ def signing_module() -> Any:
     return module
 
 
-def _pickling_error(obj: Any, exc: BaseException) -> PicklingError:
-    """The located error for a failed dump (the diagnostics load on first failure)."""
-    from ._diagnose import pickling_error
+def _dump_error(obj: Any, exc: BaseException) -> BaseException:
+    """What a failed dump raises: located, of the type users catch, its chain
+    suppressed (the diagnostics load on first failure)."""
+    from . import _diagnose
 
-    return pickling_error(obj, exc)
+    if isinstance(exc, RecursionError):
+        error = _diagnose.recursion_error(obj, exc)
+    elif _is_located(exc):
+        error = exc  # already located by a reducer
+    else:
+        error = _diagnose.dump_error(obj, exc)
+    return _chained(error, exc)
+
+
+def _is_located(exc: BaseException) -> bool:
+    path = getattr(exc, "path", None)
+    return isinstance(path, str) and bool(path) and isinstance(exc, pickle.PicklingError)
+
+
+def _chained(error: BaseException, exc: BaseException) -> BaseException:
+    """``error``, to be raised for ``exc``: with ``exc`` as its context, printed
+    only under ``PICKLABLE_TRACEBACK=full``."""
+    if error is exc:
+        return error
+    error.__context__ = exc
+    if full_traceback():
+        error.__cause__ = exc
+    else:
+        error.__suppress_context__ = True
+    return error
+
+
+def _stale_reference(exc: BaseException) -> bool:
+    """Whether ``exc`` may come from a stale "importable by name" answer: the
+    C pickler refusing a reference (its own PicklingError, "not the same
+    object", "attribute lookup ... failed"), once names are cached."""
+    return type(exc) is pickle.PicklingError and bool(_locator.by_name)
 
 
 class _Sink:
@@ -94,11 +136,17 @@ def dumps(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
     key: bytes | None = None,
     deterministic: bool = False,
+    fix_imports: bool = True,
 ) -> bytes:
     # The options are not keyword-only on purpose: CPython fills each missing
     # keyword-only default with a dict lookup, positional ones from a tuple,
     # and this call is measured against pickle.dumps. Pass them by keyword.
+    # (protocol and buffer_callback are positional in cloudpickle.dumps too.)
     """Serialize ``obj`` to bytes (see :class:`Pickler` for the rule).
+
+    .. versionchanged:: 0.2.0
+        ``fix_imports``; errors are also of the type the pickler raised, with
+        one traceback (``PICKLABLE_TRACEBACK=full`` for the internal chain).
 
     Parameters
     ----------
@@ -118,6 +166,8 @@ def dumps(
         every ``PYTHONHASHSEED`` (sorted sets, canonical code bytes,
         content-derived class ids; see :mod:`picklable._deterministic`).
         Several times slower: it runs the pure-Python pickler.
+    fix_imports:
+        As for :func:`pickle.dumps` (protocols 0-2 only).
 
     Returns
     -------
@@ -127,12 +177,20 @@ def dumps(
     Raises
     ------
     picklable.PicklingError
-        With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship.
+        With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship. When
+        the pickler failed because code raised another exception (``TypeError``
+        from the C pickler, an object's ``__reduce__`` raising ``ValueError``),
+        the error is also of that type (see :func:`picklable.exceptions.combined`).
     TypeError, ValueError
         ``key`` is not bytes, or shorter than 16 bytes.
     """
-    if key is not None or deterministic or (protocol is not None and protocol != DEFAULT_PROTOCOL):
-        return _dumps_with(obj, protocol, buffer_callback, key, deterministic)
+    if (
+        key is not None
+        or deterministic
+        or (protocol is not None and protocol != DEFAULT_PROTOCOL)
+        or fix_imports is not True
+    ):
+        return _dumps_with(obj, protocol, buffer_callback, key, deterministic, fix_imports)
     # The success path is what pickle.dumps is measured against: no finally,
     # and the resets are slot stores; failures leave through _dump_failed.
     try:
@@ -147,7 +205,11 @@ def dumps(
         pickler.dump(obj)
     except Exception as exc:
         # The pickler is not put back: it may hold a half-written payload.
-        return _dump_failed(obj, pickler, chunks, exc)
+        retried = _dump_failed(obj, pickler, chunks, exc)
+        if isinstance(retried, bytes):
+            return retried
+        # One traceback: the cause is set (or not) as the module doc says.
+        raise retried from retried.__cause__
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     pickler.clear_memo()
@@ -158,24 +220,27 @@ def dumps(
     return data
 
 
-def _dump_failed(obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception) -> bytes:
-    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``.
+def _dump_failed(
+    obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception
+) -> bytes | BaseException:
+    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``:
+    the payload, or the error for dumps to raise.
 
     A cached "importable by name" answer may have gone stale (a module
-    attribute reassigned): forget them all and try once more. Otherwise, or if
-    that fails too, raise a :class:`PicklingError` that names the path.
+    attribute reassigned, which makes the C pickler refuse the reference):
+    forget them all and try once more. Any other failure is not retried, so an
+    object's failing ``__reduce__`` runs once more at most (to find its path).
     """
-    if isinstance(exc, RecursionError):
-        raise _recursion_error(obj) from exc
-    if isinstance(exc, PicklingError) and (exc.path or isinstance(exc.__cause__, RecursionError)):
-        raise exc  # already located by a reducer, or too deep to walk again
-    if not _locator.by_name:
-        raise _pickling_error(obj, exc) from exc
+    if not _stale_reference(exc):
+        return _dump_error(obj, exc)
     _locator.by_name.clear()
     chunks.clear()
     pickler.clear_memo()
     pickler._payload = None
-    _dump(obj, pickler)
+    try:
+        pickler.dump(obj)
+    except Exception as again:
+        return _dump_error(obj, again)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -185,8 +250,10 @@ def _dumps_with(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None,
     key: Any,
     deterministic: bool,
+    fix_imports: bool = True,
 ) -> bytes:
-    """dumps with a key, deterministic bytes or another protocol (the slower branch)."""
+    """dumps with a key, deterministic bytes, another protocol or fix_imports
+    (the slower branch)."""
     signing_key = None
     oob: list[pickle.PickleBuffer] = []
     if key is not None:
@@ -204,6 +271,7 @@ def _dumps_with(
         not deterministic
         and buffer_callback is None
         and (protocol is None or protocol == DEFAULT_PROTOCOL)
+        and fix_imports is True
     ):
         data = dumps(obj)  # signed, otherwise the default: the pooled picklers
     else:
@@ -214,12 +282,17 @@ def _dumps_with(
         else:
             make = Pickler
         buffer = io.BytesIO()
-        _dump_fresh(
+        error = _dump_fresh(
             obj,
             buffer,
-            lambda file: make(file, protocol, buffer_callback=buffer_callback),
+            lambda file: make(
+                file, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback
+            ),
             oob.clear,  # a retry calls the callback for every buffer again
         )
+        if error is not None:
+            # One traceback: see the module doc
+            raise error
         data = buffer.getvalue()
     if signing_key is None:
         return data
@@ -231,16 +304,21 @@ def dump(
     obj: Any,
     file: IO[bytes],
     protocol: int | None = None,
-    *,
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+    *,
     key: bytes | None = None,
     deterministic: bool = False,
+    fix_imports: bool = True,
 ) -> None:
     """Serialize ``obj`` into the binary ``file``.
 
-    Parameters are as for :func:`dumps`. Without ``key`` and ``deterministic``
-    the pickler writes into ``file`` as it goes; with either, the payload is
-    made in memory first and written in one call.
+    .. versionchanged:: 0.2.0
+        ``buffer_callback`` may be passed by position; ``fix_imports``.
+
+    Parameters are as for :func:`dumps` (``buffer_callback`` is the fourth
+    positional, as in ``cloudpickle.dump``). Without ``key`` and
+    ``deterministic`` the pickler writes into ``file`` as it goes; with either,
+    the payload is made in memory first and written in one call.
 
     Raises
     ------
@@ -248,9 +326,18 @@ def dump(
         As for :func:`dumps`.
     """
     if key is not None or deterministic:
-        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic))
+        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic, fix_imports))
         return
-    _dump_fresh(obj, file, lambda out: Pickler(out, protocol, buffer_callback=buffer_callback))
+    error = _dump_fresh(
+        obj,
+        file,
+        lambda out: Pickler(
+            out, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback
+        ),
+    )
+    if error is not None:
+        # One traceback: see the module doc
+        raise error
 
 
 class _Watched:
@@ -272,14 +359,14 @@ def _dump_fresh(
     file: IO[bytes],
     make_pickler: Callable[[Any], Any],
     on_retry: Callable[[], Any] | None = None,
-) -> None:
-    """Pickle ``obj`` into ``file`` with a new pickler.
+) -> BaseException | None:
+    """Pickle ``obj`` into ``file`` with a new pickler; the error to raise, if any.
 
-    As in :func:`dumps`, a failure while "importable by name" answers are cached
-    gets one retry with the cache cleared (a module attribute reassigned since
-    makes pickle refuse the stale reference), provided the file can be put back
-    as it was: nothing written yet (the C pickler writes in 64 KiB frames), or
-    seekable.
+    As in :func:`dumps`, a failure that may come from a stale "importable by
+    name" answer gets one retry with the cache cleared (a module attribute
+    reassigned since makes pickle refuse the stale reference), provided the
+    file can be put back as it was: nothing written yet (the C pickler writes
+    in 64 KiB frames), or seekable.
     """
     start = None
     try:
@@ -290,12 +377,10 @@ def _dump_fresh(
     watched = _Watched(file)
     try:
         make_pickler(watched).dump(obj)
-        return
-    except RecursionError as exc:
-        raise _recursion_error(obj) from exc
+        return None
     except Exception as exc:
-        if not _locator.by_name or (watched.written and start is None):
-            raise _pickling_error(obj, exc) from exc
+        if not _stale_reference(exc) or (watched.written and start is None):
+            return _dump_error(obj, exc)
     if watched.written:
         assert start is not None
         file.seek(start)
@@ -303,28 +388,11 @@ def _dump_fresh(
     _locator.by_name.clear()
     if on_retry is not None:
         on_retry()
-    _dump(obj, make_pickler(file))
-
-
-def _dump(obj: Any, pickler: Pickler) -> None:
     try:
-        pickler.dump(obj)
-    except RecursionError as exc:
-        raise _recursion_error(obj) from exc
-    except Exception as exc:
-        raise _pickling_error(obj, exc) from exc
-
-
-def _recursion_error(obj: Any) -> PicklingError:
-    return PicklingError(
-        f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
-        "graph is nested deeper than the recursion limit "
-        f"({sys.getrecursionlimit()}). Fix: flatten the structure, or "
-        "raise the limit with sys.setrecursionlimit() on both sides.",
-        type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
-        reason="nested deeper than the recursion limit",
-        hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
-    )
+        make_pickler(file).dump(obj)
+    except Exception as again:
+        return _dump_error(obj, again)
+    return None
 
 
 def loads(
@@ -333,11 +401,18 @@ def loads(
     buffers: Iterable[Any] | None = None,
     key: bytes | None = None,
     allowed: Iterable[Any] | None = None,
+    fix_imports: bool | None = None,
+    encoding: str | None = None,
+    errors: str | None = None,
 ) -> Any:
     # The options are not keyword-only on purpose: CPython fills each missing
     # keyword-only default with a dict lookup, positional ones from a tuple,
     # and this call is measured against pickle.loads. Pass them by keyword.
+    # pickle's own three default to None here: one identity test each.
     """Load an object from ``data``.
+
+    .. versionchanged:: 0.2.0
+        ``fix_imports``, ``encoding`` and ``errors``; errors keep their cause's type.
 
     Parameters
     ----------
@@ -354,6 +429,10 @@ def loads(
         submodules). Code shipped by value counts as its module's (``"__main__"``
         for a script's functions). Defence in depth, not a sandbox: see
         :mod:`picklable._allow`.
+    fix_imports, encoding, errors:
+        As for :func:`pickle.loads` (for pickles made by Python 2:
+        ``encoding="latin1"`` or ``"bytes"``); default ``True``, ``"ASCII"``,
+        ``"strict"``.
 
     Returns
     -------
@@ -363,24 +442,46 @@ def loads(
     ------
     picklable.UnpicklingError
         Naming what could not be imported or built in this interpreter, or why
-        the payload was refused.
+        the payload was refused; also of its cause's type when loading failed
+        with another exception (``ModuleNotFoundError``, ``AttributeError``,
+        ``EOFError``, ...), so that what catches ``pickle.loads``'s errors
+        catches it.
     """
-    if key is None and allowed is None:
+    if key is None and allowed is None and encoding is None and errors is None:
         try:
-            if buffers is None:
+            if buffers is None and fix_imports is None:
                 return _loads(data)  # positional: the cheapest call into C
-            return _loads(data, buffers=buffers)
+            return _loads(data, buffers=buffers, fix_imports=fix_imports is not False)
         except UnpicklingError:
             raise
         except Exception as exc:
-            raise _load_error(exc, data) from exc
-    return _loads_checked(data, buffers, key, allowed)
+            error = _load_error(exc, data)
+        # Outside the handler: one traceback (see the module doc)
+        raise error
+    options = _unpickler_options(fix_imports, encoding, errors)
+    return _loads_checked(data, buffers, key, allowed, options)
+
+
+def _unpickler_options(
+    fix_imports: bool | None, encoding: str | None, errors: str | None
+) -> dict[str, Any]:
+    """pickle's own loading options, with their defaults filled in."""
+    return {
+        "fix_imports": fix_imports is not False,
+        "encoding": "ASCII" if encoding is None else encoding,
+        "errors": "strict" if errors is None else errors,
+    }
 
 
 def _loads_checked(
-    data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None
+    data: Any,
+    buffers: Iterable[Any] | None,
+    key: Any,
+    allowed: Iterable[Any] | None,
+    options: dict[str, Any],
 ) -> Any:
-    """loads with a key and/or an allow-list (bad options raise TypeError/ValueError)."""
+    """loads with a key, an allow-list or pickle's options (bad options raise
+    TypeError/ValueError)."""
     policy = None
     if allowed is not None:
         from ._allow import Policy
@@ -391,23 +492,21 @@ def _loads_checked(
         data, buffers = signing.verify(signing.check_key(key), data, buffers)
     try:
         if policy is not None:
-            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy).load()
-        if buffers is None:
-            return _loads(data)
-        return _loads(data, buffers=buffers)
+            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy, **options).load()
+        return _loads(data, buffers=buffers, **options)
     except UnpicklingError:
         raise
     except Exception as exc:
-        raise unpickling_error(exc) from exc
+        error = _chained(unpickling_error(exc), exc)
+    raise error
 
 
-def _load_error(exc: Exception, data: Any) -> UnpicklingError:
+def _load_error(exc: Exception, data: Any) -> BaseException:
     if isinstance(exc, pickle.UnpicklingError):
         signing = signing_module()
         if signing.is_signed(data):
-            error: UnpicklingError = signing.signed_without_key()
-            return error
-    return unpickling_error(exc)
+            return _chained(signing.signed_without_key(), exc)
+    return _chained(unpickling_error(exc), exc)
 
 
 def load(
@@ -416,8 +515,14 @@ def load(
     buffers: Iterable[Any] | None = None,
     key: bytes | None = None,
     allowed: Iterable[Any] | None = None,
+    fix_imports: bool = True,
+    encoding: str = "ASCII",
+    errors: str = "strict",
 ) -> Any:
     """Load an object from the binary ``file`` (one payload; the file stays open).
+
+    .. versionchanged:: 0.2.0
+        ``fix_imports``, ``encoding`` and ``errors``.
 
     Parameters are as for :func:`loads`. With ``key``, the signed payload is
     read whole (its header says how long it is) and checked before loading.
@@ -425,22 +530,28 @@ def load(
     Raises
     ------
     picklable.UnpicklingError
-        As for :func:`loads`.
+        As for :func:`loads` (at the end of the file: also an ``EOFError``, as
+        :func:`pickle.load` raises).
     """
+    options: dict[str, Any] = {"fix_imports": fix_imports, "encoding": encoding, "errors": errors}
     if key is not None:
         signing = signing_module()
         signing.check_key(key)
         try:
             data = signing.read_signed(file)
         except Exception as exc:
-            raise unpickling_error(exc) from exc
-        return _loads_checked(data, buffers, key, allowed)
-    unpickler = Unpickler(file, buffers=buffers, allowed=allowed)
+            error = _chained(unpickling_error(exc), exc)
+        else:
+            return _loads_checked(data, buffers, key, allowed, options)
+        raise error
+    unpickler = Unpickler(file, buffers=buffers, allowed=allowed, **options)
     try:
         return unpickler.load()
     except UnpicklingError:
         raise
     except Exception as exc:
         if isinstance(exc, pickle.UnpicklingError) and str(exc) == "invalid load key, '\\x00'.":
-            raise signing_module().signed_without_key() from exc
-        raise unpickling_error(exc) from exc
+            error = _chained(signing_module().signed_without_key(), exc)
+        else:
+            error = _chained(unpickling_error(exc), exc)
+    raise error

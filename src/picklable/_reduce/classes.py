@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _caches, _locator, _reconstruct, _tracker
 from .._compat import MAIN_MODULES, is_heap_type
 from ..exceptions import PicklingError
+from .functions import fresh
 from .reference import reference
 from .registry import ships_by_value
 
@@ -59,6 +60,8 @@ _caches.register("classes.builtin_type_refs", _seed_builtin_refs)
 def reduce_class(pickler: Pickler, cls: type) -> Any:
     """The rule for a class: own name, located path, misnamed type, else a copy."""
     # As for functions, classes in the by_name cache never get here.
+    if type(cls) in pickler._table:
+        return NotImplemented  # its metaclass has a reducer (copyreg.pickle): pickle's own way
     known = _builtin_type_refs.get(id(cls))
     if known is not None and known[0] is cls:
         return known[1]
@@ -155,7 +158,16 @@ def _search_misnamed(cls: type) -> tuple[str, tuple[str, ...]] | None:
 
 # Made by ``type`` itself for every class; never shipped.
 _CLASS_SKIP = frozenset(
-    {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__slots__", "_abc_impl"}
+    {
+        "__dict__",
+        "__weakref__",
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__slots__",
+        "_abc_impl",
+        "__orig_bases__",  # in the skeleton
+    }
 )
 _ENUM_SKIP = frozenset(
     {
@@ -191,7 +203,7 @@ def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str
             continue
         if key in slot_names and isinstance(value, types.MemberDescriptorType):
             continue
-        attributes[key] = value
+        attributes[fresh(key)] = value  # unshared: see functions.fresh
     return attributes
 
 
@@ -221,6 +233,11 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         namespace["__doc__"] = doc
     if "__slots__" in cls.__dict__:
         namespace["__slots__"] = cls.__dict__["__slots__"]
+    if "__orig_bases__" in cls.__dict__:
+        # Generic.__init_subclass__ reads it while the class is created: a
+        # class C(Generic[T]) made without it is refused ("Cannot inherit
+        # from plain Generic") in a process that never saw C.
+        namespace["__orig_bases__"] = cls.__dict__["__orig_bases__"]
     canonical = pickler._canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     enum = sys.modules.get("enum")

@@ -11,8 +11,8 @@ A copy becomes::
     REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells[, annotations])
     BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
-``code_bytes`` is ``marshal.dumps(code)`` and its CRC32 (computed once per code
-object; see :func:`picklable._code.seal`), and ``record`` names the interpreter
+``code_bytes`` is ``marshal.dumps(code, 2)`` and its CRC32 (computed once per
+code object; see :func:`picklable._code.seal`), and ``record`` names the interpreter
 that compiled it: another Python version is refused before marshal sees the
 bytes. Loading costs one small Python frame per function and, per payload, one
 global lookup -- at load a global costs about ten frames, so the format is
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "code_info",
     "copy_function",
+    "fresh",
     "function_pieces",
     "reduce_cell",
     "reduce_code",
@@ -139,6 +140,12 @@ _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
 
+# marshal's format 3 and later mark objects referenced more than once
+# (FLAG_REF), which depends on reference counts: the same function re-dumped
+# in a worker that loaded it would give other bytes. Format 2 writes no such
+# references (code bytes ~10% larger; loading is as fast).
+_MARSHAL_VERSION = 2
+
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"})
 # Class bodies (code objects nested in a function) read globals with LOAD_NAME.
 _NESTED_NAME_OPS = _GLOBAL_OPS | {"LOAD_NAME"}
@@ -176,7 +183,7 @@ def code_info(code: types.CodeType) -> CodeInfo:
     default_qualname = getattr(code, "co_qualname", code.co_name)
     info = (
         code,
-        _code.seal(marshal.dumps(code)),
+        _code.seal(marshal.dumps(code, _MARSHAL_VERSION)),
         _global_names(code),
         default_doc,
         default_qualname,
@@ -211,6 +218,7 @@ def function_by_value(
     _missing: Any = _MISSING,
     _id: Any = id,
     _type: Any = type,
+    _module: Any = types.ModuleType,
 ) -> tuple[Any, ...]:
     """Reduce a function by value, keeping every piece of its metadata.
 
@@ -232,6 +240,7 @@ def function_by_value(
     home = func.__globals__
     module_name = home.get("__name__")
     effects: list[Any] | None = None
+    modules: list[types.ModuleType] | None = None  # modules among its globals and cells
     payload = pickler._payload
     if payload is None:
         payload = pickler._state()
@@ -247,6 +256,8 @@ def function_by_value(
             value = home.get(name, _missing)
             if value is not _missing:
                 refs[name] = value
+                if _type(value) is _module:
+                    modules = [value] if modules is None else [*modules, value]
         # First function of its namespace in this payload: its globals travel in
         # the arguments, except a reference to itself, which would make pickle
         # build it twice (it is not memoized until its arguments are saved).
@@ -261,6 +272,8 @@ def function_by_value(
         missing = None
         for name in names:
             value = home.get(name, _missing)
+            if _type(value) is _module:
+                modules = [value] if modules is None else [*modules, value]
             if value is not _missing and known.get(name, _missing) is not value:
                 if missing is None:
                     missing = {}
@@ -281,6 +294,12 @@ def function_by_value(
             if effects is None:
                 effects = []
             effects.append(_CellFill(cell, content))
+            if _type(content) is _module:
+                modules = [content] if modules is None else [*modules, content]
+    if modules is not None:
+        imported = submodules_used(code, modules)
+        if imported:
+            effects = [*(effects or ()), *imported]
     slots: dict[str, Any] | None = None
     qualname = func.__qualname__
     if effects is not None or (qualname is not default_qualname and qualname != default_qualname):
@@ -307,7 +326,7 @@ def function_by_value(
                 data,
                 _RECORD,
                 shipped,
-                func.__name__,
+                fresh(func.__name__),
                 defaults,
                 closure,
                 annotations,
@@ -315,10 +334,12 @@ def function_by_value(
         else:
             slots = slots or {}
             slots["__annotations__"] = annotations  # may lead back to func: set once memoized
-            args = (data, _RECORD, shipped, func.__name__, defaults, closure)
+            args = (data, _RECORD, shipped, fresh(func.__name__), defaults, closure)
     else:
-        args = (data, _RECORD, shipped, func.__name__, defaults, closure)
+        args = (data, _RECORD, shipped, fresh(func.__name__), defaults, closure)
     attributes = func.__dict__
+    if attributes:
+        attributes = {fresh(key): value for key, value in attributes.items()}
     if slots is None:
         if not attributes:
             return (_reconstruct._make_function, args)
@@ -368,6 +389,86 @@ def _plain_annotations(
             return False
         _locator.remember_by_name(value)  # as reduce_class does: next time, one dict hit
     return True
+
+
+# ---------------------------------------------------------------- submodules
+
+# id(code) -> (code, every name its code and nested code objects use)
+_names_cache: dict[int, tuple[types.CodeType, frozenset[str]]] = {}
+# (id(code), module name) -> (code, number of modules imported then, submodules)
+_submodules_cache: dict[tuple[int, str], tuple[types.CodeType, int, tuple[str, ...]]] = {}
+_caches.register("functions.names", _names_cache.clear)
+_caches.register("functions.submodules", _submodules_cache.clear)
+
+
+def _all_names(code: types.CodeType) -> frozenset[str]:
+    hit = _names_cache.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    found = frozenset(names)
+    if len(_names_cache) >= _CODE_CACHE_LIMIT:
+        _names_cache.clear()
+    _names_cache[id(code)] = (code, found)
+    return found
+
+
+def submodules_used(code: types.CodeType, modules: list[types.ModuleType]) -> list[Any]:
+    """The imported submodules of ``modules`` that ``code`` reaches as attributes.
+
+    ``xml.etree.ElementTree.Comment`` in a function that holds ``xml`` works
+    here because something imported ``xml.etree.ElementTree``; importing
+    ``xml`` alone in the receiver does not. Every submodule whose dotted name
+    continues the module's with names the code uses ships beside the
+    function, imported when the payload loads (sorted, for deterministic bytes).
+    """
+    found: dict[str, Any] = {}
+    for module in modules:
+        name = getattr(module, "__name__", None)
+        if type(name) is not str or sys.modules.get(name) is not module:
+            continue  # a module built in memory has no submodules to import
+        key = (id(code), name)
+        hit = _submodules_cache.get(key)
+        if hit is None or hit[0] is not code or hit[1] != len(sys.modules):
+            used = _all_names(code)
+            prefix = name + "."
+            chosen = tuple(
+                sorted(
+                    other
+                    for other in list(sys.modules)
+                    if other.startswith(prefix)
+                    and all(part in used for part in other[len(prefix) :].split("."))
+                )
+            )
+            if len(_submodules_cache) >= _CODE_CACHE_LIMIT:
+                _submodules_cache.clear()
+            hit = _submodules_cache[key] = (code, len(sys.modules), chosen)
+        for other in hit[2]:
+            submodule = sys.modules.get(other)
+            if submodule is not None:
+                found[other] = submodule
+    return [found[name] for name in sorted(found)]
+
+
+def fresh(name: Any) -> Any:
+    """A copy of the string ``name`` that no other object shares.
+
+    pickle writes an object met twice once, then a reference to it (its memo
+    is by identity). A function's ``__name__`` and its class's attribute name
+    are one string object where the class was written, but not where it was
+    loaded (loading interns attribute names: setattr, BUILD, marshal), so the
+    class re-dumped in a worker would give other bytes. Copies are never
+    shared, on either side. (One-character strings are singletons: shared
+    alike everywhere.)
+    """
+    if type(name) is not str or len(name) < 2:
+        return name
+    return name[:1] + name[1:]
 
 
 class _Effects:

@@ -4,6 +4,7 @@ path the locator finds (checked by identity), and why an object has neither."""
 from __future__ import annotations
 
 import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from .. import _reconstruct
@@ -46,6 +47,11 @@ def located_reference(pickler: Pickler, obj: Any) -> Any:
 
 def why_not_importable(obj: Any) -> str:
     """Why ``obj`` cannot be found by name in another process (what explain says)."""
+    if isinstance(obj, types.ModuleType):
+        registered = registered_by_value(obj.__name__)
+        if registered is not None:
+            return f"module {registered!r} is registered with picklable.register_by_value()"
+        return "a module built in memory, not importable: its namespace is copied"
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
     if module in MAIN_MODULES:
