@@ -20,6 +20,7 @@ they name is declared to mean: it never decides again.
 from __future__ import annotations
 
 import collections
+import copyreg
 import dataclasses
 import os
 import pickle
@@ -157,7 +158,8 @@ def decide(obj: Any) -> Decision:
     decided a second time here.
     """
     kind = kind_for(type(obj))
-    if not kind.by_name and kind is not DATA_KIND:
+    # A reducer registered for its type (copyreg.pickle) decides, not the kind.
+    if not kind.by_name and kind is not DATA_KIND and type(obj) not in copyreg.dispatch_table:
         known = _hints.unshippable(obj)
         if known is not None:
             return Decision(kind, None, Shipping("fails", why=known[0], fix=known[1]))

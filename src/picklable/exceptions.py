@@ -95,6 +95,7 @@ def _rebuild_error(cls, message, path, type_name, reason, hint):  # type: ignore
 
 # ------------------------------------------------------------ combined types
 
+
 class _Combined(type):
     """The metaclass of combined classes: each pickles as the pair it combines,
     so a receiver gets its own (``copyreg``'s table holds the reducer, which
