@@ -210,10 +210,10 @@ class TestLoadErrors:
         assert type(info.value) is picklable.UnpicklingError
 
 
-# pickle.dumps({'name': 'caf\xe9', 'data': '\x00\xff'}, 2) under Python 2.7:
+# pickle.dumps({'name': 'd\xe9j\xe0', 'data': '\x00\xff'}, 2) under Python 2.7:
 # str there is bytes, which Python 3 must be told how to decode.
 PYTHON2_PAYLOAD = (
-    b"\x80\x02}q\x00(U\x04dataq\x01U\x02\x00\xffq\x02U\x04nameq\x03U\x04caf\xe9q\x04u."
+    b"\x80\x02}q\x00(U\x04dataq\x01U\x02\x00\xffq\x02U\x04nameq\x03U\x04d\xe9j\xe0q\x04u."
 )
 
 
@@ -222,16 +222,16 @@ class TestPickleOptions:
         """loads and load take pickle's encoding, errors and fix_imports."""
         with pytest.raises(UnicodeDecodeError):
             picklable.loads(PYTHON2_PAYLOAD)
-        expected = {"name": "café", "data": "\x00\xff"}
+        expected = {"name": "déjà", "data": "\x00\xff"}
         assert picklable.loads(PYTHON2_PAYLOAD, encoding="latin1") == expected
         assert picklable.loads(PYTHON2_PAYLOAD, encoding="bytes") == {
-            b"name": b"caf\xe9",
+            b"name": b"d\xe9j\xe0",
             b"data": b"\x00\xff",
         }
         assert picklable.load(io.BytesIO(PYTHON2_PAYLOAD), encoding="latin1") == expected
         assert picklable.loads(
             PYTHON2_PAYLOAD, encoding="ascii", errors="replace", allowed=["builtins"]
-        ) == {"name": "caf\ufffd", "data": "\x00\ufffd"}
+        ) == {"name": "d\ufffdj\ufffd", "data": "\x00\ufffd"}
 
     def test_fix_imports(self):
         """Protocol 2 with fix_imports=False writes Python 3 module names."""
