@@ -11,8 +11,9 @@ A copy becomes::
     REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells[, annotations])
     BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
-``code_bytes`` is ``marshal.dumps(code, 2)`` and its CRC32 (computed once per
-code object; see :func:`picklable._code.seal`), and ``record`` names the interpreter
+``code_bytes`` is the marshal bytes of the code (of a copy whose bytes depend on
+the code alone: :func:`picklable._code.unshared`) and their CRC32, computed once
+per code object (see :func:`picklable._code.seal`); ``record`` names the interpreter
 that compiled it: another Python version is refused before marshal sees the
 bytes. Loading costs one small Python frame per function and, per payload, one
 global lookup -- at load a global costs about ten frames, so the format is
@@ -140,12 +141,6 @@ _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
 
-# marshal's format 3 and later mark objects referenced more than once
-# (FLAG_REF), which depends on reference counts: the same function re-dumped
-# in a worker that loaded it would give other bytes. Format 2 writes no such
-# references (code bytes ~10% larger; loading is as fast).
-_MARSHAL_VERSION = 2
-
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"})
 # Class bodies (code objects nested in a function) read globals with LOAD_NAME.
 _NESTED_NAME_OPS = _GLOBAL_OPS | {"LOAD_NAME"}
@@ -183,7 +178,8 @@ def code_info(code: types.CodeType) -> CodeInfo:
     default_qualname = getattr(code, "co_qualname", code.co_name)
     info = (
         code,
-        _code.seal(marshal.dumps(code, _MARSHAL_VERSION)),
+        # Of an unshared copy: the same bytes in every process (see _code.unshared).
+        _code.seal(marshal.dumps(_code.unshared(code))),
         _global_names(code),
         default_doc,
         default_qualname,
