@@ -543,9 +543,9 @@ def recursion_error(root: Any, error: RecursionError) -> BaseException:
     """The exception ``dumps`` raises when pickling ``root`` hit the recursion limit.
 
     Either some code called itself without end while the object was pickled
-    (an infinitely recursive ``__getattribute__``, ``__reduce__``, ...): the
-    error names it; or the graph is nested deeper than the limit. Both are a
-    :class:`PicklingError` and a :class:`RecursionError`.
+    (an infinitely recursive ``__getattribute__``, ``__reduce__``, ...): "deep
+    recursion", naming that code; or the graph is nested deeper than the
+    limit. Both are a :class:`PicklingError` and a :class:`RecursionError`.
     """
     limit = sys.getrecursionlimit()
     what = type_name(root)
@@ -580,7 +580,7 @@ def recursion_error(root: Any, error: RecursionError) -> BaseException:
         else:
             hint = f"make {qualname} stop calling itself"
     else:
-        reason = f"deep recursion: nested deeper than the recursion limit ({limit})"
+        reason = f"nested deeper than the recursion limit ({limit})"
         hint = "flatten the structure, or raise sys.setrecursionlimit() on both sides"
     fields = {"path": path, "type_name": what, "reason": reason, "hint": hint}
     made = make_combined(PicklingError, RecursionError, message(what, path, reason, hint), **fields)

@@ -124,15 +124,23 @@ class TestDumpErrors:
             "object.__getattribute__(self, name), not getattr(self, name)"
         )
 
+    def test_explain_names_the_recursion_too(self):
+        """explain tells the same reason as dumps."""
+        report = picklable.explain({"x": Recursing()})
+        assert not report.ships
+        assert report.problems[0].why.startswith(
+            "deep recursion: Recursing.__getattribute__ (test_exceptions.py:"
+        )
+
     def test_deep_nesting(self):
-        """Data nested past the limit: deep recursion, nested too deep."""
+        """Data nested past the limit: nested too deep, and a RecursionError too."""
         nested: list = []
         for _ in range(sys.getrecursionlimit() * 3):
             nested = [nested]
         with pytest.raises(RecursionError) as info:
             picklable.dumps(nested)
         assert info.value.reason == (
-            f"deep recursion: nested deeper than the recursion limit ({sys.getrecursionlimit()})"
+            f"nested deeper than the recursion limit ({sys.getrecursionlimit()})"
         )
 
     def test_uncombinable_cause_is_raised_with_notes(self):

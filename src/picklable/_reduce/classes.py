@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from .. import _caches, _locator, _reconstruct, _tracker
 from .._compat import MAIN_MODULES, is_heap_type
 from ..exceptions import PicklingError
-from .functions import fresh
 from .reference import reference
 from .registry import ships_by_value
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
+    from .state import PayloadState
 
 __all__ = ["class_by_value", "class_pieces", "locate_misnamed_type", "reduce_class"]
 
@@ -185,7 +185,9 @@ _ENUM_SKIP = frozenset(
 )
 
 
-def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+def _class_attributes(
+    cls: type, payload: PayloadState, skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     namespace = cls.__dict__
     slots = namespace.get("__slots__", ())
     if isinstance(slots, str):
@@ -203,7 +205,7 @@ def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str
             continue
         if key in slot_names and isinstance(value, types.MemberDescriptorType):
             continue
-        attributes[fresh(key)] = value  # unshared: see functions.fresh
+        attributes[payload.name(key)] = value  # see PayloadState.name
     return attributes
 
 
@@ -243,7 +245,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
-        attributes = _class_attributes(cls, _ENUM_SKIP | set(members))
+        attributes = _class_attributes(cls, pickler._state(), _ENUM_SKIP | set(members))
         return (
             _reconstruct._make_enum,
             (
@@ -263,7 +265,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     return (
         _reconstruct._make_class,
         (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, _tracker.origin(cls)),
-        (_class_attributes(cls), _abc_registry(cls)),
+        (_class_attributes(cls, pickler._state()), _abc_registry(cls)),
         None,
         None,
         _reconstruct._class_setstate,

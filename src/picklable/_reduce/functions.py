@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = [
     "code_info",
     "copy_function",
-    "fresh",
     "function_pieces",
     "reduce_cell",
     "reduce_code",
@@ -322,7 +321,7 @@ def function_by_value(
                 data,
                 _RECORD,
                 shipped,
-                fresh(func.__name__),
+                payload.name(func.__name__),
                 defaults,
                 closure,
                 annotations,
@@ -330,12 +329,12 @@ def function_by_value(
         else:
             slots = slots or {}
             slots["__annotations__"] = annotations  # may lead back to func: set once memoized
-            args = (data, _RECORD, shipped, fresh(func.__name__), defaults, closure)
+            args = (data, _RECORD, shipped, payload.name(func.__name__), defaults, closure)
     else:
-        args = (data, _RECORD, shipped, fresh(func.__name__), defaults, closure)
+        args = (data, _RECORD, shipped, payload.name(func.__name__), defaults, closure)
     attributes = func.__dict__
     if attributes:
-        attributes = {fresh(key): value for key, value in attributes.items()}
+        attributes = {payload.name(key): value for key, value in attributes.items()}
     if slots is None:
         if not attributes:
             return (_reconstruct._make_function, args)
@@ -449,22 +448,6 @@ def submodules_used(code: types.CodeType, modules: list[types.ModuleType]) -> li
             if submodule is not None:
                 found[other] = submodule
     return [found[name] for name in sorted(found)]
-
-
-def fresh(name: Any) -> Any:
-    """A copy of the string ``name`` that no other object shares.
-
-    pickle writes an object met twice once, then a reference to it (its memo
-    is by identity). A function's ``__name__`` and its class's attribute name
-    are one string object where the class was written, but not where it was
-    loaded (loading interns attribute names: setattr, BUILD, marshal), so the
-    class re-dumped in a worker would give other bytes. Copies are never
-    shared, on either side. (One-character strings are singletons: shared
-    alike everywhere.)
-    """
-    if type(name) is not str or len(name) < 2:
-        return name
-    return name[:1] + name[1:]
 
 
 class _Effects:

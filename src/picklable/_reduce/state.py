@@ -11,7 +11,7 @@ class PayloadState:
     """Per-payload state: a by-value function needs it, plain data never does
     (so a payload without functions never makes one; see ``Pickler._state``)."""
 
-    __slots__ = ("globals_map", "globals_values", "deferred_cells")
+    __slots__ = ("globals_map", "globals_values", "deferred_cells", "names")
 
     def __init__(self) -> None:
         # id(module globals) -> the shipped globals dict of that namespace
@@ -20,6 +20,27 @@ class PayloadState:
         self.globals_values: dict[int, dict[str, Any]] = {}
         # ids of closure cells whose contents a function's state fills in
         self.deferred_cells: set[int] = set()
+        # name -> this payload's own copy of it (see name())
+        self.names: dict[str, str] = {}
+
+    def name(self, name: str) -> str:
+        """This payload's copy of the name of a function or of an attribute.
+
+        pickle writes an object met twice once, then a reference to it (its
+        memo is by identity). Where a class was made, a method's ``__name__``
+        and the class's attribute name are one interned string; where it was
+        loaded they are not (loading interns attribute names -- setattr, BUILD
+        -- but not function names), so the class re-dumped in a worker would
+        give other bytes. Every such name is written as one copy per value
+        and payload, which nothing else shares: the same bytes on both sides,
+        and 1,000 functions of one name share one string. (One-character
+        strings are singletons: shared alike everywhere.)
+        """
+        found = self.names.get(name)
+        if found is None:
+            found = name[:1] + name[1:] if type(name) is str and len(name) > 1 else name
+            self.names[name] = found
+        return found
 
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
