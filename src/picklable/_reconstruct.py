@@ -199,6 +199,8 @@ def _make_function(
     code = CODES.get(data)
     if code is None:
         code = _code.load(data, record)
+    if name == code.co_name:
+        name = code.co_name  # as where it was made: shared with the code, not with the payload
     func = types.FunctionType(code, globals, name, defaults, closure)
     if annotations is not None:
         func.__annotations__ = annotations

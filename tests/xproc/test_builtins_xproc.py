@@ -13,6 +13,7 @@ import textwrap
 import types
 import typing
 import weakref
+from typing import Any
 
 import numpy as np
 import pytest
@@ -302,7 +303,7 @@ class TestStandardStreams:
 class TestChainedDumps:
     """A class dumped here, loaded in a worker and dumped again gives the same bytes."""
 
-    def classes(self) -> list[type]:
+    def classes(self) -> list[Any]:
         class Documented:
             """A docstring."""
 
@@ -330,15 +331,23 @@ class TestChainedDumps:
             def second(self):
                 pass
 
-        return [Documented, LateDoc, Interned, TwoMethods]
+        class Lambdas:
+            first = staticmethod(lambda: 1)
+            second = staticmethod(lambda: 2)
+
+        class OtherJoin:
+            def join(self):
+                pass
+
+        return [Documented, LateDoc, Interned, TwoMethods, Lambdas, (Interned, OtherJoin)]
 
     def test_default_payloads(self, child):
         for cls in self.classes():
             payload = picklable.dumps(cls)
-            assert child.run(builtin_checks.redump, payload) == payload, cls.__name__
+            assert child.run(builtin_checks.redump, payload) == payload, cls
 
     def test_deterministic_payloads(self, child):
         for cls in self.classes():
             payload = picklable.dumps(cls, deterministic=True)
             again = child.run(builtin_checks.redump, payload, True)
-            assert again == payload, cls.__name__
+            assert again == payload, cls

@@ -226,9 +226,12 @@ def _abc_registry(cls: type) -> list[type]:
 def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
+    payload = pickler._state()
+    # The payload's copies (see PayloadState.name): a class loaded from an earlier
+    # payload keeps that payload's __module__, its functions this one's.
     namespace: dict[str, Any] = {
-        "__module__": cls.__module__,
-        "__qualname__": cls.__qualname__,
+        "__module__": payload.name(cls.__module__),
+        "__qualname__": payload.name(cls.__qualname__),
     }
     doc = cls.__dict__.get("__doc__")
     if doc is not None:
@@ -245,7 +248,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
-        attributes = _class_attributes(cls, pickler._state(), _ENUM_SKIP | set(members))
+        attributes = _class_attributes(cls, payload, _ENUM_SKIP | set(members))
         return (
             _reconstruct._make_enum,
             (
@@ -265,7 +268,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     return (
         _reconstruct._make_class,
         (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, _tracker.origin(cls)),
-        (_class_attributes(cls, pickler._state()), _abc_registry(cls)),
+        (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,
         _reconstruct._class_setstate,

@@ -135,7 +135,7 @@ def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
 # -------------------------------------------------------------- code objects
 
 # id(code) -> (code, marshal bytes, names of globals it may read, ...)
-CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str]
+CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str, str, str]
 _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
@@ -166,8 +166,9 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
 
 def code_info(code: types.CodeType) -> CodeInfo:
     """What shipping a code object needs, computed once per code object:
-    ``(code, sealed marshal bytes, global names it may read, and the __doc__ and
-    __qualname__ that FunctionType derives from it)``."""
+    ``(code, sealed marshal bytes, global names it may read, the __doc__ and
+    __qualname__ that FunctionType derives from it, its co_name and the copy of
+    it that functions of this code ship as their name)``."""
     info = _code_cache.get(id(code))
     if info is not None and info[0] is code:
         return info
@@ -182,6 +183,10 @@ def code_info(code: types.CodeType) -> CodeInfo:
         _global_names(code),
         default_doc,
         default_qualname,
+        code.co_name,
+        # Unshared (see PayloadState.name), and one per code object: functions
+        # of one code share it, in the payload as where it is loaded.
+        code.co_name[:1] + code.co_name[1:],
     )
     if len(_code_cache) >= _CODE_CACHE_LIMIT:
         _code_cache.clear()
@@ -228,7 +233,7 @@ def function_by_value(
     info = _code_cache.get(_id(code))
     if info is None or info[0] is not code:
         info = code_info(code)
-    _, data, names, default_doc, default_qualname = info
+    _, data, names, default_doc, default_qualname, code_name, name_copy = info
     canonical = pickler._canonical
     if canonical is not None:
         data = canonical.code_bytes(code)
@@ -241,9 +246,9 @@ def function_by_value(
         payload = pickler._state()
     shipped = payload.globals_map.get(_id(home))
     if shipped is None:
-        refs = {}
+        refs: dict[str, Any] = {}
         if module_name is not None:
-            refs["__name__"] = module_name
+            refs["__name__"] = payload.name(module_name)  # shared as the class's __module__
         package = home.get("__package__")
         if package:
             refs["__package__"] = package
@@ -314,6 +319,10 @@ def function_by_value(
     if func.__kwdefaults__:
         slots = slots or {}
         slots["__kwdefaults__"] = func.__kwdefaults__
+    # Its name as an unshared copy (see PayloadState.name): the code's, or
+    # (renamed, or given another function's name by functools.wraps) the payload's.
+    name = func.__name__
+    name = name_copy if name is code_name else payload.name(name)
     annotations = func.__annotations__
     if annotations:
         if _plain_annotations(annotations):
@@ -321,7 +330,7 @@ def function_by_value(
                 data,
                 _RECORD,
                 shipped,
-                payload.name(func.__name__),
+                name,
                 defaults,
                 closure,
                 annotations,
@@ -329,9 +338,9 @@ def function_by_value(
         else:
             slots = slots or {}
             slots["__annotations__"] = annotations  # may lead back to func: set once memoized
-            args = (data, _RECORD, shipped, payload.name(func.__name__), defaults, closure)
+            args = (data, _RECORD, shipped, name, defaults, closure)
     else:
-        args = (data, _RECORD, shipped, payload.name(func.__name__), defaults, closure)
+        args = (data, _RECORD, shipped, name, defaults, closure)
     attributes = func.__dict__
     if attributes:
         attributes = {payload.name(key): value for key, value in attributes.items()}

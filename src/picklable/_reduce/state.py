@@ -20,8 +20,8 @@ class PayloadState:
         self.globals_values: dict[int, dict[str, Any]] = {}
         # ids of closure cells whose contents a function's state fills in
         self.deferred_cells: set[int] = set()
-        # name -> this payload's own copy of it (see name())
-        self.names: dict[str, str] = {}
+        # name -> this payload's own copy of it (see name()), made on first need
+        self.names: dict[str, str] | None = None
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.
@@ -36,10 +36,13 @@ class PayloadState:
         and 1,000 functions of one name share one string. (One-character
         strings are singletons: shared alike everywhere.)
         """
-        found = self.names.get(name)
+        names = self.names
+        if names is None:
+            names = self.names = {}
+        found = names.get(name)
         if found is None:
             found = name[:1] + name[1:] if type(name) is str and len(name) > 1 else name
-            self.names[name] = found
+            names[name] = found
         return found
 
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
