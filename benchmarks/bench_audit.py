@@ -45,7 +45,8 @@ def timed_audit(serializers: list[str] | None, jobs: int) -> dict[str, Any]:
     start = time.perf_counter()
 
     def progress(phase: str, done: int, total: int) -> None:
-        marks.setdefault(phase, time.perf_counter())
+        if done:  # each phase also reports its start (done == 0)
+            marks.setdefault(phase, time.perf_counter())
         if phase == "dump" and done == total:
             marks["dumps_done"] = time.perf_counter()
 

@@ -24,7 +24,8 @@ ratios against the stdlib in the same run (the targets of issue 6):
    5 ms sleeps show the pool's own overhead whatever the load.
 
 Not in --quick: loky, and the start-up of a script that imports numpy and
-pandas (stdlib spawn workers import the script again; picklable's do not).
+pandas (the workers of both pools import the script again, as ``__mp_main__``;
+picklable's skip it with ``import_main=False``).
 """
 
 from __future__ import annotations

@@ -78,8 +78,9 @@ CASES: list[tuple[str, Any, tuple[Any, ...], Any, str | None]] = [
         ("total", 3),
         "mylib:Series.total",
     ),
-    ("__main__ function, no wraps", greet, ("ann",), "HI ANN", None),
-    ("__main__ class-based decorator", cube, (3,), 27, None),
+    # A spawn worker re-imports this script as __mp_main__: it has its own of these.
+    ("__main__ function, no wraps", greet, ("ann",), "HI ANN", "__mp_main__:greet"),
+    ("__main__ class-based decorator", cube, (3,), 27, "__mp_main__:cube"),
     ("closure", make_scaler(5), (2,), 10, None),
     ("lambda", lambda x: x + 1, (1,), 2, None),
 ]

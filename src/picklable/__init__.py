@@ -57,6 +57,7 @@ __all__ = [
     "unregister_by_value",
     "unregister_pickle_by_value",
     "with_state",
+    "without_state",
     "worker_index",
 ]
 
@@ -67,7 +68,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._diagnose import state_left_behind
     from ._envelope import Envelope, ship
     from ._explain import Explanation, explain
-    from ._reduce.wrappers import with_state
+    from ._reduce.wrappers import with_state, without_state
     from ._signing import new_key
     from .executors import (
         BrokenPoolError,
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     "state_left_behind": "._diagnose",
     "decorator": "._decorators",
     "with_state": "._reduce.wrappers",
+    "without_state": "._reduce.wrappers",
     "new_key": "._signing",
     "Envelope": "._envelope",
     "ship": "._envelope",

@@ -136,6 +136,7 @@ def dumps(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
     key: bytes | None = None,
     deterministic: bool = False,
+    scripts: str = "auto",
     fix_imports: bool = True,
 ) -> bytes:
     # The options are not keyword-only on purpose: CPython fills each missing
@@ -166,6 +167,14 @@ def dumps(
         every ``PYTHONHASHSEED`` (sorted sets, canonical code bytes,
         content-derived class ids; see :mod:`picklable._deterministic`).
         Several times slower: it runs the pure-Python pickler.
+    scripts:
+        How objects of this program's script (``__main__``) travel: ``"auto"``
+        (the receiver's own where it runs the same script, as a spawn worker
+        does, else the copy that comes along), ``"reference"`` (the receivers
+        run this script: no copy is sent) or ``"copy"`` (always a copy). See
+        :class:`Pickler`.
+
+        .. versionadded:: 0.2.0
     fix_imports:
         As for :func:`pickle.dumps` (protocols 0-2 only).
 
@@ -188,9 +197,10 @@ def dumps(
         key is not None
         or deterministic
         or (protocol is not None and protocol != DEFAULT_PROTOCOL)
+        or scripts != "auto"
         or fix_imports is not True
     ):
-        return _dumps_with(obj, protocol, buffer_callback, key, deterministic, fix_imports)
+        return _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts, fix_imports)
     # The success path is what pickle.dumps is measured against: no finally,
     # and the resets are slot stores; failures leave through _dump_failed.
     try:
@@ -226,22 +236,40 @@ def _dump_failed(
     """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``:
     the payload, or the error for dumps to raise.
 
-    A cached "importable by name" answer may have gone stale (a module
-    attribute reassigned, which makes the C pickler refuse the reference):
-    forget them all and try once more. Any other failure is not retried, so an
-    object's failing ``__reduce__`` runs once more at most (to find its path).
+    Try once more when the failure may come from a cached "importable by name"
+    answer gone stale (a module attribute reassigned, which makes the C
+    pickler refuse the reference: the cache is forgotten), or from a copied
+    object of the script that cannot be copied (the second try sends those as
+    references alone). Any other failure is not retried: an object's failing
+    ``__reduce__`` runs once, as with pickle (the error's walk to it pickles
+    nothing).
     """
-    if not _stale_reference(exc):
+    scripts = _copied_script_objects(pickler)
+    if (
+        isinstance(exc, RecursionError)
+        or _is_located(exc)
+        or (not _stale_reference(exc) and not scripts)
+    ):
         return _dump_error(obj, exc)
     _locator.by_name.clear()
     chunks.clear()
     pickler.clear_memo()
     pickler._payload = None
+    pickler._check_copies = scripts
     try:
         pickler.dump(obj)
     except Exception as again:
         return _dump_error(obj, again)
+    finally:
+        pickler._check_copies = False
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _copied_script_objects(pickler: Any) -> bool:
+    """Whether a failed dump copied objects of the script (one may be what
+    cannot be copied: a second try sends such objects as references alone)."""
+    payload = pickler._payload
+    return bool(payload is not None and payload.script_copies and pickler._scripts == "auto")
 
 
 def _dumps_with(
@@ -250,10 +278,11 @@ def _dumps_with(
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None,
     key: Any,
     deterministic: bool,
+    scripts: str = "auto",
     fix_imports: bool = True,
 ) -> bytes:
-    """dumps with a key, deterministic bytes, another protocol or fix_imports
-    (the slower branch)."""
+    """dumps with a key, deterministic bytes, another protocol, another script
+    mode or fix_imports (the slower branch)."""
     signing_key = None
     oob: list[pickle.PickleBuffer] = []
     if key is not None:
@@ -271,6 +300,7 @@ def _dumps_with(
         not deterministic
         and buffer_callback is None
         and (protocol is None or protocol == DEFAULT_PROTOCOL)
+        and scripts == "auto"
         and fix_imports is True
     ):
         data = dumps(obj)  # signed, otherwise the default: the pooled picklers
@@ -286,7 +316,11 @@ def _dumps_with(
             obj,
             buffer,
             lambda file: make(
-                file, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback
+                file,
+                protocol,
+                fix_imports=fix_imports,
+                buffer_callback=buffer_callback,
+                scripts=scripts,
             ),
             oob.clear,  # a retry calls the callback for every buffer again
         )
@@ -308,6 +342,7 @@ def dump(
     *,
     key: bytes | None = None,
     deterministic: bool = False,
+    scripts: str = "auto",
     fix_imports: bool = True,
 ) -> None:
     """Serialize ``obj`` into the binary ``file``.
@@ -326,13 +361,15 @@ def dump(
         As for :func:`dumps`.
     """
     if key is not None or deterministic:
-        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic, fix_imports))
+        file.write(
+            _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts, fix_imports)
+        )
         return
     error = _dump_fresh(
         obj,
         file,
         lambda out: Pickler(
-            out, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback
+            out, protocol, fix_imports, buffer_callback=buffer_callback, scripts=scripts
         ),
     )
     if error is not None:
@@ -375,11 +412,18 @@ def _dump_fresh(
     except (AttributeError, OSError, ValueError):
         start = None
     watched = _Watched(file)
+    first = make_pickler(watched)
     try:
-        make_pickler(watched).dump(obj)
+        first.dump(obj)
         return None
     except Exception as exc:
-        if not _stale_reference(exc) or (watched.written and start is None):
+        scripts = _copied_script_objects(first)
+        if (
+            isinstance(exc, RecursionError)
+            or _is_located(exc)
+            or (not _stale_reference(exc) and not scripts)
+            or (watched.written and start is None)
+        ):
             return _dump_error(obj, exc)
     if watched.written:
         assert start is not None
@@ -388,10 +432,12 @@ def _dump_fresh(
     _locator.by_name.clear()
     if on_retry is not None:
         on_retry()
+    again = make_pickler(file)
+    again._check_copies = scripts
     try:
-        make_pickler(file).dump(obj)
-    except Exception as again:
-        return _dump_error(obj, again)
+        again.dump(obj)
+    except Exception as failed:
+        return _dump_error(obj, failed)
     return None
 
 

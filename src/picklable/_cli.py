@@ -13,9 +13,15 @@ interpreter). Reports go to stdout, summaries and errors to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
+import re
+import runpy
 import sys
-from collections.abc import Callable, Sequence
+import traceback
+import types
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -94,29 +100,54 @@ def _add_audit(subparsers: Any) -> None:
             "Dump every public callable of the TARGETs with picklable (and pickle, "
             "cloudpickle, dill when installed), load each in a freshly started "
             "interpreter, and classify it: identity, exact copy, wrong, dump fails, "
-            "load fails, crash or hang."
+            "load fails, crash or hang. Settings may also come from [tool.picklable] "
+            "of the nearest pyproject.toml (from the current directory upward); an option "
+            "given here wins, and --ignore adds to the file's ignore list."
         ),
         epilog=(
             "Exit status: 0 when picklable has no outcome listed by --fail-on, 1 when it "
-            "has, 2 on errors. The table goes to stdout, the summary to stderr."
+            "has, 2 on errors. The report goes to stdout (what fails and why, then the "
+            "totals; the per-object table with --table), the summary to stderr."
         ),
     )
     parser.add_argument(
         "targets",
-        nargs="+",
+        nargs="*",
         metavar="TARGET",
-        help="module or package (json, pandas), or a class or other object (pandas.Series)",
+        help="module or package (json, pandas), or a class or other object (pandas.Series); "
+        "default: targets of [tool.picklable]",
     )
-    parser.add_argument("--private", action="store_true", help="also audit _private names")
     parser.add_argument(
-        "--recursive", action="store_true", help="also audit submodules of packages"
+        "--private", action="store_true", default=None, help="also audit _private names"
+    )
+    parser.add_argument(
+        "--recursive",
+        action="store_true",
+        default=None,
+        help="also audit submodules of packages",
     )
     parser.add_argument(
         "--no-members",
         dest="members",
         action="store_false",
+        default=None,
         help="audit classes found in modules, not their methods "
         "(name a class as a TARGET to audit its members)",
+    )
+    parser.add_argument(
+        "--no-properties",
+        dest="properties",
+        action="store_false",
+        default=None,
+        help="leave property objects out (they are counted apart otherwise)",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="leave out objects whose dotted name (or an alias) matches this fnmatch "
+        "pattern, e.g. 'mypackage.legacy.*'; repeatable",
     )
     parser.add_argument(
         "--serializers",
@@ -140,27 +171,33 @@ def _add_audit(subparsers: Any) -> None:
     parser.add_argument(
         "--timeout",
         type=_positive_float,
-        default=30.0,
+        default=None,
         metavar="SECONDS",
         help="time one load may take before it counts as a hang (default: 30)",
     )
     parser.add_argument(
-        "--json",
-        metavar="FILE",
-        help="write the JSON report to FILE ('-': stdout, instead of the table)",
-    )
-    parser.add_argument(
-        "--html",
-        metavar="FILE",
-        help="write the self-contained HTML report to FILE ('-': stdout, not the table)",
+        "--table",
+        action="store_true",
+        help="also print the per-object table (rows chosen by --show)",
     )
     parser.add_argument(
         "--show",
         choices=SHOW_CHOICES,
-        default="differences",
-        help="table rows: objects where any serializer is short of identity (default), "
-        "picklable's failures, or all",
+        default=None,
+        help="rows of the table (implies --table): objects where any serializer is short "
+        "of identity (default), picklable's failures, or all",
     )
+    for flag, what in (
+        ("--json", "the JSON report"),
+        ("--html", "the self-contained HTML report"),
+        ("--junit", "JUnit XML, one test case per object (CI test reports)"),
+        ("--markdown", "a Markdown summary (CI job summaries)"),
+    ):
+        parser.add_argument(
+            flag,
+            metavar="FILE",
+            help=f"write {what} to FILE ('-': stdout, instead of the terminal report)",
+        )
     parser.add_argument(
         "--fail-on",
         type=_fail_on,
@@ -170,7 +207,16 @@ def _add_audit(subparsers: Any) -> None:
         "of wrong,dump,load,crash,hang (default: all five)",
     )
     parser.add_argument(
-        "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
+        "--no-config",
+        dest="config",
+        action="store_false",
+        help="do not read [tool.picklable] of pyproject.toml",
+    )
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="no progress bar on stderr (drawn only on a terminal anyway)",
     )
     parser.add_argument(
         "--color",
@@ -188,50 +234,108 @@ def _write(path: str, text: str) -> None:
         _fatal(f"cannot write {path}: {exc.strerror or exc}")
 
 
+_OUTPUTS = ("json", "html", "junit", "markdown")
+
+
+def _audit_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The audit's keyword arguments: the command line over [tool.picklable] over defaults."""
+    from ._audit import config as audit_config
+
+    try:
+        found = audit_config.load(audit_config.find() if args.config else None)
+    except audit_config.ConfigError as exc:
+        _fatal(str(exc))
+    settings: dict[str, Any] = {
+        "targets": [],
+        "private": False,
+        "recursive": False,
+        "members": True,
+        "properties": True,
+        "serializers": None,
+        "jobs": None,
+        "timeout": 30.0,
+        "fail_on": None,
+        **found.options(*audit_config.KEYS),
+    }
+    for key in ("private", "recursive", "members", "properties", "serializers", "jobs"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    if args.timeout is not None:
+        settings["timeout"] = args.timeout
+    if args.fail_on is not None:
+        settings["fail_on"] = args.fail_on
+    if args.targets:
+        settings["targets"] = args.targets
+    settings["ignore"] = [*(found.ignore or []), *args.ignore]
+    settings["config"] = found.path
+    return settings
+
+
 def _run_audit(args: argparse.Namespace) -> int:
     from ._audit import ChildError, TargetError, audit
     from ._audit.model import FAILURES, Outcome
-    from ._format import HtmlFormat, JsonFormat, ProgressBar, TableFormat, summary
-
-    if args.json == "-" and args.html == "-":
-        _fatal("only one of --json and --html can write to stdout ('-')")
-    fail_on = (
-        [Outcome(name) for name in args.fail_on] if args.fail_on is not None else list(FAILURES)
+    from ._format import (
+        HtmlFormat,
+        JsonFormat,
+        JunitFormat,
+        MarkdownFormat,
+        TableFormat,
+        summary,
     )
-    bar = ProgressBar(enabled=None if args.progress else False)
+    from ._progress import interactive
+
+    to_stdout_flags = [f"--{name}" for name in _OUTPUTS if getattr(args, name) == "-"]
+    if len(to_stdout_flags) > 1:
+        _fatal(f"only one of {', '.join(to_stdout_flags)} can write to stdout ('-')")
+    settings = _audit_settings(args)
+    if not settings["targets"]:
+        where = f" of {settings['config']}" if settings["config"] else ""
+        _fatal(
+            "nothing to audit: name a TARGET (e.g. picklable audit mypackage), or set "
+            f"targets = [...] in [tool.picklable]{where or ' of pyproject.toml'}"
+        )
+    fail_on = (
+        [Outcome(name) for name in settings["fail_on"]]
+        if settings["fail_on"] is not None
+        else list(FAILURES)
+    )
     try:
         report = audit(
-            args.targets,
-            private=args.private,
-            recursive=args.recursive,
-            members=args.members,
-            serializers=args.serializers,
-            jobs=args.jobs,
-            timeout=args.timeout,
-            progress=bar,
+            settings["targets"],
+            private=settings["private"],
+            recursive=settings["recursive"],
+            members=settings["members"],
+            properties=settings["properties"],
+            ignore=settings["ignore"],
+            serializers=settings["serializers"],
+            jobs=settings["jobs"],
+            timeout=settings["timeout"],
+            progress=bool(args.progress and interactive(sys.stderr)),
         )
     except (TargetError, ValueError, ChildError) as exc:
-        bar.close()
         _fatal(str(exc))
-    bar.close()
     to_stdout = None
-    if args.json:
-        text = JsonFormat().format(report)
-        if args.json == "-":
+    formats = {
+        "json": JsonFormat(),
+        "html": HtmlFormat(),
+        "junit": JunitFormat(fail_on),
+        "markdown": MarkdownFormat(fail_on),
+    }
+    for name, formatter in formats.items():
+        target = getattr(args, name)
+        if not target:
+            continue
+        text = formatter.format(report)
+        if target == "-":
             to_stdout = text
         else:
-            _write(args.json, text)
-    if args.html:
-        text = HtmlFormat().format(report)
-        if args.html == "-":
-            to_stdout = text
-        else:
-            _write(args.html, text)
+            _write(target, text)
     if to_stdout is None:
         color = args.color == "always" or (
             args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         )
-        to_stdout = TableFormat(args.show, fail_on, color=color).format(report)
+        show = args.show or ("differences" if args.table else None)
+        to_stdout = TableFormat(show, fail_on, color=color).format(report)
     sys.stdout.write(to_stdout)
     sys.stdout.flush()
     verdict, failed = summary(report, fail_on)
@@ -244,8 +348,6 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 def _import_target(target: str) -> Any:
     """The object named ``module:attr.path`` (or ``module.attr``, or a module)."""
-    import importlib
-
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # like python -m: modules of the current directory
     module_name, colon, path = target.partition(":")
@@ -254,7 +356,7 @@ def _import_target(target: str) -> Any:
         parts = target.split(".")
         for cut in range(len(parts), 0, -1):
             try:
-                obj = importlib.import_module(".".join(parts[:cut]))
+                importlib.import_module(".".join(parts[:cut]))
             except ImportError:
                 continue
             module_name, path = ".".join(parts[:cut]), ".".join(parts[cut:])
@@ -265,12 +367,83 @@ def _import_target(target: str) -> Any:
         obj = importlib.import_module(module_name)
     except Exception as exc:
         _fatal(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}")
+    return _walk(obj, path, f"{module_name}:{path}", f"module {module_name!r}")
+
+
+def _walk(obj: Any, path: str, target: str, where: str) -> Any:
+    """``obj.a.b`` for ``path`` ``a.b``, or a fatal error naming the missing step."""
     for step in path.split(".") if path else ():
         try:
             obj = getattr(obj, step)
         except AttributeError:
-            _fatal(f"{module_name}:{path}: {step!r} not found")
+            names = sorted(n for n in dir(obj) if not n.startswith("_") and _offered(obj, n))
+            known = f" (it has: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})"
+            _fatal(f"{target}: {where} has no {step!r}{known if names else ''}")
     return obj
+
+
+def _offered(obj: Any, name: str) -> bool:
+    """Worth naming among what ``obj`` has: not an imported module or a
+    ``from __future__`` feature."""
+    value = getattr(obj, name, None)
+    return not isinstance(value, types.ModuleType) and type(value).__name__ != "_Feature"
+
+
+def _is_script_target(target: str) -> bool:
+    """``FILE.py:NAME``, ``./FILE.py:NAME``, ``dir/FILE:NAME``: a file, not a module."""
+    file_part = target.rpartition(":")[0] if ":" in target else target
+    return file_part.endswith(".py") or "/" in file_part or os.sep in file_part
+
+
+_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
+
+
+@contextlib.contextmanager
+def _spawn_worker_view(path: Path) -> Iterator[None]:
+    """While loading a script as a spawn worker does: its directory first on
+    ``sys.path`` (as ``python FILE.py`` has it); ``sys.modules['__mp_main__']``
+    and ``['__main__']`` put back afterwards."""
+    names = ("__mp_main__", "__main__")
+    saved = {name: sys.modules.get(name) for name in names}
+    saved_path = list(sys.path)
+    sys.path.insert(0, str(path.parent))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        for name, previous in saved.items():
+            if previous is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
+
+
+def _run_as_mp_main(path: Path) -> types.ModuleType:
+    """Run the script at ``path`` as a spawn worker of it does: as the module
+    ``__mp_main__`` (``if __name__ == "__main__":`` blocks do not run), which is
+    also ``__main__`` there."""
+    module = types.ModuleType("__mp_main__")
+    module.__file__ = str(path)
+    sys.modules["__mp_main__"] = module
+    # run_path runs the code in a module of its own registered under this name,
+    # so that the script's functions and classes say __module__ == "__mp_main__",
+    # and returns its namespace: what multiprocessing's spawn does.
+    namespace = runpy.run_path(str(path), run_name="__mp_main__")
+    module.__dict__.update(namespace)
+    sys.modules["__main__"] = module
+    return module
+
+
+def _script_failure(shown: str, path: Path, exc: BaseException) -> str:
+    """``FILE.py raised ...`` with the line of the script where it happened."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+    where = f" (line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    kind = type(exc).__name__
+    words = f"{kind}: {exc}" if str(exc) else kind
+    return (
+        f"{shown} raised {words}{where} while loading as __mp_main__, the way a spawn "
+        'worker runs it (its `if __name__ == "__main__":` block does not run)'
+    )
 
 
 def _add_explain(subparsers: Any) -> None:
@@ -278,14 +451,20 @@ def _add_explain(subparsers: Any) -> None:
         "explain",
         help="tell how an object ships: by reference, by value, taken apart, or not at all",
         description=(
-            "Import TARGET and tell how each part of it ships (by reference via which "
+            "Load TARGET and tell how each part of it ships (by reference via which "
             "module:path, by value and why, taken apart as a wrapper, or not at all and how to "
-            "fix it), the state that stays behind, and the bytes each part adds, largest first."
+            "fix it), the state that stays behind, and the bytes each part adds, largest first. "
+            "A TARGET in a script file (FILE.py:NAME) is explained as it is when the file runs "
+            "as a script: the file is loaded as a spawn worker loads it, as the module "
+            "__mp_main__, without running its `if __name__ == '__main__':` block."
         ),
         epilog="Exit status: 0 when it ships, 1 when something in it cannot ship, 2 on errors.",
     )
     parser.add_argument(
-        "target", metavar="TARGET", help="module:attr.path (or module.attr) of the object"
+        "target",
+        metavar="TARGET",
+        help="module:attr.path (or module.attr) of an importable object, or FILE.py:NAME "
+        "(also ./FILE.py:NAME, dir/FILE.py:NAME) of an object of a script",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
@@ -298,14 +477,74 @@ def _add_explain(subparsers: Any) -> None:
     parser.set_defaults(handler=_run_explain)
 
 
-def _run_explain(args: argparse.Namespace) -> int:
+def _explained(args: argparse.Namespace, obj: Any, name: str, heading: str) -> int:
     from ._explain import explain
 
-    obj = _import_target(args.target)
-    name = args.target.replace(":", ".").rpartition(".")[2] or args.target
     report = explain(obj, name=name if name.isidentifier() else None, max_nodes=args.max_nodes)
-    sys.stdout.write(report.to_json() + "\n" if args.json else report.render())
+    if args.json:
+        if heading:
+            print(heading, file=sys.stderr)
+        sys.stdout.write(report.to_json() + "\n")
+    else:
+        sys.stdout.write((heading + "\n" if heading else "") + report.render())
     return EXIT_OK if report.ships else EXIT_FINDINGS
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    target: str = args.target
+    if _is_script_target(target):
+        return _explain_script(args, target)
+    obj = _import_target(target)
+    name = target.replace(":", ".").rpartition(".")[2] or target
+    return _explained(args, obj, name, _script_note(target))
+
+
+def _script_note(target: str) -> str:
+    """For ``script:NAME`` where ``script.py`` is a script of the current directory:
+    what is explained (the importable module), and how to see the script's view."""
+    module_name, _, attr = target.partition(":")
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if not (isinstance(file, str) and "." not in module_name and attr):
+        return ""
+    path = Path(file)
+    if path.parent != Path.cwd() or path.suffix != ".py":
+        return ""
+    try:
+        is_script = _MAIN_GUARD.search(path.read_text(encoding="utf-8")) is not None
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not is_script:
+        return ""
+    return (
+        f"note: {attr} of the importable module {module_name!r} ({path.name} imported as "
+        f"`import {module_name}`); run as a script (python {path.name}), its objects live in "
+        f"__main__ and may ship otherwise: picklable explain {path.name}:{attr}"
+    )
+
+
+def _explain_script(args: argparse.Namespace, target: str) -> int:
+    file_part, colon, attr = target.rpartition(":")
+    if not colon or not file_part:
+        _fatal(f"{target}: name the object in the script: {target}:NAME (e.g. {target}:work)")
+    path = Path(file_part)
+    if not path.is_file():
+        what = "a directory, not a script" if path.is_dir() else "no such file"
+        _fatal(f"{file_part}: {what}")
+    path = path.resolve()
+    if not attr or not all(part.isidentifier() for part in attr.split(".")):
+        _fatal(f"{target}: {attr!r} is not a name (FILE.py:NAME or FILE.py:Class.method)")
+    with _spawn_worker_view(path):
+        try:
+            module = _run_as_mp_main(path)
+        except (Exception, SystemExit) as exc:  # its import failed, or it exits on import
+            _fatal(_script_failure(file_part, path, exc))
+        obj = _walk(module, attr, target, f"{file_part} (run as __mp_main__)")
+        heading = (
+            f"{file_part}:{attr}, loaded as a spawn worker sees it: {path.name} run as the "
+            'module __mp_main__ (its `if __name__ == "__main__":` block not run)'
+        )
+        return _explained(args, obj, attr.rpartition(".")[2], heading)
 
 
 def _add_inspect(subparsers: Any) -> None:

@@ -10,6 +10,7 @@ as they did in the sender.
 
 from __future__ import annotations
 
+import dis
 import importlib.util
 import marshal
 import sys
@@ -24,6 +25,7 @@ __all__ = [
     "CODES",
     "HERE",
     "check_interpreter",
+    "global_reads",
     "interpreter_record",
     "load",
     "seal",
@@ -195,3 +197,33 @@ def load(data: object, record: object) -> types.CodeType:
         CODES.clear()
     CODES[data] = code
     return code
+
+
+# id(code) -> (code, the global names it reads); bounded.
+_READS: dict[int, tuple[types.CodeType, frozenset[str]]] = {}
+_caches.register("code.global_reads", _READS.clear)
+_READ_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
+def global_reads(code: types.CodeType) -> frozenset[str]:
+    """Names ``code`` (and the code nested in it) reads as globals.
+
+    From the instructions (``dis`` decodes, never runs): ``co_names`` mixes
+    globals with attribute names.
+    """
+    hit = _READS.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        for instruction in dis.get_instructions(current):
+            if instruction.opname in _READ_OPS and type(instruction.argval) is str:
+                names.add(instruction.argval)
+        stack.extend(c for c in current.co_consts if type(c) is types.CodeType)
+    reads = frozenset(names)
+    if len(_READS) >= _CODES_LIMIT:
+        _READS.clear()
+    _READS[id(code)] = (code, reads)
+    return reads

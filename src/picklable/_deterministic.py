@@ -76,12 +76,13 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
         *,
         fix_imports: bool = True,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+        scripts: str = "auto",
     ) -> None:
         protocol = resolve_protocol(protocol)
         super().__init__(file, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback)
         # The reducers read code bytes and class ids through this policy: the
         # only two answers of the default pickler that vary between processes.
-        self._start(protocol, _CANONICAL)
+        self._start(protocol, _CANONICAL, scripts)
         self._values: dict[tuple[type, Any], int] = {}
 
     def clear_memo(self) -> None:

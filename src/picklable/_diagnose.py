@@ -32,7 +32,7 @@ from typing import Any
 
 from . import _hints, _reconstruct
 from ._pickler import Pickler
-from ._reduce.reference import located_reference
+from ._reduce.reference import candidate_state, locate_anywhere, split_state
 from ._reduce.table import (
     DATA,
     DATA_KIND,
@@ -42,7 +42,7 @@ from ._reduce.table import (
     kind_for,
     verdict,
 )
-from ._reduce.wrappers import WithState, state_of
+from ._reduce.wrappers import WithState
 from .exceptions import PicklingError, make_combined
 
 __all__ = [
@@ -110,10 +110,28 @@ def _out_of_band(buffer: Any) -> bool:
     return False  # large buffers (arrays) are never copied while probing
 
 
-def _pickles(obj: Any) -> BaseException | None:
-    """None if ``obj`` pickles alone, else the error."""
+class _AboveSkipped(Pickler):
+    """A probe that writes a persistent id for the objects above the one tried
+    (the path walked so far): a piece is blamed for what fails inside it, not
+    for leading back to its container (sacred's run and its main function
+    reach each other)."""
+
+    def __init__(self, above: dict[int, Any]) -> None:
+        super().__init__(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
+        self._check_copies = True  # as dumps decides in the end (see _probe)
+        self._above = above
+
+    def persistent_id(self, obj: Any) -> Any:
+        return 0 if id(obj) in self._above else None
+
+
+def _pickles(obj: Any, above: dict[int, Any] | None = None) -> BaseException | None:
+    """None if ``obj`` pickles alone (``above`` left out), else the error."""
     try:
-        _probe().dump(obj)
+        if above:
+            _AboveSkipped({k: v for k, v in above.items() if k != id(obj)}).dump(obj)
+        else:
+            _probe().dump(obj)
     except RecursionError as exc:
         return exc
     except Exception as exc:
@@ -125,8 +143,15 @@ def _pickles(obj: Any) -> BaseException | None:
 
 
 def _probe() -> Pickler:
-    """A pickler that writes nowhere, to ask the reducers for their decision."""
-    return Pickler(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
+    """A pickler that writes nowhere, to ask the reducers for their decision.
+
+    It decides as ``dumps`` does in the end: checking from the start what
+    ``dumps`` checks on its second try (a script object that cannot be copied
+    travels as a reference alone).
+    """
+    probe = Pickler(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
+    probe._check_copies = True
+    return probe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,26 +232,14 @@ def reference_path(obj: Any) -> str | None:
     return how.via if how.how == "reference" else None
 
 
-# Metadata a wrapper copies from what it wraps: not state that stays behind.
-_METADATA = frozenset(
-    {
-        "__module__",
-        "__name__",
-        "__qualname__",
-        "__doc__",
-        "__annotations__",
-        "__wrapped__",
-        "__dict__",
-    }
-)
-
-
 def state_left_behind(obj: Any) -> list[str]:
     """Names of the attributes of ``obj`` that do not travel when it is shipped.
 
-    An importable function or wrapper goes by reference: its attributes (set
-    after decoration, like an experiment framework's ``config``) stay in the
-    sender, and the receiver sees its own values. A copy carries them all.
+    A function importable by its own name goes by reference, as with pickle: its
+    attributes stay in the sender, and the receiver sees its own values. A
+    wrapper found by reference (a decorator product, a proxy) carries what the
+    sender set on it, except what cannot be pickled (a lock, a thread, a
+    connection), which stays behind. A copy carries them all.
 
     Parameters
     ----------
@@ -239,10 +252,13 @@ def state_left_behind(obj: Any) -> list[str]:
         Sorted attribute names (metadata such as ``__name__`` or ``__wrapped__``
         left out); empty when ``obj`` travels by value or has no state.
     """
-    if located_reference(_probe(), obj) is None:
-        return []
-    state = state_of(obj) or {}
-    return sorted(k for k in state if k not in _METADATA)
+    probe = _probe()
+    where = locate_anywhere(probe, obj)
+    if where is None:
+        return []  # a copy carries all of it
+    if type(obj) is types.FunctionType and where[0] in ("name", "script"):
+        return sorted(candidate_state(obj))  # by its own name, as pickle sends a function
+    return sorted(split_state(probe, obj)[1])  # what cannot be pickled stays
 
 
 # ------------------------------------------------------------------ pieces
@@ -267,21 +283,36 @@ def children(obj: Any, decided: Decision | None = None) -> Iterator[tuple[str, A
         except the state a ``with_state`` marker carries.
     """
     kind = kind_for(type(obj))
-    if kind.pieces is None:
-        return
     reduction = None
     if type(obj) is not WithState and type(obj) not in PLAIN_TYPES:
         if decided is None:
             decided = decide(obj)
-        if decided.shipping.how in ("reference", "fails"):
-            return
         reduction = decided.reduction
+        if decided.shipping.how == "reference":
+            # Nothing of it travels but the state a reference carries.
+            yield from _carried_pieces(reduction)
+            return
+        if decided.shipping.how == "fails":
+            return
+    if kind.pieces is None:
+        return
     for i, piece in enumerate(kind.pieces(obj, reduction)):
         if i >= _MAX_CHILDREN:
             return
         yield piece
     if kind.class_piece and shipping(type(obj)).how != "reference":
         yield ".__class__", type(obj)  # a class shipped by value can hold the culprit
+
+
+def _carried_pieces(reduction: Any) -> Iterator[tuple[str, Any]]:
+    if (
+        type(reduction) is tuple
+        and len(reduction) > 5
+        and reduction[5] is _reconstruct._with_state
+        and type(reduction[2]) is dict
+    ):
+        for key, value in reduction[2].items():
+            yield f".{key}", value
 
 
 # ----------------------------------------------------------------- culprit
@@ -318,13 +349,13 @@ def find_culprit(
         if found is not None:
             return (*found, current_error)
     current = root
-    seen: set[int] = set()
-    while current_error is not None and id(current) not in seen:
-        seen.add(id(current))
+    above: dict[int, Any] = {}
+    while current_error is not None and id(current) not in above:
+        above[id(current)] = current
         if _hints.unshippable(current) is not None:
             break  # the lock inside an Event is not the news: the Event is
         for suffix, child in children(current):
-            child_error = _pickles(child)
+            child_error = _pickles(child, above)
             if child_error is not None:
                 path += suffix
                 current, current_error = child, child_error

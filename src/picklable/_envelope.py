@@ -1,24 +1,27 @@
-"""``ship(obj)``: an envelope any pickle-based engine can carry.
+"""``ship(obj)``: an envelope any pickle-based engine can carry, through any hop.
 
-Engines that pickle with stdlib pickle (multiprocessing, concurrent.futures,
-Ray, mpi4py, Celery's pickle serializer), or with cloudpickle (loky, joblib),
-cannot ship what picklable ships. Wrap the object instead::
+Engines pickle tasks with stdlib pickle (multiprocessing, concurrent.futures,
+mpi4py, Celery's pickle serializer) or with cloudpickle (loky, joblib, Ray,
+Dask), and cannot ship what picklable ships. Wrap the object instead::
 
     pool.map(picklable.ship(fn), items)
 
-Dask distributed is the exception: its scheduler unpickles and re-pickles task
-graphs with its own serializer, which opens the envelope on the way. Use
-:mod:`picklable.dask`, whose envelopes stay bytes until a worker opens them.
+An envelope stays sealed on the way. Its pickle reduction is
+``(_sealed_envelope, (digest, payload, name))``: the picklable payload as
+bytes, made once by :func:`ship`. Unpickled anywhere, it is an envelope again,
+holding those bytes and nothing loaded; pickled again, by any pickler, it is
+those bytes again. So a process that unpickles and re-pickles the task on its
+way (Dask's scheduler, a queue forwarded by another process, an engine that
+inspects tasks) passes the object on exactly as it was shipped. The envelope
+opens only where it is used: called (the object is called), or asked for its
+:attr:`Envelope.obj`. Opening loads the payload once per process, keeps the
+object under the payload's digest, and hands out that same object for every
+later envelope with that digest: an engine that pickles the envelope with
+every task pays for the bytes, not for loading them again.
 
-The envelope's pickle reduction is ``(_open_envelope, (digest, payload))``:
-the picklable payload as bytes, made once by :func:`ship`. The receiving
-process loads the payload once, keeps the object under the payload's digest,
-and hands out that same object for every later envelope with that digest: an
-engine that pickles the envelope with every task pays for the bytes, not for
-loading them again.
-
-``_open_envelope`` is written into payloads by name: it is frozen (add new
-rebuilders, never rename this one).
+``_sealed_envelope`` and ``_open_envelope`` (what 0.1.0 wrote: it loads the
+object itself) are written into payloads by name: they are frozen (add new
+rebuilders, never rename these).
 """
 
 from __future__ import annotations
@@ -47,44 +50,112 @@ _cache: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
 _lock = threading.Lock()
 _caches.register("envelope.opened", _cache.clear)
 
+# An envelope that has not been opened in this process yet.
+_SEALED: Any = object()
+
+
+def digest_of(payload: bytes) -> bytes:
+    """The cache key of a payload: its BLAKE2b digest, 16 bytes."""
+    return blake2b(payload, digest_size=16).digest()
+
 
 class Envelope(Generic[T]):
     """An object packed with picklable, for engines that pickle with something else.
 
-    Made by :func:`ship`. Pickled by any pickler, it loads (in the receiving
-    process) as the object itself, loaded once per process and digest. In the
-    sending process it can be called like the object it holds, so an engine
-    that runs a task in-process (joblib with one job) needs no special case.
+    Made by :func:`ship`. Pickled by any pickler, it unpickles as an envelope
+    again, still sealed: nothing is loaded until it is used, and pickled once
+    more it is the same bytes, so it passes unchanged through any process that
+    unpickles and re-pickles it on the way (Dask's scheduler, a forwarding
+    queue). Calling it calls the object (loading it first, once per process
+    and digest); envelopes among the arguments of that call are opened too.
+    :attr:`obj` is the object itself.
+
+    In the sending process the envelope holds the very object it was made
+    from, so an engine that runs a task in-process (joblib with one job) calls
+    that object.
+
+    .. versionchanged:: 0.2.0
+       Unpickles as a sealed envelope, no longer as the object itself: call it
+       or read :attr:`obj`.
 
     Attributes
     ----------
-    obj:
-        The object, as it was given to :func:`ship`.
     payload:
-        Its picklable payload (made when the envelope was made).
+        The object's picklable payload (made when the envelope was made).
     digest:
         BLAKE2b digest (16 bytes) of the payload: the receiver's cache key.
     """
 
-    __slots__ = ("obj", "payload", "digest", "__weakref__")
+    __slots__ = ("_obj", "payload", "digest", "_name", "__weakref__")
 
-    def __init__(self, obj: T, payload: bytes, digest: bytes) -> None:
-        self.obj = obj
+    def __init__(self, obj: T, payload: bytes, digest: bytes, name: str | None = None) -> None:
+        self._obj = obj
         self.payload = payload
         self.digest = digest
+        self._name = _name_of(obj) if name is None else name
+
+    @property
+    def obj(self) -> T:
+        """The object: the one given to :func:`ship` in the sending process, and
+        elsewhere the one loaded from the payload (once per process and digest)."""
+        obj = self._obj
+        if obj is _SEALED:
+            obj = self._obj = load_cached(self.digest, self.payload)
+        return obj
+
+    @property
+    def opened(self) -> bool:
+        """Whether the object is at hand in this process (loaded, or the original)."""
+        return self._obj is not _SEALED
+
+    @property
+    def __name__(self) -> str:
+        # Engines name tasks after their function (Dask's keys, joblib's reports).
+        return self._name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.obj(*args, **kwargs)  # type: ignore[operator]
+        obj: Any = self._obj
+        if obj is _SEALED:
+            obj = self._obj = load_cached(self.digest, self.payload)
+        if args:
+            for a in args:
+                if type(a) is Envelope:
+                    args = tuple([a.obj if type(a) is Envelope else a for a in args])
+                    break
+        if kwargs:
+            for v in kwargs.values():
+                if type(v) is Envelope:
+                    kwargs = {k: v.obj if type(v) is Envelope else v for k, v in kwargs.items()}
+                    break
+        return obj(*args, **kwargs)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_open_envelope, (self.digest, self.payload))
+        return (_sealed_envelope, (self.digest, self.payload, self._name))
+
+    def __dask_tokenize__(self) -> tuple[str, bytes]:
+        # Dask tokenizes task functions for their keys; the digest is the identity.
+        return ("picklable.Envelope", self.digest)
 
     def __repr__(self) -> str:
-        kind = type(self.obj)
+        state = "opened" if self.opened else "sealed"
         return (
-            f"<picklable.Envelope of {kind.__module__}.{kind.__qualname__}, "
-            f"{len(self.payload)} bytes, digest {self.digest.hex()[:12]}>"
+            f"<picklable.Envelope of {self._name}, {len(self.payload)} bytes, "
+            f"digest {self.digest.hex()[:12]}, {state}>"
         )
+
+
+def _name_of(obj: Any) -> str:
+    """A short name for repr and task names: the object's ``__name__`` or its type's."""
+    try:
+        name = obj.__name__
+    except Exception:
+        name = None
+    if not isinstance(name, str):
+        kind = type(obj)
+        name = kind.__qualname__
+        if kind.__module__ != "builtins":
+            name = f"{kind.__module__}.{name}"
+    return name[:80]
 
 
 def ship(obj: T) -> Envelope[T]:
@@ -92,9 +163,15 @@ def ship(obj: T) -> Envelope[T]:
 
     The payload is made now, so an object that cannot ship fails here, with
     picklable's explanation, and later changes to ``obj`` do not travel (ship
-    again to send a new state). In the receiving process the envelope loads as
-    the object itself; the payload is loaded once per process and digest and
-    the object reused after that, so treat it as read-only there.
+    again to send a new state). The envelope stays sealed through every
+    process that unpickles and re-pickles it on its way, and opens where it is
+    used: calling it calls the object, :attr:`Envelope.obj` is the object. The
+    payload is loaded once per process and digest and the object reused after
+    that, so treat it as read-only there.
+
+    .. versionchanged:: 0.2.0
+       The envelope survives processes that re-pickle it on the way (Dask's
+       scheduler): it opens where it is used.
 
     Parameters
     ----------
@@ -105,7 +182,7 @@ def ship(obj: T) -> Envelope[T]:
     Returns
     -------
     Envelope
-        Callable like ``obj`` in this process.
+        Callable like ``obj``, here and in the receiving process.
 
     Raises
     ------
@@ -118,13 +195,14 @@ def ship(obj: T) -> Envelope[T]:
     ...     pool.map(picklable.ship(lambda x: x * 2), range(4))
     [0, 2, 4, 6]
     >>> joblib.Parallel(n_jobs=2)(joblib.delayed(picklable.ship(fn))(x) for x in data)
+    >>> client.map(picklable.ship(fn), data)  # Dask: sealed through the scheduler
     """
     payload = dumps(obj)
-    return Envelope(obj, payload, blake2b(payload, digest_size=16).digest())
+    return Envelope(obj, payload, digest_of(payload))
 
 
-def _open_envelope(digest: bytes, payload: bytes) -> Any:
-    """Rebuilder named in envelope pickles (frozen): the object, loaded once per digest."""
+def load_cached(digest: bytes, payload: bytes) -> Any:
+    """The object of ``payload``, loaded once per process and ``digest``."""
     with _lock:
         try:
             obj = _cache[digest]
@@ -144,3 +222,13 @@ def _open_envelope(digest: bytes, payload: bytes) -> Any:
             if len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
     return obj
+
+
+def _sealed_envelope(digest: bytes, payload: bytes, name: str) -> Envelope[Any]:
+    """Rebuilder named in envelope pickles (frozen): the envelope again, still sealed."""
+    return Envelope(_SEALED, payload, digest, name)
+
+
+def _open_envelope(digest: bytes, payload: bytes) -> Any:
+    """Rebuilder named in 0.1.0's envelope pickles (frozen): the object itself."""
+    return load_cached(digest, payload)

@@ -408,8 +408,38 @@ def _weak(obj: Any) -> Hint | None:
     return None
 
 
+# What a sacred Run that has started holds (sacred.run.Run), for the reason.
+_SACRED_RUN_PARTS = (
+    ("_heartbeat", "heartbeat thread"),
+    ("_stop_heartbeat_event", "stop event"),
+    ("_metrics", "metrics queue"),
+    ("_output_file", "captured output"),
+)
+
+
+def _sacred_run(obj: Any) -> Hint | None:
+    if not _instance_of(obj, "sacred.run", "Run"):
+        return None
+    held = [what for attribute, what in _SACRED_RUN_PARTS if getattr(obj, attribute, None)]
+    listed = ", ".join(held[:-1]) + (" and " if len(held) > 1 else "") + held[-1] if held else ""
+    parts = f": its {listed}" if held else ""
+    # docs/state-policy.md, "When state cannot travel": the same reset.
+    return (
+        f"a sacred Run belongs to a run of this process{parts}",
+        (
+            "ship the Experiment before running it here, or reset the finished run first: "
+            "ex.current_run = None, and f.run = None for each f in ex.captured_functions"
+        ),
+    )
+
+
 def _other(obj: Any) -> Hint | None:
     t = type(obj)
+    if isinstance(obj, (io.StringIO, io.BytesIO)) and obj.closed:
+        return (
+            f"a closed {t.__name__} has no contents left to ship",
+            "ship its contents (getvalue() before it is closed), or leave it out",
+        )
     if _instance_of(obj, "contextvars", "ContextVar", "Context", "Token"):
         return (
             f"a {t.__name__} belongs to the contexts of this process",
@@ -421,6 +451,7 @@ def _other(obj: Any) -> Hint | None:
 # Order matters where kinds overlap: a socket is checked before files, a
 # database object before the generic ctypes test (drivers wrap C handles).
 _KINDS: tuple[Callable[[Any], Hint | None], ...] = (
+    _sacred_run,  # before _sync: the Run is the culprit, not its heartbeat thread
     _sync,
     _multiprocessing,
     _running_code,
@@ -458,6 +489,14 @@ def unshippable(obj: Any) -> Hint | None:
 # --------------------------------------------------------- from the failure
 
 CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
+# pickle's own words when a name it would write does not lead back to the object.
+_BY_NAME = re.compile(
+    r"Can't pickle (?P<what>.+?): (?:attribute lookup (?P<attr>\S+) on (?P<module>\S+) "
+    r"failed|it's not (?:the same object as|found as) (?P<name>\S+)|import of module "
+    r"(?P<missing>\S+) failed)"
+)
+# Type names a culprit may hold that are kinds with a reason and fix of their own.
+_HELD_KINDS = {"_thread.lock": _LOCK, "_thread.RLock": _LOCK}
 REDUCE_METHODS = (
     "__reduce_ex__",
     "__reduce__",
@@ -503,6 +542,46 @@ def _written_in_c(t: type) -> bool:
     return not is_heap_type(t) or bool(t.__flags__ & _IMMUTABLETYPE)
 
 
+# The interpreter's own modules (their C parts are _io, _thread, _collections ...).
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def _changeable(klass_name: str, culprit: Any) -> bool:
+    """Whether advising to change ``klass_name``'s pickling method can help: not for
+    the interpreter's own types (builtins, the stdlib), which no user changes."""
+    for klass in type(culprit).__mro__:
+        if klass.__qualname__ == klass_name:
+            top = (getattr(klass, "__module__", "") or "").partition(".")[0]
+            return top != "builtins" and top.lstrip("_") not in _STDLIB
+    return False
+
+
+def _by_name(culprit: Any, message: str) -> Hint | None:
+    """pickle reduced ``culprit`` to a name that does not lead back to it."""
+    found = _BY_NAME.search(message)
+    if found is None:
+        return None
+    if found["missing"]:
+        where = f"its module {found['missing']!r} cannot be imported"
+    elif found["attr"]:
+        where = f"{found['module']}.{found['attr']} does not exist"
+    else:
+        where = f"{found['name']} is another object"
+    kind = (
+        "built-in function"
+        if isinstance(culprit, types.BuiltinFunctionType)
+        else type_name(culprit)
+    )
+    return (
+        f"a {kind} ships by its name, and here {where}",
+        (
+            "make it reachable under its own __module__ and __qualname__ (an extension "
+            "that sets them wrongly, or a name deleted or rebound after import), or ship a "
+            "module-level function that calls it"
+        ),
+    )
+
+
 def first_line(cause: BaseException) -> str:
     text = str(cause).strip()
     return text.splitlines()[0] if text else ""
@@ -541,17 +620,23 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
                     "reducer with copyreg.pickle()"
                 ),
             )
+        held = _HELD_KINDS.get(named.group(1))
+        if held is not None:
+            return (f"it holds a {named.group(1)}: {held[0]}", held[1])
         return (
             f"it holds a {named.group(1)}, which cannot be pickled",
             "ship what it is made from and rebuild it inside the worker",
         )
+    by_name = _by_name(culprit, message)
+    if by_name is not None:
+        return by_name
     method = _raising_method(culprit, cause)
     if method is not None:
         klass, name = method
-        return (
-            f"{klass}.{name} raised {said}",
-            f"ship what it is made from and rebuild it inside the worker, or change {klass}.{name}",
-        )
+        fix = "ship what it is made from and rebuild it inside the worker"
+        if _changeable(klass, culprit):
+            fix += f", or change {klass}.{name}"
+        return (f"{klass}.{name} raised {said}", fix)
     return (
         said,
         (

@@ -113,6 +113,9 @@ class Function:
     reads: tuple[str, ...] = ()
     compiled_by: str = ""
     decoded: bool = False
+    # A function of the sender's script: built only where the receiver does not
+    # run that script (see picklable._reduce.scripts).
+    script_copy: bool = False
 
 
 @dataclasses.dataclass
@@ -215,6 +218,8 @@ class PayloadReport:
                     parts.append(f"reads globals: {', '.join(fn.reads)}")
                 if not fn.decoded and fn.compiled_by:
                     parts.append(f"[compiled by {fn.compiled_by}; not decoded]")
+                if fn.script_copy:
+                    parts.append("[copy, built only where the sender's script does not run]")
                 lines.append("  ".join(parts))
             lines.extend(f"  class {c}" for c in self.classes)
         if self.flags:
@@ -418,6 +423,8 @@ class _Machine:
             if isinstance(args[2], dict):
                 module = str(args[2].get("__name__", ""))
             self._function(args[0], args[1], str(args[3]), module)
+            if len(args) >= 8 and self._script_origin(args[7]):
+                self.report.functions[-1].script_copy = True
         elif name == "_load_code" and len(args) >= 2:
             self._function(args[0], args[1], "", "")
         elif name in ("_make_class", "_make_enum") and len(args) >= 4:
@@ -434,7 +441,18 @@ class _Machine:
                     self.references[format_path(module, path)] = None
         elif name == "_import" and args and isinstance(args[0], str):
             self.modules[args[0]] = None
+        elif name in ("_main_object", "_script_or_build") and args:
+            self._script_origin(args[0])
         return ""
+
+    def _script_origin(self, value: Any) -> bool:
+        """Record an object of the sender's script (see picklable._reduce.scripts)."""
+        origin = _literal(value)
+        if not (isinstance(origin, tuple) and len(origin) == 4 and isinstance(origin[1], tuple)):
+            return False
+        module, path, filename = origin[0], origin[1], origin[2]
+        self.references[f"{format_path(str(module), path)} (the sender's script {filename})"] = None
+        return True
 
     def _built(self, target: Call, state: Any) -> None:
         """A by-value function's state names its real qualname and module."""

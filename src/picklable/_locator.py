@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import threading
@@ -400,6 +401,41 @@ def _add_origin(names: list[str], candidate: Any) -> None:
             _add_module(names, getattr(head, "__module__", None))
 
 
+_HELD_ITEMS = 64
+
+
+def held_functions(obj: Any) -> list[Any]:
+    """Functions an object holds in its attributes (``__dict__`` or slots), in a
+    ``functools.partial`` attribute, or one level down in a dict, list or tuple
+    attribute (a dispatcher's registry): where a decorator object keeps what it
+    decorated."""
+    values: list[Any] = []
+    try:
+        values.extend(vars(obj).values())
+    except TypeError:
+        pass
+    for klass in type(obj).__mro__[:-1]:
+        slots = vars(klass).get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            try:
+                values.append(object.__getattribute__(obj, slot))
+            except Exception:
+                continue
+    found: list[Any] = []
+    for held in values:
+        value = held.func if type(held) is functools.partial else held  # curried
+        if isinstance(value, types.FunctionType):
+            found.append(value)
+        elif type(value) in (dict, list, tuple):
+            items: Any = value.values() if type(value) is dict else value
+            for i, item in enumerate(items):
+                if i >= _HELD_ITEMS:
+                    break
+                if isinstance(item, types.FunctionType):
+                    found.append(item)
+    return found
+
+
 def _candidate_modules(obj: Any) -> list[str]:
     """Modules worth indexing to find ``obj``: where it, or what it wraps, was
     defined, and where the class owning it now says it lives."""
@@ -440,13 +476,8 @@ def _candidate_modules(obj: Any) -> list[str]:
             if isinstance(content, types.FunctionType) or _heap_callable(content):
                 _add_origin(names, content)
     elif not isinstance(obj, type):
-        try:
-            attributes = list(vars(obj).values())
-        except TypeError:
-            attributes = []
-        for attr in attributes:
-            if isinstance(attr, types.FunctionType):
-                _add_origin(names, attr)
+        for attr in held_functions(obj):
+            _add_origin(names, attr)
     if isinstance(obj, type) and getattr(obj, "__module__", None) == "builtins":
         names.append("types")
     return names
@@ -471,15 +502,61 @@ def locate(obj: Any) -> tuple[str, Path] | None:
                 _remember_hit(key, (module_name, path))
                 return module_name, path
         qualname = getattr(obj, "__qualname__", None)
-        # Factory-made functions and descriptors (which carry no owner's name)
-        # may be set on a class anywhere in their package: search it.
+        # Factory-made functions, descriptors and callable objects (which carry
+        # no owner's name: a dispatcher set as a class attribute) may be set on a
+        # class anywhere in their package: search it.
         if (type(qualname) is str and "<locals>" in qualname) or (
-            qualname is None and _is_descriptor(obj)
+            qualname is None and (_is_descriptor(obj) or _heap_callable(obj))
         ):
             found = _search_packages(obj, candidates)
             if found is not None:
                 _remember_hit(key, found)
                 return found
+    return None
+
+
+def locate_in(module_name: str, obj: Any) -> Path | None:
+    """A path inside the module ``module_name`` (a script's ``__main__`` too) that
+    yields ``obj`` itself, or None. ``locate`` never answers with a script: the
+    receiver has another ``__main__``; the reducers of script objects ask here."""
+    with _lock:
+        index = _index_for(module_name, revalidate=True)
+        if index is None:
+            return None
+        path = index.paths.get(id(obj)) or index.probe(obj)
+    if path is not None and _resolves_to(module_name, path, obj):
+        return path
+    return None
+
+
+def locate_module_object(obj: Any, near: Any) -> tuple[str, Path] | None:
+    """Where a module holds the instance ``obj`` at its top level, searching the
+    package of ``near`` (the function of a method bound to ``obj``): the
+    ``mp`` context of ``mpmath.mp.nsum``. Instances are not indexed; this scan
+    runs only for the owners of bound methods, and its answer is kept."""
+    key = id(obj)
+    hit = _hits.get(key)
+    if hit is not None and _resolves_to(hit[0], hit[1], obj):
+        return hit
+    module_name = getattr(near, "__module__", None)
+    if type(module_name) is not str or module_name in MAIN_MODULES:
+        return None
+    top = module_name.partition(".")[0]
+    prefix = top + "."
+    names = sorted(
+        (n for n in list(sys.modules) if n == top or n.startswith(prefix)),
+        key=lambda n: (n.count("."), n),
+    )
+    for name in names[:_MAX_PACKAGE_MODULES]:
+        module = sys.modules.get(name)
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attribute, value in items:
+            if value is obj and type(attribute) is str:
+                _remember_hit(key, (name, (attribute,)))
+                return name, (attribute,)
     return None
 
 

@@ -20,11 +20,14 @@ and the policy that deterministic payloads replace (``_canonical``).
 from __future__ import annotations
 
 import copyreg
+import io
 import pickle
+import re
 from collections.abc import Callable
 from typing import IO, Any
 
 from . import _locator
+from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
 from ._reduce.table import CLASS, FUNCTION, HANDLERS, handler_for, reclassify
 
@@ -67,12 +70,28 @@ class Pickler(pickle.Pickler):
         As for :class:`pickle.Pickler`: called with each
         :class:`pickle.PickleBuffer`; when it returns a false value the buffer
         travels out of band.
+    scripts:
+        How objects of this program's script (``__main__``) travel: ``"auto"``
+        (the default: the script's own object where the receiver runs the same
+        script, as a spawn worker does, else an exact copy that comes along),
+        ``"reference"`` (the receivers run this script; no copy is sent) or
+        ``"copy"`` (always a copy).
+
+        .. versionadded:: 0.2.0
     """
 
     # Slots, not a __dict__: dumps resets per-payload state after every call,
     # and a slot store costs a fraction of an instance-dict store on a
     # subclass of a C type. (Subclasses get a __dict__ as usual.)
-    __slots__ = ("protocol", "_payload", "_table", "_canonical")
+    __slots__ = (
+        "protocol",
+        "_payload",
+        "_table",
+        "_canonical",
+        "_scripts",
+        "_check_copies",
+        "_trial",
+    )
 
     def __init__(
         self,
@@ -80,6 +99,8 @@ class Pickler(pickle.Pickler):
         protocol: int | None = None,
         fix_imports: Any = True,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+        *,
+        scripts: str = "auto",
     ) -> None:
         if callable(fix_imports):  # cloudpickle.Pickler(file, protocol, buffer_callback)
             if buffer_callback is not None:
@@ -94,11 +115,20 @@ class Pickler(pickle.Pickler):
             fix_imports=fix_imports,
             buffer_callback=buffer_callback,
         )
-        self._start(protocol)
+        self._start(protocol, scripts=scripts)
 
-    def _start(self, protocol: int, canonical: Any = None) -> None:
+    def _start(self, protocol: int, canonical: Any = None, scripts: str = "auto") -> None:
         """Set what the reducers read (shared with the deterministic pickler)."""
+        if scripts not in SCRIPT_MODES:
+            raise ValueError(f"scripts must be one of {', '.join(SCRIPT_MODES)}, not {scripts!r}")
         self.protocol = protocol
+        self._scripts = scripts
+        # Set on a second try after a failed dump: script objects that cannot be
+        # copied then travel as references alone (see picklable._reduce.scripts).
+        self._check_copies = False
+        # A pickler that only tries whether something pickles: it tries nothing
+        # itself (a wrapper's state inside is carried as it is).
+        self._trial = False
         self._payload: PayloadState | None = None
         # Deterministic payloads: code bytes and class ids that depend on the
         # object alone (see picklable._deterministic); None for the default.
@@ -156,6 +186,37 @@ class Pickler(pickle.Pickler):
         handler = reclassify(type(obj)).reduce
         return NotImplemented if handler is None else handler(self, obj)
 
+    def _copy_failure(self, obj: Any) -> str | None:
+        """Why ``obj`` cannot be copied (a trial dump of its copy), or None."""
+        trial = Pickler(_DISCARD, self.protocol, scripts="copy")  # type: ignore[arg-type]
+        trial._trial = True
+        if self._table is not _COPYREG_TABLE:
+            trial.dispatch_table = self._table
+        try:
+            trial.dump(obj)
+        except RecursionError:
+            return "copying it recursed too deep"
+        except Exception as exc:
+            held = _CANNOT_PICKLE.search(str(exc))
+            if held is not None:
+                return f"it holds a {held.group(1)}, which cannot be pickled"
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def _round_trips(self, value: Any) -> bool:
+        """Whether ``value`` pickles on its own and loads again (a trial, here)."""
+        buffer = io.BytesIO()
+        trial = Pickler(buffer, self.protocol, scripts=self._scripts)
+        trial._trial = True
+        if self._table is not _COPYREG_TABLE:
+            trial.dispatch_table = self._table
+        try:
+            trial.dump(value)
+            pickle.loads(buffer.getvalue())
+        except Exception:
+            return False
+        return True
+
     def _state(self) -> PayloadState:
         """The state the reducers of this payload share (made on first need)."""
         state = self._payload
@@ -163,6 +224,20 @@ class Pickler(pickle.Pickler):
             state = self._payload = PayloadState()
         return state
 
+
+_CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
+
+
+class _Discard:
+    """A write target that keeps nothing (trial dumps)."""
+
+    __slots__ = ()
+
+    def write(self, data: Any) -> int:
+        return len(data)
+
+
+_DISCARD = _Discard()
 
 # The C pickler's own dispatch_table field, the table it falls back on, and
 # the property above that fronts both.

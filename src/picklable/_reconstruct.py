@@ -48,10 +48,12 @@ from .exceptions import UnpicklingError, make_combined
 
 __all__ = [
     "_bind_descriptor",
+    "_built_setstate",
     "_class_setstate",
     "_exception_setstate",
     "_import",
     "_load_code",
+    "_main_object",
     "_make_cached_property",
     "_make_cell",
     "_make_class",
@@ -68,6 +70,8 @@ __all__ = [
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
     "_resolve",
+    "_script_or_build",
+    "_set_instance_state",
     "_set_proxy_state",
     "_with_state",
 ]
@@ -168,6 +172,148 @@ def _load_error(cause: Exception, message: str, *, reason: str, hint: str) -> Un
     return error
 
 
+# ----------------------------------------------------------- script objects
+#
+# An object of the sender's script (its ``__main__``) is this process's own
+# where this process runs the same script (a spawn worker re-imports it as
+# ``__mp_main__``), and a copy elsewhere: see picklable._reduce.scripts.
+# ``origin`` is ``(module, path, file, first line or None)``.
+
+_MISSING = _tracker.MISSING
+# How far the globals check follows functions and classes of the script.
+_MAX_CHECKED = 256
+Origin = tuple[str, Path, "str | None", "int | None"]
+
+
+def _script_original(origin: Origin) -> Any:
+    """This process's own object for ``origin``, or _MISSING: absent, another
+    definition, or lacking a global it reads here (then the copy is right)."""
+    _, path, filename, line = origin
+    found, module = _tracker.script_original(path, filename, line)
+    if module is None or _missing_globals(found, module):
+        return _MISSING
+    return found
+
+
+@_rebuilder("reference", "finds an object of the sender's script (it cannot be copied)", "import")
+def _main_object(origin: Origin, reason: str) -> Any:
+    """An object of the sender's script that could not be copied (it holds a
+    lock, a connection...): this process's own, or an error saying why not.
+
+    .. versionadded:: 0.2.0
+    """
+    found = _script_original(origin)
+    if found is not _MISSING:
+        return found
+    module, path, filename, _ = origin
+    where = format_path(module, path)
+    raise UnpicklingError(
+        f"Cannot load {where}: it is an object of the sender's script {filename}, which "
+        f"this process does not run (or runs another version of), and no copy of it "
+        f"could travel: {reason}. Fix: load it where the same script runs (a spawn "
+        "worker of that script), or make it copyable (create locks and connections "
+        "inside the worker).",
+        reason=f"{where}: an object of the sender's script, not copyable",
+        hint="run the same script on the receiving side, or make the object copyable",
+    )
+
+
+@_rebuilder("wrapper", "finds a script's wrapper, else builds its copy", "call")
+def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any:
+    """A wrapper of the sender's script: this process's own, else ``builder(*args)``
+    (the copy), remembered as built so that its state applies to it alone.
+
+    .. versionadded:: 0.2.0
+    """
+    found = _script_original(origin)
+    if found is not _MISSING:
+        return found
+    obj = builder(*args)
+    _tracker.mark_built(obj)
+    return obj
+
+
+@_rebuilder("part", "sets a script object's copied state (not on the original)", "state")
+def _built_setstate(obj: Any, state: tuple[Any, Any]) -> Any:
+    """Give a copy built by :func:`_script_or_build` (or a script function's copy)
+    its state; leave this process's own object as it is.
+
+    ``state`` is ``(inner, setter)``: ``setter(obj, inner)`` when the copy's
+    reduction named one, else what pickle's BUILD does with ``inner``.
+
+    .. versionadded:: 0.2.0
+    """
+    if not _tracker.built(obj):
+        return obj
+    inner, setter = state
+    if setter is not None:
+        setter(obj, inner)
+    elif inner is not None:
+        _build(obj, inner)
+    return obj
+
+
+def _build(obj: Any, state: Any) -> None:
+    """What pickle's BUILD does with ``state`` (``__setstate__``, else the
+    ``__dict__`` and the slots of a ``(dict, slots)`` pair)."""
+    setstate = getattr(obj, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+        return
+    slots = None
+    if type(state) is tuple and len(state) == 2:
+        state, slots = state
+    if state:
+        obj.__dict__.update(state)
+    if slots:
+        for key, value in slots.items():
+            setattr(obj, key, value)
+
+
+def _missing_globals(obj: Any, module: types.ModuleType) -> set[str]:
+    """Globals ``obj`` reads (directly, or through the script's functions and
+    classes it reads) that are not defined in this process's copy of the script.
+
+    Each function is checked against its own ``__globals__``: a spawn worker's
+    ``__mp_main__`` module holds a copy of the namespace its functions run in
+    (``runpy`` executed the script in another dict).
+    """
+    names = {module.__name__, getattr(module, "__name__", None), "__main__", "__mp_main__"}
+    missing: set[str] = set()
+    seen: set[int] = set()
+    todo = [obj]
+    while todo and len(seen) < _MAX_CHECKED:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if type(current) is not type:
+            try:
+                inner = current.__wrapped__
+            except Exception:
+                inner = None
+            if inner is not None:
+                todo.append(inner)
+        if type(current) is types.FunctionType:
+            namespace = current.__globals__
+            if namespace.get("__name__") not in names:
+                continue  # defined elsewhere: its own module's globals
+            for name in _code.global_reads(current.__code__):
+                value = namespace.get(name, _MISSING)
+                if value is _MISSING:
+                    if not hasattr(builtins, name):
+                        missing.add(name)
+                elif getattr(value, "__module__", None) in names:
+                    todo.append(value)
+        elif isinstance(current, type) and current.__module__ in names:
+            todo.extend(
+                value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+                for value in vars(current).values()
+                if type(value) in (types.FunctionType, classmethod, staticmethod)
+            )
+    return missing
+
+
 # ------------------------------------------------------------- code by value
 
 
@@ -186,14 +332,25 @@ def _make_function(
     defaults: tuple[Any, ...] | None,
     closure: tuple[types.CellType, ...] | None,
     annotations: dict[str, Any] | None = None,
+    origin: Origin | None = None,
 ) -> types.FunctionType:
     """Build a function shipped by value (its other metadata comes by BUILD).
 
     One Python frame per function, but only one global per payload: at load a
     global costs ten times a frame. ``annotations`` (added after 0.1.0's first
     payloads, hence optional) come here when they cannot lead back to the
-    function; otherwise by BUILD, once the function is memoized.
+    function; otherwise by BUILD, once the function is memoized. ``origin``
+    (0.2.0) marks a function of the sender's script: where this process runs
+    the same script, the script's own function is the answer, and the state
+    that follows is applied to copies only (:func:`_built_setstate`).
+
+    .. versionchanged:: 0.2.0
+       ``origin``; functions get ``__builtins__`` in their globals.
     """
+    if origin is not None:
+        found = _script_original(origin)
+        if found is not _MISSING:
+            return found  # type: ignore[no-any-return]
     if record != HERE:
         _code.check_interpreter(record)  # even for bytes this process has seen
     code = CODES.get(data)
@@ -201,9 +358,15 @@ def _make_function(
         code = _code.load(data, record)
     if name == code.co_name:
         name = code.co_name  # as where it was made: shared with the code, not with the payload
+    if "__builtins__" not in globals:
+        # What every module's globals hold: C code that imports (time.strptime,
+        # pickle inside a task) reads __builtins__ from the caller's globals.
+        globals["__builtins__"] = builtins
     func = types.FunctionType(code, globals, name, defaults, closure)
     if annotations is not None:
         func.__annotations__ = annotations
+    if origin is not None:
+        _tracker.mark_built(func)
     return func
 
 
@@ -402,12 +565,46 @@ def _make_singledispatch(base: Any, registrations: list[tuple[Any, Any]]) -> Any
 
 @_rebuilder("wrapper", "sets the shipped state on an object (with_state)", "state")
 def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
-    """``obj`` (usually this process's own, by reference) with the shipped attributes set."""
+    """``obj`` (usually this process's own, by reference) with the shipped attributes set.
+
+    Only values that differ from the object's own are set: an attribute that
+    is already this very value, or an equal one, keeps the receiver's own
+    object (a shared registry stays shared).
+
+    .. versionchanged:: 0.2.0
+       Equal values are no longer set again.
+    """
     if state:
         for key, value in state.items():
             if key == "__dict__":
                 continue
-            setattr(obj, key, value)
+            try:
+                current = getattr(obj, key, _MISSING)
+                same = current is value or bool(current == value)
+            except Exception:  # an array's ambiguous truth, a hostile __eq__
+                same = False
+            if not same:
+                setattr(obj, key, value)
+    return obj
+
+
+@_rebuilder("part", "sets an instance's __dict__ and slots, past __getattr__", "state")
+def _set_instance_state(obj: Any, state: Any) -> Any:
+    """Give a rebuilt instance its state without looking anything up on it.
+
+    pickle's BUILD looks ``__setstate__`` up on the instance, which runs a
+    ``__getattr__`` of its class while the instance is still empty (a
+    configuration object whose ``__getattr__`` reads its own fields recurses
+    then). ``state`` is a ``__dict__``, or ``(__dict__ or None, slots)``.
+
+    .. versionadded:: 0.2.0
+    """
+    if type(state) is tuple:
+        state, slots = state
+        for key, value in slots.items():
+            object.__setattr__(obj, key, value)
+    if state:
+        object.__getattribute__(obj, "__dict__").update(state)
     return obj
 
 

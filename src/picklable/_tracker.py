@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 import weakref
 from typing import Any
 
@@ -20,6 +21,7 @@ from ._compat import MAIN_MODULES
 from ._paths import walk
 
 __all__ = [
+    "MISSING",
     "built",
     "claim_object",
     "id_of",
@@ -29,6 +31,7 @@ __all__ = [
     "main_original",
     "mark_built",
     "object_id",
+    "script_original",
     "track",
     "track_object",
 ]
@@ -41,7 +44,7 @@ _id_by_class: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
 # Classes this process built from payloads. Their attributes are (re)applied at
 # every load, so a worker always runs the sender's latest version of a class; a
 # class that originates in this process is never touched.
-_built: weakref.WeakSet[type] = weakref.WeakSet()
+_built: weakref.WeakSet[object] = weakref.WeakSet()
 
 Origin = tuple[str, str, "str | None"]
 
@@ -96,15 +99,34 @@ def known(tracker_id: str) -> type | None:
     return _class_by_id.get(tracker_id)
 
 
-def mark_built(cls: type) -> None:
-    """Remember that ``cls`` was built here from a payload."""
+# Script objects' copies built here, by id (a copy's __hash__ may read state it
+# does not have yet); weak where the object allows it, else kept and bounded
+# (only the state setter that follows their REDUCE asks).
+_built_objects: weakref.WeakValueDictionary[int, object] = weakref.WeakValueDictionary()
+_built_strong: dict[int, object] = {}
+_BUILT_STRONG_LIMIT = 4096
+
+
+def mark_built(obj: object) -> None:
+    """Remember that ``obj`` (a class, a script object's copy) was built here from
+    a payload, not found in this process: its state from the payload applies."""
     with _lock:
-        _built.add(cls)
+        if isinstance(obj, type):
+            _built.add(obj)
+            return
+        try:
+            _built_objects[id(obj)] = obj
+        except TypeError:
+            if len(_built_strong) >= _BUILT_STRONG_LIMIT:
+                _built_strong.clear()
+            _built_strong[id(obj)] = obj
 
 
-def built(cls: type) -> bool:
-    """Whether ``cls`` was built here from a payload (not defined here)."""
-    return cls in _built
+def built(obj: object) -> bool:
+    """Whether ``obj`` was built here from a payload (not defined here)."""
+    if isinstance(obj, type):
+        return obj in _built
+    return _built_objects.get(id(obj)) is obj or _built_strong.get(id(obj)) is obj
 
 
 def origin(cls: type) -> Origin | None:
@@ -117,33 +139,51 @@ def origin(cls: type) -> Origin | None:
     return (module, cls.__qualname__, getattr(main, "__file__", None))
 
 
-def main_original(found_origin: Origin | None) -> type | None:
-    """The class a child process sends back, as the parent's own ``__main__`` class.
+def script_original(
+    path: tuple[object, ...], filename: str | None, line: int | None
+) -> tuple[object, types.ModuleType | None]:
+    """``(the object at path in this process's copy of the sender's script, that
+    module)``, or ``(MISSING, None)``.
 
-    Under spawn a worker re-imports the parent's script as ``__mp_main__``; its
-    classes are re-executions of the parent's. Back in the parent (whose
-    ``__main__`` runs that same file) they map to the original class by name.
+    The script is the module ``__main__`` or ``__mp_main__`` (a spawn worker
+    re-imports the parent's script under that name) whose ``__file__`` is
+    ``filename``. ``line`` (a function's first line) guards against a file that
+    changed since the sender ran it: another definition is not the original.
     """
+    if filename is None:
+        return MISSING, None
+    for name in MAIN_MODULES:
+        module = sys.modules.get(name)
+        if module is None or getattr(module, "__file__", None) != filename:
+            continue
+        try:
+            found = walk(module, path)
+        except Exception:
+            continue
+        code = getattr(found, "__code__", None)
+        if line is not None and getattr(code, "co_firstlineno", None) != line:
+            continue
+        return found, module
+    return MISSING, None
+
+
+MISSING = object()
+
+
+def main_original(found_origin: Origin | None) -> type | None:
+    """The class of the sender's script as this process's own: the parent's
+    class for a spawn worker's copy coming home, the worker's re-imported class
+    for the parent's (a spawn worker runs the same script as ``__mp_main__``)."""
     if found_origin is None:
         return None
     module, qualname, filename = found_origin
-    main = sys.modules.get("__main__")
-    if (
-        module not in MAIN_MODULES
-        or filename is None
-        or main is None
-        or getattr(main, "__name__", None) != "__main__"
-        or getattr(main, "__file__", None) != filename
-    ):
+    if module not in MAIN_MODULES:
         return None
-    try:
-        found = walk(main, tuple(qualname.split(".")))
-    except AttributeError:
-        return None
+    found, _ = script_original(tuple(qualname.split(".")), filename, None)
     if (
         isinstance(found, type)
         and found.__qualname__ == qualname
-        and found.__module__ == "__main__"
+        and found.__module__ in MAIN_MODULES
     ):
         return found
     return None

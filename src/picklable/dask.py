@@ -29,20 +29,26 @@ in small envelopes that any pickler carries:
 
 Workers and the scheduler need picklable installed (the scheduler unpickles
 task graphs, and with them these envelopes), and by-value code needs the same
-Python minor version everywhere: a worker on another version refuses it with a
-:class:`picklable.UnpicklingError` naming both interpreters.
+Python minor version everywhere. Before its first task on a client (and again
+for workers that joined since, at most every few seconds) :func:`submit`,
+:func:`map` and :class:`Client` ask every worker and the scheduler which
+picklable and Python they run, and raise :class:`IncompatibleWorkersError`
+naming each one that differs: a worker that cannot import picklable would
+otherwise die on the task and leave the client waiting.
 
 See ``docs/dask.md``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
-import pickle
-import traceback
+import pkgutil
+import sys
+import threading
+import time
 import types
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -51,16 +57,41 @@ from dask.base import is_dask_collection
 from dask.delayed import delayed as _dask_delayed
 from dask.sizeof import sizeof as _sizeof
 
+from . import __version__
 from ._api import dumps, loads
-from ._envelope import _open_envelope
+from ._envelope import Envelope, digest_of, load_cached
+from ._reduce.wrappers import WithState
+from ._transit import (
+    BOXES,
+    SCALARS,
+    Arg,
+    Packer,
+    ShippedException,
+    carrier,
+    is_plain_array,
+    open_all,
+    same_as_pickle,
+    type_name,
+)
 
-__all__ = ["Client", "Result", "ShippedException", "ShippedFunction", "delayed", "map", "submit"]
+__all__ = [
+    "Client",
+    "IncompatibleWorkersError",
+    "Result",
+    "ShippedException",
+    "ShippedFunction",
+    "check_workers",
+    "delayed",
+    "map",
+    "submit",
+]
 
 T = TypeVar("T")
 
 # Identifies this process: a task whose client runs in the same process (Dask's
 # local schedulers, an in-process LocalCluster) needs no envelope on the way back.
 _ORIGIN = os.urandom(8)
+_default_client: Callable[[], distributed.Client] = distributed.default_client
 
 
 def _new_origin() -> None:
@@ -71,45 +102,9 @@ def _new_origin() -> None:
 if hasattr(os, "register_at_fork"):  # a forked worker is another process
     os.register_at_fork(after_in_child=_new_origin)
 
-# Plain by type: stdlib pickle and picklable write the same bytes, Dask ships them.
-_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
-_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
-
-
 # --------------------------------------------------------------- arguments
 
-
-class _Arg:
-    """An argument in its picklable payload, opened on the worker by the task.
-
-    Pickled as itself (bytes and a flag), so the scheduler, which unpickles and
-    re-pickles task graphs, passes it on untouched. Callables are loaded once per
-    worker and digest (like the task's function); any other object is loaded
-    afresh for each task, so a task that mutates its argument affects only itself.
-    """
-
-    __slots__ = ("payload", "digest", "shared")
-
-    def __init__(self, payload: bytes, digest: bytes, shared: bool) -> None:
-        self.payload = payload
-        self.digest = digest
-        self.shared = shared
-
-    def open(self) -> Any:
-        if self.shared:
-            return _open_envelope(self.digest, self.payload)
-        return loads(self.payload)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_Arg, (self.payload, self.digest, self.shared))
-
-    def __dask_tokenize__(self) -> tuple[str, bytes]:
-        return ("picklable.dask._Arg", self.digest)
-
-    def __repr__(self) -> str:
-        return (
-            f"<picklable.dask argument, {len(self.payload)} bytes, digest {self.digest.hex()[:12]}>"
-        )
+_Arg = Arg  # the name the tests and older notes use
 
 
 def _is_dask(value: Any) -> bool:
@@ -117,107 +112,9 @@ def _is_dask(value: Any) -> bool:
     return isinstance(value, distributed.Future) or is_dask_collection(value)
 
 
-def _is_plain_array(value: Any) -> bool:
-    """A numpy array without Python objects: Dask ships its buffer out of band."""
-    t = type(value)
-    return t.__name__ == "ndarray" and t.__module__ == "numpy" and not value.dtype.hasobject
-
-
-def _same_as_pickle(value: Any, payload: bytes) -> bool:
-    """Whether stdlib pickle writes exactly ``payload`` for ``value``.
-
-    Then Dask's own pickling (pickle first) ships it exactly too, and it can be
-    left to Dask. Anything picklable treats specially (by value, by a located
-    name, a wrapper taken apart, an exception's state) makes the bytes differ.
-    """
-    try:
-        return pickle.dumps(value, 5) == payload
-    except Exception:
-        return False
-
-
-def _holds_dask(value: Any) -> bool:
-    """Whether a container holds a future or a Dask collection at any depth."""
-    stack = [value]
-    pop, push = stack.pop, stack.extend
-    seen: set[int] = set()  # a list may hold itself: pickle allows it
-    while stack:
-        item = pop()
-        t = type(item)
-        if t in _SCALARS:
-            continue
-        if t in _CONTAINERS:
-            if id(item) not in seen:
-                seen.add(id(item))
-                push(item.values() if t is dict else item)
-        elif _is_dask(item):
-            return True
-    return False
-
-
-def _pack(value: Any) -> tuple[Any, bool]:
-    """What to hand Dask for one argument, and whether the worker must look into containers."""
-    t = type(value)
-    if t in _SCALARS:
-        return value, False
-    if t in _CONTAINERS:
-        if _holds_dask(value):
-            # Dask replaces the futures inside; the rest is packed piece by piece.
-            return _pack_parts(value), True
-    elif _is_dask(value) or _is_plain_array(value):
-        return value, False
-    payload = dumps(value)
-    if _same_as_pickle(value, payload):
-        return value, False
-    return _Arg(payload, hashlib.blake2b(payload, digest_size=16).digest(), callable(value)), False
-
-
-def _pack_parts(value: Any) -> Any:
-    t = type(value)
-    if t is dict:
-        return {k: _pack_parts(v) for k, v in value.items()}
-    if t in _CONTAINERS:
-        return t(_pack_parts(v) for v in value)
-    return _pack(value)[0]
-
-
-def _pack_all(
-    args: Iterable[Any], kwargs: dict[str, Any]
-) -> tuple[list[Any], dict[str, Any], bool]:
-    deep = False
-    packed_args = []
-    for value in args:
-        packed, inside = _pack(value)
-        packed_args.append(packed)
-        deep = deep or inside
-    packed_kwargs = {}
-    for name, value in kwargs.items():
-        packed, inside = _pack(value)
-        packed_kwargs[name] = packed
-        deep = deep or inside
-    return packed_args, packed_kwargs, deep
-
-
-def _open(value: Any) -> Any:
-    t = type(value)
-    if t is _Arg:
-        return value.open()
-    if t is Result:
-        return value.value
-    return value
-
-
-def _open_deep(value: Any) -> Any:
-    t = type(value)
-    if t is _Arg:
-        return value.open()
-    if t is Result:
-        return value.value
-    if t is dict:
-        return {k: _open_deep(v) for k, v in value.items()}
-    if t in _CONTAINERS:
-        return t(_open_deep(v) for v in value)
-    return value
+_packer = Packer(_is_dask)
+_pack = _packer.pack
+_pack_all = _packer.pack_all
 
 
 # ----------------------------------------------------------------- results
@@ -259,8 +156,11 @@ class Result(Generic[T]):
         return _ship_result(value[index])
 
     def __repr__(self) -> str:
-        kind = _type_name(type(self.value))
+        kind = type_name(type(self.value))
         return f"<picklable.dask.Result of {kind}, {len(self.payload)} bytes>"
+
+
+BOXES.add(Result)
 
 
 def _hosts_worker() -> bool:
@@ -286,169 +186,15 @@ def _load_result(payload: bytes) -> Any:
 
 
 def _ship_result(value: Any) -> Any:
-    if type(value) in _SCALARS or _is_plain_array(value):
+    if type(value) in SCALARS or is_plain_array(value):
         return value
     payload = dumps(value)
-    if _same_as_pickle(value, payload):
+    if same_as_pickle(value, payload):
         return value
     return Result(value, payload)
 
 
 # -------------------------------------------------------------- exceptions
-
-
-class ShippedException(Exception):
-    """Carries an exception raised in a task from the worker to the client.
-
-    Raised on the worker in place of the original; its pickle reduction is the
-    original exception, shipped with picklable. Whoever unpickles it (the client,
-    through ``future.exception()``, ``future.result()``, ``client.gather``,
-    ``dask.compute``) gets the original: its class, attributes, ``__cause__``,
-    ``__context__``, notes and the worker's traceback. The carrier itself shows up
-    only in the worker's log, as ``ShippedException('mod.Error: message')``.
-
-    An exception that picklable cannot ship arrives as a
-    :class:`picklable.RemoteError` naming its type, message and the reason, with
-    the worker's traceback text as ``__cause__``.
-
-    Attributes
-    ----------
-    payload:
-        The original exception's picklable payload.
-    """
-
-    def __init__(self, summary: str, payload: Any = b"") -> None:
-        if isinstance(payload, bytes):
-            super().__init__(summary)
-        else:  # Dask's truncation passes the text as a second argument
-            super().__init__(summary, payload)
-        self.payload = payload
-
-    def __reduce__(self) -> Any:
-        if not isinstance(self.payload, bytes) or not self.payload:
-            # Made by someone else: Dask rebuilds an error whose message is too
-            # long as type(e)("Long error message", text).
-            return (type(self), self.args)
-        # A state setter (any protocol, Python 3.8+) runs after the rebuilder and anyone
-        # who wraps this reduction: Dask's tblib sets __cause__, __context__ and
-        # __traceback__ from the carrier on what the rebuilder returned; the
-        # setter puts the original's back. The payload bytes are pickled once.
-        return (_load_exception, (self.payload,), self.payload, None, None, _restore_exception)
-
-
-# id -> (exception, its class, cause, context, suppress_context, traceback)
-# between the rebuilder and the state setter of one unpickling.
-_chains: dict[int, tuple[BaseException, type, Any, Any, bool, Any]] = {}
-_set_cause = vars(BaseException)["__cause__"].__set__
-_set_context = vars(BaseException)["__context__"].__set__
-_set_suppress = vars(BaseException)["__suppress_context__"].__set__
-_set_traceback = vars(BaseException)["__traceback__"].__set__
-# Exception class -> a subclass that takes setattr again (see _thaw).
-_thawed: dict[type, type] = {}
-
-
-def _thaw(exc: BaseException) -> None:
-    """Let ``exc`` take plain setattr until its state setter runs.
-
-    Dask's tblib sets ``__cause__``, ``__context__`` and ``__traceback__`` on what
-    the rebuilder returns with ordinary setattr, which a frozen exception (one
-    whose ``__setattr__`` refuses) turns into a failed unpickling. For that
-    moment the instance wears a subclass with object's ``__setattr__``; the
-    state setter puts its own class back.
-    """
-    cls = type(exc)
-    if cls.__setattr__ is object.__setattr__:
-        return
-    thawed = _thawed.get(cls)
-    if thawed is None:
-        namespace = {
-            "__setattr__": object.__setattr__,
-            "__slots__": (),
-            "__module__": cls.__module__,
-        }
-        thawed = _thawed[cls] = type(cls.__name__, (cls,), namespace)
-    try:
-        object.__setattr__(exc, "__class__", thawed)
-    except TypeError:  # an unusual layout: let tblib try as it is
-        pass
-
-
-def _load_exception(payload: bytes) -> BaseException:
-    """Rebuilder named in carrier pickles: the original exception."""
-    exc: BaseException = loads(payload)
-    if len(_chains) > 1024:  # only unpicklings that failed midway leave entries
-        _chains.clear()
-    cls = type(exc)
-    _chains[id(exc)] = (
-        exc,
-        cls,
-        exc.__cause__,
-        exc.__context__,
-        exc.__suppress_context__,
-        exc.__traceback__,
-    )
-    _thaw(exc)
-    return exc
-
-
-def _restore_exception(exc: BaseException, payload: bytes) -> None:
-    """State setter named in carrier pickles: the original's class, chain and traceback."""
-    entry = _chains.pop(id(exc), None)
-    if entry is None or entry[0] is not exc:
-        return
-    if type(exc) is not entry[1]:
-        object.__setattr__(exc, "__class__", entry[1])
-    # Through the base descriptors: a frozen exception's __setattr__ refuses.
-    _set_cause(exc, entry[2])
-    _set_context(exc, entry[3])
-    _set_suppress(exc, entry[4])
-    _set_traceback(exc, entry[5])
-
-
-def _type_name(t: type) -> str:
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-def _summary(exc: BaseException) -> str:
-    try:
-        message = str(exc)
-    except Exception as why:
-        message = f"<str() failed: {why!r}>"
-    # Short: Dask rebuilds an exception whose str() passes its error length limit.
-    if len(message) > 2000:
-        message = message[:2000] + "..."
-    return f"{_type_name(type(exc))}: {message}" if message else _type_name(type(exc))
-
-
-def _carrier(exc: BaseException) -> ShippedException:
-    """The carrier of ``exc``, with the worker's frames below the task's call."""
-    tb = exc.__traceback__
-    if tb is not None:
-        tb = tb.tb_next  # our own frame: of no interest to the user
-    _set_traceback(exc, tb)  # a frozen exception's __setattr__ refuses
-    try:
-        payload = dumps(exc)
-        loads(payload)  # fails here, where it can still be reported, not in the client
-    except BaseException as why:
-        payload = dumps(_remote_error(exc, why))
-    return ShippedException(_summary(exc), payload).with_traceback(tb)
-
-
-def _remote_error(exc: BaseException, why: BaseException) -> BaseException:
-    from ._pool._errors import RemoteError, RemoteTraceback
-
-    try:
-        text = "".join(traceback.format_exception(exc))
-    except Exception as failure:
-        text = f"{_type_name(type(exc))}: <traceback could not be formatted: {failure!r}>\n"
-    error = RemoteError(
-        _type_name(type(exc)),
-        _summary(exc).partition(": ")[2],
-        f"{_type_name(type(why))}: {why}",
-        text,
-    )
-    error.__cause__ = RemoteTraceback(text)
-    return error
 
 
 def _in_worker_task() -> bool:
@@ -490,14 +236,25 @@ class ShippedFunction:
     def of(cls, fn: Callable[..., Any], *, deep: bool = False) -> ShippedFunction:
         """Ship ``fn`` now (its current state; later changes do not travel).
 
+        ``fn`` may be a :func:`picklable.ship` envelope (its payload is used as
+        it is), a :func:`picklable.with_state` marker, or a ``ShippedFunction``.
+
         Raises
         ------
         picklable.PicklingError
             If ``fn`` cannot be shipped; names the attribute path of the culprit.
         """
+        kind = type(fn)
+        if kind is ShippedFunction:
+            shipped: ShippedFunction = fn  # type: ignore[assignment]
+            if shipped.deep == deep:
+                return shipped
+            return cls(shipped.payload, shipped.digest, shipped.name, _ORIGIN, deep)
+        if kind is Envelope:
+            envelope: Envelope[Any] = fn  # type: ignore[assignment]
+            return cls(envelope.payload, envelope.digest, _function_name(fn), _ORIGIN, deep)
         payload = dumps(fn)
-        digest = hashlib.blake2b(payload, digest_size=16).digest()
-        return cls(payload, digest, _function_name(fn), _ORIGIN, deep)
+        return cls(payload, digest_of(payload), _function_name(fn), _ORIGIN, deep)
 
     @property
     def __name__(self) -> str:
@@ -506,28 +263,22 @@ class ShippedFunction:
     @property
     def function(self) -> Any:
         """The function, loaded in this process (once per digest)."""
-        return _open_envelope(self.digest, self.payload)
+        return load_cached(self.digest, self.payload)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         home = self.origin == _ORIGIN
         try:
             # Loading errors (a module missing on the worker, code from another
             # Python version) travel back like the function's own errors.
-            fn = _open_envelope(self.digest, self.payload)
-            if self.deep:
-                args = _open_deep(args)
-                kwargs = _open_deep(kwargs)
-            else:
-                args = tuple([_open(a) for a in args]) if args else args
-                if kwargs:
-                    kwargs = {k: _open(v) for k, v in kwargs.items()}
+            fn = load_cached(self.digest, self.payload)
+            args, kwargs = open_all(args, kwargs, self.deep)
             value = fn(*args, **kwargs)
         except (SystemExit, KeyboardInterrupt):
             raise
         except BaseException as exc:
             if home and not _in_worker_task():
                 raise  # Dask's local schedulers re-raise it as it is
-            failure = _carrier(exc)
+            failure = carrier(exc)
         else:
             # In the client's own process the result is never pickled.
             return value if home else _ship_result(value)
@@ -545,6 +296,8 @@ class ShippedFunction:
 
 
 def _function_name(fn: Any) -> str:
+    if type(fn) is WithState:
+        fn = fn.obj
     try:
         name = fn.__name__
     except AttributeError:
@@ -555,11 +308,14 @@ def _function_name(fn: Any) -> str:
 
 
 def _check_function(fn: Any, what: str) -> None:
-    if not callable(fn):
+    target = fn.obj if type(fn) is WithState else fn
+    if not callable(target):
         raise TypeError(
             f"picklable.dask.{what}: the first argument must be callable, got {type(fn).__name__}"
         )
-    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if type(target) is Envelope or type(target) is ShippedFunction:
+        return  # their content was checked when they were made
+    target = target.__func__ if isinstance(target, types.MethodType) else target
     if inspect.iscoroutinefunction(target):
         raise TypeError(
             f"picklable.dask.{what}: {_function_name(fn)} is a coroutine function; a picklable "
@@ -568,7 +324,7 @@ def _check_function(fn: Any, what: str) -> None:
         )
 
 
-def _sizeof_arg(value: _Arg) -> int:
+def _sizeof_arg(value: Arg) -> int:
     return len(value.payload) + 64
 
 
@@ -578,8 +334,145 @@ def _sizeof_result(value: Result[Any]) -> int:
 
 # Dask's memory accounting (and its choice to ship big map keywords once).
 _register: Any = _sizeof.register
-_register(_Arg)(_sizeof_arg)
+_register(Arg)(_sizeof_arg)
 _register(Result)(_sizeof_result)
+
+
+# ------------------------------------------------------------ environment
+
+# What a process reports about itself: picklable's version and the interpreter
+# that by-value code needs. Workers answer by importing this module (through
+# pkgutil.resolve_name, which any worker can unpickle: a worker without
+# picklable answers ModuleNotFoundError instead of dying on a task).
+ENVIRONMENT = (
+    f"picklable {__version__}, {sys.implementation.name} "
+    f"{sys.version_info[0]}.{sys.version_info[1]}"
+)
+_PROBE = "picklable.dask:ENVIRONMENT"
+# Workers that joined after a client's last check are asked at its next
+# submit or map, at most this often (a check costs a scheduler round trip).
+RECHECK_SECONDS = 5.0
+
+
+class IncompatibleWorkersError(RuntimeError):
+    """Workers (or the scheduler) that cannot run :mod:`picklable.dask` tasks.
+
+    Raised by :func:`submit`, :func:`map` and :class:`Client` before any task is
+    sent: a worker without picklable, or with another picklable version or
+    another Python minor version than the client.
+
+    .. versionadded:: 0.2.0
+
+    Attributes
+    ----------
+    workers:
+        Address -> what was found there, for each process that differs (the
+        scheduler under ``"scheduler"``).
+    """
+
+    def __init__(self, message: str, workers: dict[str, str]) -> None:
+        super().__init__(message)
+        self.workers = workers
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.workers))
+
+
+class _Checked:
+    __slots__ = ("workers", "at", "lock")
+
+    def __init__(self) -> None:
+        self.workers: set[str] = set()
+        self.at = float("-inf")
+        self.lock = threading.Lock()
+
+
+_checked: weakref.WeakKeyDictionary[distributed.Client, _Checked] = weakref.WeakKeyDictionary()
+
+
+def _found(reply: Any) -> str | None:
+    """What a probe reply says, or None when it is this client's environment."""
+    if isinstance(reply, BaseException):
+        if isinstance(reply, ImportError):
+            return f"cannot import picklable.dask ({type(reply).__name__}: {reply})"
+        return f"the check failed ({type(reply).__name__}: {reply})"
+    if reply == ENVIRONMENT:
+        return None
+    return f"runs {reply}" if isinstance(reply, str) else f"answered {reply!r}"
+
+
+def check_workers(client: distributed.Client, *, force: bool = False) -> None:
+    """Check that the scheduler and every worker can run picklable tasks.
+
+    Each process is asked once per client which picklable and Python it runs
+    (``pkgutil.resolve_name("picklable.dask:ENVIRONMENT")``, which needs no
+    picklable to be sent); workers that join later are asked on a later call, at
+    most every :data:`RECHECK_SECONDS`. :func:`submit`, :func:`map` and
+    :class:`Client` call it; call it yourself before handing
+    :meth:`ShippedFunction.of` functions to other Dask APIs. Asynchronous
+    clients are not checked.
+
+    .. versionadded:: 0.2.0
+
+    Parameters
+    ----------
+    client:
+        A connected synchronous client.
+    force:
+        Ask every worker again, now.
+
+    Raises
+    ------
+    IncompatibleWorkersError
+        Naming each worker (address and name) without picklable, or with another
+        picklable version or Python minor version, and how to fix it.
+    """
+    if client.asynchronous or getattr(client, "status", None) != "running":
+        return
+    state = _checked.setdefault(client, _Checked())
+    now = time.monotonic()
+    # Until workers are seen, every call asks (a cluster may still be starting).
+    if not force and state.workers and now - state.at < RECHECK_SECONDS:
+        return
+    with state.lock:
+        if not force and state.workers and now - state.at < RECHECK_SECONDS:
+            return
+        bad: dict[str, str] = {}
+        first = state.at == float("-inf")
+        if first or force:
+            try:
+                untyped: Any = client  # run_on_scheduler has no annotations
+                reply: Any = untyped.run_on_scheduler(pkgutil.resolve_name, _PROBE)
+            except Exception as exc:
+                reply = exc
+            problem = _found(reply)
+            if problem is not None:
+                bad["scheduler"] = problem
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        new = [address for address in info if force or address not in state.workers]
+        if new:
+            replies = client.run(pkgutil.resolve_name, _PROBE, workers=new, on_error="return")
+            for address in new:
+                problem = _found(replies.get(address, "no answer"))
+                if problem is not None:
+                    name = info[address].get("name", address)
+                    label = address if str(name) == address else f"{address} (name {name!r})"
+                    bad[label] = problem
+                else:
+                    state.workers.add(address)
+        state.at = time.monotonic()
+    if bad:
+        lines = "\n".join(f"  {where}: {problem}" for where, problem in bad.items())
+        count = len([k for k in bad if k != "scheduler"])
+        raise IncompatibleWorkersError(
+            f"picklable.dask: {count} of {len(info)} workers"
+            f"{' and the scheduler' if 'scheduler' in bad else ''} cannot run picklable "
+            f"tasks (this client: {ENVIRONMENT}):\n{lines}\n"
+            f"Fix: install picklable {__version__} (pip install 'picklable[dask]=={__version__}') "
+            "with the same Python minor version in the environment that runs `dask worker` "
+            "and `dask scheduler`, and restart them; no task was sent.",
+            bad,
+        )
 
 
 # --------------------------------------------------------------------- API
@@ -612,7 +505,9 @@ def submit(
         The client to submit with.
     fn:
         Any callable picklable ships: a lambda, a closure, a ``__main__`` or
-        decorated function, a wrapt-wrapped function, a method made by a factory.
+        decorated function, a wrapt-wrapped function, a method made by a factory;
+        also a :func:`picklable.with_state` marker, a :func:`picklable.ship`
+        envelope or a :class:`ShippedFunction`.
     *args, **kwargs:
         Its arguments; futures and Dask collections among them are resolved by
         Dask as usual.
@@ -632,6 +527,9 @@ def submit(
         If ``fn`` or an argument cannot be shipped; names the attribute path.
     TypeError
         If ``fn`` is not callable or is a coroutine function.
+    IncompatibleWorkersError
+        If a worker or the scheduler cannot run picklable tasks
+        (:func:`check_workers`); nothing is submitted.
 
     Examples
     --------
@@ -640,6 +538,7 @@ def submit(
     42
     """
     _check_function(fn, "submit")
+    check_workers(client)
     packed_args, packed_kwargs, deep = _pack_all(args, kwargs)
     return distributed.Client.submit(
         client,
@@ -683,7 +582,8 @@ def map(
     client:
         The client to map with.
     fn:
-        Any callable picklable ships.
+        Any callable picklable ships (also a :func:`picklable.with_state`
+        marker or a :func:`picklable.ship` envelope).
     *iterables:
         Sequences of arguments, of equal length (materialized here).
     key, workers, retries, resources, priority, allow_other_workers, fifo_timeout, pure, batch_size:
@@ -702,6 +602,9 @@ def map(
         If ``fn`` or an argument cannot be shipped; names the attribute path.
     TypeError
         If ``fn`` is not callable or is a coroutine function.
+    IncompatibleWorkersError
+        If a worker or the scheduler cannot run picklable tasks
+        (:func:`check_workers`); nothing is submitted.
 
     Examples
     --------
@@ -710,6 +613,7 @@ def map(
     332833500
     """
     _check_function(fn, "map")
+    check_workers(client)
     deep = False
     packed_iterables = []
     for iterable in iterables:
@@ -744,6 +648,19 @@ class Client(distributed.Client):
     (graphs you build with :func:`delayed` go through picklable, plain
     ``dask.delayed`` graphs through Dask's serialization), ``scatter``, ``run``.
 
+    Connecting checks the scheduler and the workers already there
+    (:func:`check_workers`), and closes the client again if one cannot run
+    picklable tasks.
+
+    .. versionchanged:: 0.2.0
+       Checks the workers' picklable and Python when it connects.
+
+    Raises
+    ------
+    IncompatibleWorkersError
+        When a worker or the scheduler lacks picklable or runs another picklable
+        or Python minor version.
+
     Examples
     --------
     >>> from picklable.dask import Client
@@ -751,6 +668,16 @@ class Client(distributed.Client):
     >>> client.submit(lambda x: x + 1, 41).result()
     42
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        base: Any = super()  # Client.__init__ and close have no annotations
+        base.__init__(*args, **kwargs)
+        if not self.asynchronous:
+            try:
+                check_workers(self)
+            except IncompatibleWorkersError:
+                base.close()
+                raise
 
     def submit(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> distributed.Future[T]:
         """:func:`picklable.dask.submit` with this client (keywords of ``Client.submit``)."""
@@ -795,6 +722,12 @@ class DelayedFunction(Generic[T]):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         options = {k: kwargs.pop(k) for k in ("dask_key_name", "pure") if k in kwargs}
+        try:
+            client = _default_client()
+        except ValueError:  # no client: a local scheduler will run it
+            pass
+        else:
+            check_workers(client)
         packed_args, packed_kwargs, deep = _pack_all(args, kwargs)
         shipped = ShippedFunction.of(self.__wrapped__, deep=deep)
         task = _dask_delayed(shipped, pure=self.pure, nout=self.nout, name=self.name)

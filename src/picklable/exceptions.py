@@ -22,7 +22,7 @@ import pickle
 import threading
 from typing import Any, TypeVar
 
-__all__ = ["PicklingError", "UnpicklingError", "combined"]
+__all__ = ["PicklingError", "UnpicklingError", "combined", "relocated"]
 
 
 class PicklingError(pickle.PicklingError):
@@ -181,6 +181,24 @@ def make_combined(
     error.reason = reason
     error.hint = hint
     return error
+
+
+def relocated(
+    error: PicklingError, message: str, *, path: str, type_name: str, reason: str, hint: str
+) -> PicklingError:
+    """A new error like ``error`` (its combined pair of types, or a plain
+    :class:`PicklingError`) that says ``message``: for code that names the
+    culprit in its own terms (a pool's "item 3 of map(work)")."""
+    cls = type(error)
+    if isinstance(cls, _Combined):
+        base, cause = cls.__bases__[:2]
+        made = make_combined(
+            base, cause, message, path=path, type_name=type_name, reason=reason, hint=hint
+        )
+        if made is not None:
+            found: PicklingError = made
+            return found
+    return PicklingError(message, path=path, type_name=type_name, reason=reason, hint=hint)
 
 
 def _reduce_combined(self: Any) -> tuple[Any, ...]:

@@ -27,7 +27,12 @@ What they add:
 * :func:`worker_index` tells the initializer (and tasks) which worker it is.
 * ``progress=True`` on the map family draws a progress bar on stderr.
 * Start methods ``'spawn'`` (the default everywhere), ``'forkserver'``,
-  ``'fork'``. Spawned workers do not re-import ``__main__``.
+  ``'fork'``. Workers import the main script as ``__mp_main__``, as
+  multiprocessing's spawn workers do (``import_main=False`` skips it), and get
+  multiprocessing's queues, locks and shared values through ``initargs``.
+* A task or a result that cannot be loaded on the other side fails that task
+  with :class:`TaskLoadError` (a ``BrokenProcessPool``, what the stdlib
+  executor raises then for every pending task).
 
 Workers talk to the parent over one socket each (POSIX only: spawn,
 forkserver and fork are the start methods of Linux and macOS).
@@ -39,7 +44,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._pool._broken import BrokenPoolError, WorkerDiedError
+    from ._pool._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
     from ._pool._errors import RemoteError, RemoteTraceback
     from ._pool._futures import ProcessPoolExecutor
     from ._pool._jobs import AsyncResult, IMapIterator, IMapUnorderedIterator, MapResult
@@ -56,6 +61,7 @@ __all__ = [
     "ProcessPoolExecutor",
     "RemoteError",
     "RemoteTraceback",
+    "TaskLoadError",
     "WorkerDiedError",
     "worker_index",
 ]
@@ -73,6 +79,7 @@ _WHERE = {
     "ProcessPoolExecutor": "._pool._futures",
     "RemoteError": "._pool._errors",
     "RemoteTraceback": "._pool._errors",
+    "TaskLoadError": "._pool._broken",
     "WorkerDiedError": "._pool._broken",
     "worker_index": "._pool._worker",
 }

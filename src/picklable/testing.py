@@ -10,7 +10,10 @@ offers both as a fixture and a marker.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import linecache
+import sys
 import types
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,8 +24,26 @@ from ._audit.model import FAILURES, Outcome, Report, Result
 __all__ = ["assert_audit", "assert_ships", "audit_failures"]
 
 
-def _home(obj: Any) -> tuple[str, tuple[Any, ...], bool] | None:
-    """(module, path, stable) where ``obj`` can be imported, or None."""
+Home = tuple[str, tuple[Any, ...], bool]
+
+
+def _home(obj: Any, expression: str | None = None, frame: Any = None) -> Home | None:
+    """(module, path, stable) where ``obj`` can be imported, or None.
+
+    Found by picklable's locator, or by the name the caller wrote
+    (``assert_ships(mod.square)``), or as an attribute of the module of what it
+    wraps: a module-level ``functools.partial`` is nothing the locator looks
+    for (pickle ships a partial as its function and arguments), yet it has a name.
+    """
+    found = _located(obj)
+    if found is None and expression is not None and frame is not None:
+        found = _named(obj, expression, frame)
+    if found is None:
+        found = _module_attribute(obj)
+    return found
+
+
+def _located(obj: Any) -> Home | None:
     from ._locator import importable_by_own_name, locate
 
     if isinstance(obj, types.MethodType):
@@ -30,7 +51,7 @@ def _home(obj: Any) -> tuple[str, tuple[Any, ...], bool] | None:
         owner = obj.__self__
         name = _attribute_name(owner, obj)
         if name is not None and isinstance(owner, (type, types.ModuleType)):
-            found = _home(owner) if isinstance(owner, type) else (owner.__name__, (), True)
+            found = _located(owner) if isinstance(owner, type) else (owner.__name__, (), True)
             if found is not None:
                 return found[0], (*found[1], name), False
         return None
@@ -43,6 +64,92 @@ def _home(obj: Any) -> tuple[str, tuple[Any, ...], bool] | None:
     if located is None:
         return None
     return located[0], tuple(located[1]), True
+
+
+def _named(obj: Any, expression: str, frame: Any) -> Home | None:
+    """``mod.attr.path`` as written by the caller, when ``mod`` is a module there
+    and the path leads back to ``obj`` itself."""
+    head, *rest = expression.split(".")
+    if not rest or not all(part.isidentifier() for part in (head, *rest)):
+        return None
+    root = frame.f_locals.get(head, frame.f_globals.get(head))
+    if not isinstance(root, types.ModuleType):
+        return None
+    module = root.__name__
+    # The longest module prefix: pkg.sub.name where pkg.sub is a module.
+    for cut in range(len(rest), -1, -1):
+        name = ".".join([module, *rest[:cut]])
+        if cut and not isinstance(sys.modules.get(name), types.ModuleType):
+            continue
+        target: Any = sys.modules.get(name, root)
+        try:
+            for step in rest[cut:]:
+                target = getattr(target, step)
+        except AttributeError:
+            return None
+        if target is obj and rest[cut:]:
+            return name, tuple(rest[cut:]), True
+        return None
+    return None  # pragma: no cover - cut == 0 always returns
+
+
+def _module_attribute(obj: Any) -> Home | None:
+    """A module-level name of ``obj`` in the module of what it wraps (``func`` of a
+    partial, ``__wrapped__``), checked by identity."""
+    for inner in (getattr(obj, "func", None), getattr(obj, "__wrapped__", None)):
+        module_name = getattr(inner, "__module__", None)
+        module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+        if module is None:
+            continue
+        try:
+            names = [n for n, v in vars(module).items() if v is obj and isinstance(n, str)]
+        except TypeError:
+            continue
+        if names:
+            return module_name, (names[0],), True  # type: ignore[return-value]
+    return None
+
+
+def _call_argument(frame: Any, function: str) -> str | None:
+    """The source text of the first argument of the ``function(...)`` call being
+    run in ``frame`` (``mod.handler`` for ``assert_ships(mod.handler)``), or None."""
+    try:
+        lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError, MemoryError):
+        return None
+    lineno = frame.f_lineno
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        called = node.func
+        name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", None)
+        end = getattr(node, "end_lineno", None) or node.lineno
+        if name == function and node.lineno <= lineno <= end:
+            text = ast.get_source_segment("".join(lines), node.args[0])
+            return " ".join(text.split()) if text else None
+    return None
+
+
+def _user_name(obj: Any, frame: Any) -> str:
+    """What the caller called ``obj``: the argument's expression when it is a name
+    or an attribute path, else the object's ``__name__``, else ``obj``."""
+    expression = _call_argument(frame, "assert_ships") if frame is not None else None
+    if expression is not None and all(part.isidentifier() for part in expression.split(".")):
+        return expression
+    name = getattr(obj, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else "obj"
+
+
+def _rooted(exc: Any, obj: Any, name: str) -> tuple[str, str]:
+    """The error's message and path with the path starting at ``name``."""
+    message, path = str(exc), str(getattr(exc, "path", "") or "")
+    own = getattr(obj, "__name__", None)
+    for root in (own, "obj"):
+        if isinstance(root, str) and (path == root or path.startswith((root + ".", root + "["))):
+            renamed = name + path[len(root) :]
+            return message.replace(f" - at {path}", f" - at {renamed}", 1), renamed
+    return message, path
 
 
 def _attribute_name(owner: Any, method: types.MethodType) -> str | None:
@@ -102,18 +209,24 @@ def assert_ships(obj: Any, identity: bool = True, *, timeout: float = 60.0) -> R
         When it does not ship as asked, with what happened, the first error
         line and picklable's hint.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function
     from . import dumps
     from ._audit.runner import LoadJob, run_loads
     from .exceptions import PicklingError
 
-    home = _home(obj)
+    caller = sys._getframe(1)
+    name = _user_name(obj, caller)
+    home = _home(obj, name, caller)
     what = _describe(obj, home)
+    if home is None and name != "obj" and name != getattr(obj, "__name__", None):
+        what = f"{name} = {what}"
     try:
         payload = dumps(obj)
     except PicklingError as exc:
-        lines = [f"{what} does not ship: picklable.dumps failed", f"  error: {exc}"]
-        if exc.path:
-            lines.append(f"  where: {exc.path}")
+        message, where = _rooted(exc, obj, name)
+        lines = [f"{what} does not ship: picklable.dumps failed", f"  error: {message}"]
+        if where:
+            lines.append(f"  where: {where}")
         if exc.hint:
             lines.append(f"  hint:  {exc.hint}")
         raise AssertionError("\n".join(lines)) from None
@@ -143,7 +256,10 @@ def assert_ships(obj: Any, identity: bool = True, *, timeout: float = 60.0) -> R
         if text:
             lines.append(f"  {label + ':':<8} {text}")
     if result.outcome is Outcome.COPY:
-        lines.append("  (pass identity=False to accept an exact copy)")
+        lines.append(
+            "  (it has a name, but picklable ships it as a copy of its value, as pickle "
+            "does for this kind; pass identity=False to accept an exact copy)"
+        )
     raise AssertionError("\n".join(lines))
 
 
@@ -196,9 +312,11 @@ def assert_audit(
     private: bool = False,
     recursive: bool = False,
     members: bool = True,
+    properties: bool = True,
     serializers: Iterable[str] = ("picklable",),
     fail_on: Iterable[Outcome | str] = FAILURES,
     allow: Iterable[str] = (),
+    ignore: Iterable[str] = (),
     jobs: int | None = None,
     timeout: float = 30.0,
 ) -> Report:
@@ -208,14 +326,18 @@ def assert_audit(
     ----------
     targets:
         Dotted names of modules, classes or objects (as for ``picklable audit``).
-    private, recursive, members, serializers, jobs, timeout:
+    private, recursive, members, properties, serializers, jobs, timeout:
         As for :func:`picklable._audit.audit`; only picklable is measured by
         default, which is what a test needs and the fastest.
     fail_on:
         picklable outcomes that fail the assertion (default: wrong, dump,
         load, crash, hang).
     allow:
-        ``fnmatch`` patterns of object names whose failures are accepted.
+        ``fnmatch`` patterns of object names whose failures are accepted (they
+        are audited).
+    ignore:
+        ``fnmatch`` patterns of object names left out of the audit (as
+        ``picklable audit --ignore``).
 
     Returns
     -------
@@ -227,6 +349,7 @@ def assert_audit(
     AssertionError
         Listing each failing object with its outcome, first error line and hint.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function
     from ._audit import audit
 
     if not targets:
@@ -236,6 +359,8 @@ def assert_audit(
         private=private,
         recursive=recursive,
         members=members,
+        properties=properties,
+        ignore=list(ignore),
         serializers=serializers,
         jobs=jobs,
         timeout=timeout,

@@ -1,6 +1,7 @@
 """Every Python example of the documentation runs, and the site builds strictly.
 
-The pages are ``docs/**/*.md`` and the quick start of ``README.md``. A fenced
+The pages are ``docs/**/*.md`` and the quick start and process pools sections of
+``README.md``. A fenced
 block whose language is ``python`` (or ``py``) is, by its info string:
 
 - ```` ```python title="mylib.py" ````: a file of the example. It is written into
@@ -116,13 +117,20 @@ def blocks_of(page: Path, text: str | None = None, first_line: int = 1) -> list[
     return out
 
 
+# The README's sections whose examples run (the others show a package of yours).
+README_SECTIONS = ("Quick start", "Process pools")
+
+
 def readme_quick_start() -> list[Block]:
-    """The Python blocks of the README's "Quick start" section."""
+    """The Python blocks of the README's "Quick start" and "Process pools" sections."""
     text = README.read_text()
-    match = re.search(r"^## Quick start\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
-    assert match, "README.md has no '## Quick start' section"
-    first_line = text[: match.start(1)].count("\n") + 1
-    return blocks_of(README, match.group(1), first_line)
+    blocks = []
+    for title in README_SECTIONS:
+        match = re.search(rf"^## {title}\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
+        assert match, f"README.md has no '## {title}' section"
+        first_line = text[: match.start(1)].count("\n") + 1
+        blocks += blocks_of(README, match.group(1), first_line)
+    return blocks
 
 
 def all_pages() -> dict[Path, list[Block]]:

@@ -14,7 +14,9 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import textwrap
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -27,7 +29,7 @@ import pytest
 import picklable
 import picklable.dask as pdask
 from picklable._code import interpreter_record as _interpreter_record
-from picklable_testpkg import api
+from picklable_testpkg import api, wrapped
 from picklable_testpkg.errors import FrozenError, KwOnlyError
 from picklable_testpkg.wrapped import tagged
 from support import dask_tasks, sacred_runs
@@ -85,6 +87,11 @@ class TestSubmit:
         # Plain Dask: pickle refuses the proxy, cloudpickle copies the inner function.
         assert client.submit(double, 4).result() == 8
 
+    def test_module_object_proxy_keeps_its_proxy(self, client):
+        """An ObjectProxy subclass from a module runs as itself; plain Dask runs the inner function."""
+        assert pdask.submit(client, wrapped.traced_square, 3).result() == ("traced", 9)
+        assert client.submit(wrapped.traced_square, 3).result() == 9  # silently wrong
+
     def test_factory_method_arrives_by_identity(self, client):
         """Frame.mean (made by a factory) is the worker's own object; plain Dask sends a copy."""
         assert pdask.submit(client, dask_tasks.is_frame_mean, api.Frame.mean).result() is True
@@ -111,15 +118,23 @@ class TestSubmit:
         )
         assert nested.result() == [6, 6]
 
-    def test_plain_ship_envelope_is_opened_by_the_scheduler(self, client):
-        """ship() is not enough for Dask: the scheduler loads it and pickles it again plainly."""
+    def test_ship_envelope_passes_the_scheduler_sealed(self, client):
+        """Plain client.map of ship(fn): the scheduler passes the envelope on; the wrapper runs."""
 
         @tagged
         def double(x):
             return 2 * x
 
-        assert client.submit(picklable.ship(double), 4).result() == 8  # wrapper lost
-        assert pdask.submit(client, double, 4).result() == ("tagged", 8)
+        futures = client.map(picklable.ship(double), [1, 2, 3])
+        assert client.gather(futures) == [("tagged", 2), ("tagged", 4), ("tagged", 6)]
+        assert futures[0].key.startswith("double-")  # named after the function
+
+    def test_ship_of_a_module_wrapt_function_does_not_hang(self, client):
+        """A module-level wrapt function through ship() runs (it stayed pending before)."""
+        future = client.submit(picklable.ship(wrapped.double), 4)
+        assert future.result(timeout=60) == ("tagged", 8)
+        later = client.submit(dask_tasks.pid, pure=False)  # the worker still serves
+        assert later.result(timeout=60) != os.getpid()
 
     def test_shipped_function_in_a_bag(self, client):
         """ShippedFunction.of(fn) serves other Dask APIs that take a function (dask.bag.map)."""
@@ -171,6 +186,46 @@ class TestMap:
 
         futures = pdask.map(client, lambda f, x: f(x), [inc, inc], [1, 2])
         assert client.gather(futures) == [("tagged", 2), ("tagged", 3)]
+
+
+class TestPicklableWrappers:
+    """with_state markers, ship() envelopes and shipped functions are taken as the function."""
+
+    def test_with_state_carries_the_state(self, client, workers):
+        """with_state(counted_add) runs the worker's own object with the sender's state set."""
+        before = wrapped.counted_add.calls
+        wrapped.counted_add.calls = 41
+        try:
+            marker = picklable.with_state(wrapped.counted_add)
+            one = [workers[0]]
+            assert pdask.submit(client, marker, 1, 2, workers=one, pure=False).result() == (
+                "counted",
+                3,
+            )
+            calls = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one)
+            assert calls.result() == 42
+            mapped = pdask.map(client, marker, [1], [1], workers=one, pure=False)
+            assert client.gather(mapped) == [("counted", 2)]
+        finally:
+            wrapped.counted_add.calls = before
+
+    def test_envelope_and_shipped_function(self, client):
+        """An envelope's payload and a ShippedFunction are used as they are."""
+        offset = 7
+        envelope = picklable.ship(lambda x: x + offset)
+        assert pdask.ShippedFunction.of(envelope).digest == envelope.digest
+        assert pdask.submit(client, envelope, 1).result() == 8
+        assert client.gather(pdask.map(client, envelope, [1, 2])) == [8, 9]
+        shipped = pdask.ShippedFunction.of(lambda x: -x)
+        assert pdask.submit(client, shipped, 3).result() == -3
+        # Envelopes among the arguments are opened for the function.
+        mean = picklable.ship(api.Frame.mean)
+        assert pdask.submit(client, dask_tasks.is_frame_mean, mean).result() is True
+
+    def test_not_callable_inside_with_state(self, client):
+        """with_state of a non-callable is refused, naming the marker."""
+        with pytest.raises(TypeError, match="must be callable, got WithState"):
+            pdask.submit(client, picklable.with_state(3))
 
 
 class TestExceptions:
@@ -311,6 +366,7 @@ MAIN_SCRIPT = (
         import wrapt
         from sacred import Experiment
         from sacred.observers import FileStorageObserver
+        import picklable
         import picklable.dask
 
         ex = Experiment("dask_main_experiment", save_git_info=False)
@@ -333,6 +389,14 @@ MAIN_SCRIPT = (
         def triple(x):
             return 3 * x
 
+        @wrapt.decorator
+        def plus_1000(wrapped, instance, args, kwargs):
+            return wrapped(*args, **kwargs) + 1000
+
+        @plus_1000
+        def double(x):
+            return 2 * x
+
         class JobError(Exception):
             def __init__(self, job, *, attempt):
                 super().__init__(f"job {job} failed")
@@ -352,6 +416,8 @@ MAIN_SCRIPT = (
                 report["runs"] = client.gather(futures)
                 report["wrapped"] = client.submit(triple, 3).result()
                 report["plain_wrapped"] = distributed.Client.submit(client, triple, 3).result()
+                shipped = distributed.Client.map(client, picklable.ship(double), [1, 2, 3])
+                report["ship_map"] = client.gather(shipped)
                 try:
                     client.submit(explode, 9).result()
                 except JobError as exc:  # the __main__ class itself comes back
@@ -361,6 +427,113 @@ MAIN_SCRIPT = (
         """
     )
 )
+
+
+HELPERS = textwrap.dedent(
+    """
+    import functools
+    import wrapt
+
+    def plain(x):
+        return x * 10
+
+    @wrapt.decorator
+    def tagged(wrapped, instance, args, kwargs):
+        return ["tagged", wrapped(*args, **kwargs)]
+
+    @tagged
+    def wrapt_function(x):
+        return x * 10
+
+    class Counted:
+        def __init__(self, func):
+            functools.update_wrapper(self, func)
+            self.calls = 0
+
+        def __call__(self, *args):
+            self.calls += 1
+            return ["counted", self.__wrapped__(*args)]
+
+    @Counted
+    def class_decorated(x):
+        return x * 10
+
+    class Traced(wrapt.ObjectProxy):
+        def __call__(self, *args):
+            return ["traced", self.__wrapped__(*args)]
+
+    def _inner(x):
+        return x * 10
+
+    proxy = Traced(_inner)
+    """
+)
+
+HELPERS_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import distributed
+    import picklable, picklable.dask
+    import dask_script_helpers as helpers
+
+    if __name__ == "__main__":
+        report = {}
+        picklable.register_by_value(helpers)
+        with distributed.Client(sys.argv[1]) as client:
+            for name in ["plain", "wrapt_function", "class_decorated", "proxy"]:
+                try:
+                    report[name] = picklable.dask.submit(client, getattr(helpers, name), 3).result()
+                except Exception as exc:
+                    report[name] = f"{type(exc).__name__}: {exc}"
+            # Without registration, the module uploaded to the workers: by reference.
+            picklable.unregister_by_value(helpers)
+            client.upload_file(helpers.__file__)
+            # pure=False: the same payload as above, which Dask would key as that failed task.
+            uploaded = picklable.dask.submit(client, helpers.wrapt_function, 3, pure=False)
+            report["uploaded"] = uploaded.result()
+        print(json.dumps(report))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def helper_module_report(cluster, tmp_path_factory) -> dict:
+    """A script whose helper module sits next to it (not on the workers), run once."""
+    directory = tmp_path_factory.mktemp("helpers")
+    (directory / "dask_script_helpers.py").write_text(HELPERS)
+    out = run_script(HELPERS_SCRIPT, directory, args=(cluster.scheduler_address,), timeout=180)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+NEEDS_CORE_BY_VALUE = pytest.mark.xfail(
+    strict=True,
+    reason="needs core: register_by_value(module) to cover the decorator products defined in "
+    "the module (they still go by reference to it)",
+)
+
+
+class TestHelperModule:
+    """A module next to the script: register_by_value ships it, upload_file installs it."""
+
+    def test_plain_function_by_value(self, helper_module_report):
+        """A registered module's plain function runs where the module does not exist."""
+        assert helper_module_report["plain"] == 30
+
+    @pytest.mark.parametrize(
+        ("name", "expected"),
+        [
+            pytest.param("wrapt_function", ["tagged", 30], marks=NEEDS_CORE_BY_VALUE),
+            pytest.param("class_decorated", ["counted", 30], marks=NEEDS_CORE_BY_VALUE),
+            pytest.param("proxy", ["traced", 30], marks=NEEDS_CORE_BY_VALUE),
+        ],
+    )
+    def test_decorator_products_by_value(self, helper_module_report, name, expected):
+        """Wrappers, class-decorator instances and proxies of a registered module ship by value."""
+        assert helper_module_report[name] == expected
+
+    def test_uploaded_module_by_reference(self, helper_module_report):
+        """After client.upload_file, the module's wrapt function is the workers' own."""
+        assert helper_module_report["uploaded"] == ["tagged", 30]
 
 
 class TestMainScript:
@@ -385,11 +558,125 @@ class TestMainScript:
 
         assert report["wrapped"] == ["marked", 9]
         assert report["plain_wrapped"] == 9  # plain Dask dropped the wrapper
+        assert report["ship_map"] == [1002, 1004, 1006]  # plain client.map of ship(double)
 
         error = report["error"]
         assert (error["job"], error["attempt"]) == (9, 2)
         assert 'script.py", line' in error["text"] and "in explode" in error["text"]
         assert "raise JobError(job, attempt=2)" in error["text"]
+
+
+# A `dask worker` process that cannot import picklable: -S skips site-packages'
+# .pth files (the editable install of picklable is one), PYTHONPATH still finds
+# distributed and the rest of the environment.
+WITHOUT_PICKLABLE = [sys.executable, "-S", "-m", "distributed.cli.dask_worker"]
+# One that imports picklable but reports another version.
+OTHER_VERSION = [
+    sys.executable,
+    "-c",
+    (
+        "import sys, picklable; picklable.__version__ = '0.0.1'; "
+        "from distributed.cli.dask_worker import main; sys.argv[0] = 'dask-worker'; main()"
+    ),
+]
+
+
+@pytest.fixture
+def scheduler_only() -> Iterator[distributed.LocalCluster]:
+    """A scheduler in this process with no workers: each test brings its own."""
+    with distributed.LocalCluster(
+        n_workers=0, dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL
+    ) as running:
+        yield running
+
+
+def start_worker(command: list[str], address: str, name: str, tmp_path: Path, env: dict):
+    log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed by the caller
+    worker = subprocess.Popen(
+        [*command, address, "--no-nanny", "--nthreads", "1", "--no-dashboard", "--name", name],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    return worker, log
+
+
+def stop_worker(worker: subprocess.Popen, log) -> None:
+    worker.terminate()
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+    log.close()
+
+
+def within(seconds: float, call: Callable[[], object]) -> object:
+    """Run ``call`` in a thread; fail if it has not returned or raised after ``seconds``."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(("value", call()))
+        except BaseException as exc:
+            outcome.append(("error", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"still waiting after {seconds} s"
+    kind, value = outcome[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+class TestWorkerEnvironment:
+    """Workers that cannot run picklable tasks are named before any task is sent."""
+
+    @pytest.mark.timeout(180)
+    def test_worker_without_picklable(self, scheduler_only, tmp_path):
+        """A real `dask worker` that cannot import picklable: an error within 30 s, naming it."""
+        env = dict(child_env(), PYTHONPATH=sysconfig.get_paths()["purelib"])
+        worker, log = start_worker(
+            WITHOUT_PICKLABLE, scheduler_only.scheduler_address, "bare", tmp_path, env
+        )
+        try:
+            with distributed.Client(scheduler_only) as client:
+                client.wait_for_workers(1, timeout=120)
+                (address,) = client.scheduler_info()["workers"]
+                with pytest.raises(pdask.IncompatibleWorkersError) as info:
+                    within(30, lambda: pdask.submit(client, lambda x: x + 1, 1))
+                assert within(30, lambda: client.run(os.getpid))  # the worker is alive
+                with pytest.raises(pdask.IncompatibleWorkersError):
+                    within(30, lambda: pdask.Client(scheduler_only.scheduler_address))
+        finally:
+            stop_worker(worker, log)
+        message = str(info.value)
+        assert message.startswith("picklable.dask: 1 of 1 workers cannot run picklable tasks")
+        assert (
+            f"{address} (name 'bare'): cannot import picklable.dask (ModuleNotFoundError" in message
+        )
+        assert "Fix: install picklable " in message and "no task was sent" in message
+        assert list(info.value.workers) == [f"{address} (name 'bare')"]
+
+    @pytest.mark.timeout(180)
+    def test_worker_with_another_version(self, scheduler_only, tmp_path):
+        """A worker with another picklable version is named with both versions."""
+        worker, log = start_worker(
+            OTHER_VERSION, scheduler_only.scheduler_address, "old", tmp_path, child_env()
+        )
+        try:
+            with distributed.Client(scheduler_only) as client:
+                client.wait_for_workers(1, timeout=120)
+                with pytest.raises(pdask.IncompatibleWorkersError) as info:
+                    within(30, lambda: client.gather(pdask.map(client, str, [1])))
+        finally:
+            stop_worker(worker, log)
+        message = str(info.value)
+        assert f"(this client: {pdask.ENVIRONMENT})" in message
+        assert "(name 'old'): runs picklable 0.0.1, cpython 3." in message
 
 
 LOOPBACK = ("--host", "127.0.0.1", "--port", "0")

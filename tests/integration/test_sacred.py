@@ -106,23 +106,34 @@ class TestImportableExperiment:
 class TestCapturedFunctionPolicy:
     """A captured function shipped alone follows docs/state-policy.md."""
 
-    def test_importable_goes_by_name_state_stays(self, child):
-        """By default the receiver's own captured function, with the receiver's own config."""
+    def test_importable_carries_its_config(self, child):
+        """By default the receiver's own captured function, with the sender's config
+        set on it (a wrapt proxy found by reference carries what the program set)."""
         before = E.scaled.config
         E.scaled.config = {"a": 99, "b": 99}
         try:
             payload = picklable.dumps(E.scaled)
-            assert "config" in state_left_behind(E.scaled)
+            assert "config" not in state_left_behind(E.scaled)
         finally:
             E.scaled.config = before
         assert child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
-        own = child.run(
-            sacred_runs.module_state, "picklable_testpkg.experiment", "scaled", "config"
-        )
-        assert child.run(wrapper_checks.state_after_load, payload, ["config"]) == {"config": own}
-        assert own != {"a": 99, "b": 99}
+        assert child.run(wrapper_checks.state_after_load, payload, ["config"]) == {
+            "config": {"a": 99, "b": 99}
+        }
+
+    def test_without_state_leaves_config(self, child):
+        """without_state(captured): the receiver keeps its own config."""
+        before = E.scaled.config
+        E.scaled.config = {"a": 5, "b": 5}
+        try:
+            payload = picklable.dumps(picklable.without_state(E.scaled))
+        finally:
+            E.scaled.config = before
+        assert child.run(wrapper_checks.state_after_load, payload, ["config"]) != {
+            "config": {"a": 5, "b": 5}
+        }
 
     def test_with_state_carries_config(self, child):
         """with_state(captured) sets the sender's config on the receiver's own function."""
@@ -138,7 +149,8 @@ class TestCapturedFunctionPolicy:
         )
 
     def test_after_a_run_error_names_the_path(self):
-        """A finished run holds its heartbeat thread: carrying it fails with what and where."""
+        """A finished run holds its heartbeat thread: carrying it fails with what, where and
+        the reset (the Run is the culprit, not the thread inside it)."""
         E.ex.run(options={"--loglevel": "ERROR", "--capture": "sys"})
         try:
             with pytest.raises(picklable.PicklingError) as info:
@@ -147,8 +159,25 @@ class TestCapturedFunctionPolicy:
             E.ex.current_run = None
             for captured in E.ex.captured_functions:
                 captured.run = None
-        assert info.value.path.startswith("obj.run._heartbeat")
-        assert "Thread" in str(info.value) or "lock" in str(info.value)
+        assert info.value.path == "obj.run"
+        assert info.value.type_name == "sacred.run.Run"
+        assert "heartbeat thread" in info.value.reason
+        assert "ex.current_run = None" in info.value.hint
+
+    def test_after_a_run_the_run_stays_behind(self, child):
+        """By default the finished run (its heartbeat thread) stays in the sender;
+        the rest of the state travels."""
+        E.ex.run(options={"--loglevel": "ERROR", "--capture": "sys"})
+        try:
+            assert "run" in state_left_behind(E.scaled)
+            payload = picklable.dumps(E.scaled)
+        finally:
+            E.ex.current_run = None
+            for captured in E.ex.captured_functions:
+                captured.run = None
+        assert child.run(
+            wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
+        )
 
 
 class TestCommandlineOptions:

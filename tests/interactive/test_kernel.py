@@ -387,3 +387,19 @@ class TestRendering:
             assert f'data-name="{html.escape(name)}"' in page_source
         assert 'sandbox="allow-scripts"' in data["text/html"]
         assert data["text/plain"].startswith("picklable audit of picklable_testpkg.decorators:")
+
+
+class TestProgressWidget:
+    """progress=True in a notebook: tqdm's widget (ipywidgets), not text on stderr."""
+
+    def test_map_shows_a_widget(self, kernel):
+        """A pool map with progress=True displays a progress widget and returns its results."""
+        out = kernel.execute(
+            "widget_values = pool.map(abs, range(-4, 4), progress=True)", values="widget_values"
+        )
+        assert out.error is None, out.error
+        assert out.values["values"] == [4, 3, 2, 1, 0, 1, 2, 3]
+        assert any("application/vnd.jupyter.widget-view+json" in d for d in out.displays), (
+            out.displays
+        )
+        assert "%|" not in out.stderr and "Warning" not in out.stderr, out.stderr

@@ -1057,18 +1057,23 @@ def cases() -> list[Case]:
             ),
             (
                 "[type(e).__qualname__ for e in obj]",
-                "[type(e).__module__ for e in obj]",
+                # Each class is found where its __module__ says (0.2.0 shows the pool's
+                # errors under their public module, picklable, issue 19).
+                "[getattr(sys.modules[type(e).__module__], type(e).__qualname__) is type(e) "
+                "for e in obj]",
                 "(obj[0].path, obj[0].type_name, obj[0].reason, obj[0].hint)",
                 "obj[0].args",
                 "type(obj[0].__cause__)",
                 "[f.name for f in traceback.extract_tb(obj[0].__traceback__)][:2]",
                 "(obj[1].reason, obj[1].hint, obj[1].args)",
                 "isinstance(obj[1], pickle.UnpicklingError)",
-                "(obj[2].task, obj[2].exitcode, obj[2].signal, obj[2].pid, obj[2].attempts)",
+                # The signal's name: 0.2.0 makes .signal a signal.Signals member (issue 19).
+                "(obj[2].task, obj[2].exitcode, getattr(obj[2].signal, 'name', obj[2].signal), "
+                "obj[2].pid, obj[2].attempts)",
                 "'work(3)' in str(obj[2]) and 'SIGKILL' in str(obj[2])",
                 "(obj[3].reason, obj[3].args)",
             ),
-            imports=("pickle",),
+            imports=("pickle", "sys"),
         ),
         Case(
             "envelope_main_function",

@@ -42,13 +42,19 @@ def test_damaged_payloads(tmp_path, record_property):
     cases = fuzz.mutations(fuzz.base_payloads(), CASES, seed=8)
     corpus = tmp_path / "corpus.bin"
     fuzz.write_corpus(corpus, [data for _, data in cases])
-    report = fuzz.run(corpus, env=child_env())
+    # 30 s: a few damaged memo indexes make the C unpickler zero gigabytes (issue 20),
+    # which on a loaded 2-core machine can take seconds; an endless loop still shows.
+    report = fuzz.run(corpus, env=child_env(), hang_after=30.0)
     summary = _summary("unsigned", [kind for kind, _ in cases], report)
     print(summary)
     record_property("fuzz_unsigned", summary)
     assert "?" not in report.outcomes
-    assert report.crashes == [] and report.hangs == [], summary
-    assert report.unclean == [], summary
+    culprits = [
+        f"case {i} ({cases[i][0]}, {outcome}): {cases[i][1].hex()}"
+        for i, outcome in report.unclean[:5]
+    ]
+    assert report.crashes == [] and report.hangs == [], "\n".join([summary, *culprits])
+    assert report.unclean == [], "\n".join([summary, *culprits])
     assert report.count("U") > CASES // 2  # most damage is noticed
 
 
@@ -65,7 +71,7 @@ def test_damaged_signed_payloads(tmp_path, record_property):
     assert report.count("U") == SIGNED_CASES, summary
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_harness_detects_crashes_and_hangs(tmp_path):
     """The harness reports a payload that kills the child and one that never returns."""
     corpus = tmp_path / "hostile.bin"
@@ -79,7 +85,8 @@ def test_harness_detects_crashes_and_hangs(tmp_path):
             picklable.dumps({"a": 1}),
         ],
     )
-    report = fuzz.run(corpus, hang_after=3.0, env=child_env())
+    # The hanging case sleeps an hour: 10 s tells it apart from a restart on a busy machine.
+    report = fuzz.run(corpus, hang_after=10.0, env=child_env())
     assert report.outcomes[0] == "L" and report.outcomes[2] == "U" and report.outcomes[4] == "L"
     assert report.crashes == [1] and report.outcomes[1].startswith("crash (exit -11")
     assert report.hangs == [3]

@@ -44,3 +44,32 @@ def chromium(profile: Path, *extra_flags: str) -> Iterator[webdriver.Chrome]:
         yield driver
     finally:
         driver.quit()
+
+
+# Screenshots of pages whose layout a test checks, for people to look at: under
+# reports/ (ignored by git; CI may keep it as an artifact).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "reports" / "screenshots"
+
+
+def screenshot(driver: webdriver.Chrome, name: str) -> Path:
+    """Save what ``driver`` shows as ``reports/screenshots/<name>.png``; return the path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def horizontal_overflow(driver: webdriver.Chrome, selector: str = "html") -> list[str]:
+    """Elements matching ``selector`` wider than their box (they scroll sideways):
+    their tag, class and the first words of their text."""
+    found: list[str] = driver.execute_script(
+        """
+        return Array.prototype.slice.call(document.querySelectorAll(arguments[0]))
+          .filter(function (e) { return e.scrollWidth > e.clientWidth + 1; })
+          .map(function (e) {
+            return e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 60);
+          });
+        """,
+        selector,
+    )
+    return found

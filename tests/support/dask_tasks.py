@@ -1,4 +1,4 @@
-"""Task functions for the Dask tests: importable, so they travel by reference."""
+"""Task functions for the Dask and Ray tests: importable, so they travel by reference."""
 
 from __future__ import annotations
 
@@ -47,3 +47,8 @@ def fail_with_lock() -> None:
 
 def pid() -> int:
     return os.getpid()
+
+
+def call_with(fn: Any, x: Any) -> Any:
+    """Call ``fn(x)``: a plain task function that takes a function (an envelope) as argument."""
+    return fn(x)

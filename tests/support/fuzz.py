@@ -299,8 +299,15 @@ def run(
         command = [sys.executable, "-m", "support.fuzz", str(corpus), str(index)]
         if key is not None:
             command.append(key.hex())
+        # stdin: nothing to read, as in a pool's worker (multiprocessing gives its
+        # children /dev/null): a random payload that calls input() fails at once
+        # instead of waiting on whatever the test runner's stdin is (an xdist pipe).
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         assert process.stdout is not None
         for line, timed_out in _lines(process, hang_after):

@@ -162,6 +162,70 @@ class TestCollect:
             collect(["picklable_testpkg.api.Nope"])
 
 
+class TestSelection:
+    def test_ignore_patterns(self) -> None:
+        """ignore leaves out matching names; an ignored class takes its members along."""
+        found = collect(
+            ["picklable_testpkg.auditables"], ignore=["*.Shape", "picklable_testpkg.*.power"]
+        )
+        assert names(found.targets) == [
+            "picklable_testpkg.auditables.square",
+            "picklable_testpkg.auditables.Multiplier",
+            "picklable_testpkg.auditables.triple",
+        ]
+        assert found.ignored == [
+            "picklable_testpkg.auditables.Shape",
+            "picklable_testpkg.auditables.power",
+        ]
+
+    def test_ignore_matches_aliases(self, make_package: Callable[[str], str]) -> None:
+        """An object is ignored when any of its names matches, even one met after the first."""
+        pkg = make_package("audit_pkg_ignore_alias")
+        found = collect([f"{pkg}.core"], ignore=[f"{pkg}.core.alias"])
+        assert f"{pkg}.core.exported" not in names(found.targets)
+        assert found.ignored == [f"{pkg}.core.alias", f"{pkg}.core.exported"]
+
+    def test_ignored_submodules_are_not_imported(self, make_package: Callable[[str], str]) -> None:
+        """With recursive, a submodule matched by a pattern is not even imported."""
+        pkg = make_package("audit_pkg_ignore_sub")
+        found = collect([pkg], recursive=True, ignore=[f"{pkg}.broken"])
+        assert found.problems == [] and f"{pkg}.broken" in found.ignored
+        assert f"{pkg}.broken" not in sys.modules
+
+    def test_properties_can_be_left_out(self) -> None:
+        """properties=False leaves property objects (cached_property too) out."""
+        found = collect(["picklable_testpkg.auditables.Shape"], properties=False)
+        assert names(found.targets) == [
+            "picklable_testpkg.auditables.Shape",
+            "picklable_testpkg.auditables.Shape.scaled",
+        ]
+
+    def test_lazy_submodules_are_noted_not_imported(self) -> None:
+        """Submodules a package exports but loads on first access are named in a note,
+        and not imported."""
+        sys.modules.pop("picklable_testpkg.lazypkg.linalg", None)
+        found = collect(["picklable_testpkg.lazypkg"])
+        assert names(found.targets) == ["picklable_testpkg.lazypkg.entry"]
+        assert found.notes == [
+            (
+                "picklable_testpkg.lazypkg exports 2 submodules that were not audited "
+                "(picklable_testpkg.lazypkg.linalg, picklable_testpkg.lazypkg.stats): pass "
+                "--recursive (recursive=True), or name them as targets"
+            )
+        ]
+        assert "picklable_testpkg.lazypkg.linalg" not in sys.modules
+
+    def test_recursive_follows_lazy_submodules(self) -> None:
+        """With recursive, the lazy submodules are audited and nothing is noted."""
+        found = collect(["picklable_testpkg.lazypkg"], recursive=True)
+        assert names(found.targets) == [
+            "picklable_testpkg.lazypkg.entry",
+            "picklable_testpkg.lazypkg.linalg.solve",
+            "picklable_testpkg.lazypkg.stats.mean",
+        ]
+        assert found.notes == []
+
+
 class TestCompare:
     def test_fingerprint_ignores_addresses(self) -> None:
         """Default values whose repr carries an address compare equal across processes."""
@@ -251,6 +315,23 @@ class TestAudit:
         assert next(iter(testpkg_report.serializers)) == "picklable"
         for entry in testpkg_report.entries:
             assert list(entry.results) == list(testpkg_report.serializers)
+
+    def test_totals_with_and_without_properties(self) -> None:
+        """totals() counts everything; properties=False / True split property objects apart."""
+        report = audit(["picklable_testpkg.auditables"], serializers=["picklable", "pickle"])
+        assert report.property_count == 2
+        every, others, props = (
+            report.totals(),
+            report.totals(properties=False),
+            report.totals(properties=True),
+        )
+        for serializer in report.serializers:
+            for outcome, count in every[serializer].items():
+                assert count == others[serializer][outcome] + props[serializer][outcome]
+        assert props["pickle"]["dump"] == 2  # pickle cannot dump a property object
+        data = report.to_dict()
+        assert data["property_totals"] == props
+        assert Report.from_dict(data).to_dict() == data
 
     def test_report_round_trips_through_json_data(self, testpkg_report: Report) -> None:
         """Report.from_dict(report.to_dict()) gives the same report."""

@@ -23,7 +23,8 @@ def fill() -> None:
         raise ValueError("x")
     except ValueError as exc:
         picklable.loads(picklable.dumps(exc))
-    picklable.loads(picklable.dumps(picklable.ship(api.plain)))
+    sealed = picklable.loads(picklable.dumps(picklable.ship(api.plain)))
+    assert sealed(1) == 2  # a loaded envelope opens (and fills its cache) when called
     picklable.dumps(closure, deterministic=True)
     key = picklable.new_key()
     picklable.loads(picklable.dumps(1, key=key), key=key)

@@ -18,7 +18,7 @@ from dask.base import tokenize
 
 import picklable
 import picklable.dask as pdask
-from picklable import _envelope
+from picklable import _envelope, _transit
 from picklable.dask import Result, ShippedException, ShippedFunction, _Arg, _pack, _ship_result
 from picklable_testpkg import api
 from picklable_testpkg.errors import FrozenError, KwOnlyError
@@ -187,7 +187,7 @@ class TestShippedException:
             _raise_kw_only()
         except KwOnlyError as exc:
             original = exc
-        carrier = pdask._carrier(original)
+        carrier = _transit.carrier(original)
         try:
             raise carrier
         except ShippedException as raised:
@@ -207,7 +207,7 @@ class TestShippedException:
         try:
             freeze()  # this frame stands for the task's call, which the carrier drops
         except FrozenError as exc:
-            carrier = pdask._carrier(exc)
+            carrier = _transit.carrier(exc)
         for install_tblib in (False, True):  # Dask installs it for the carrier's class
             if install_tblib:
                 tblib.pickling_support.install(carrier)
@@ -217,7 +217,7 @@ class TestShippedException:
 
     def test_summary_is_short(self):
         """Its message (what the worker logs) names the type; long messages are cut."""
-        carrier = pdask._carrier(ValueError("x" * 5000))
+        carrier = _transit.carrier(ValueError("x" * 5000))
         assert str(carrier).startswith("ValueError: xxx") and len(str(carrier)) < 2100
 
     def test_without_payload_pickles_plainly(self):

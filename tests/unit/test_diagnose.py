@@ -626,11 +626,17 @@ class TestHintsAndWalk:
                 assert _hints.unshippable(obj) is None, obj
 
     def test_failure_of_something_inside_is_not_blamed_on_the_holder(self):
-        """'cannot pickle X' about another type says the object holds an X."""
-        reason, _ = _hints.explain_failure(
+        """'cannot pickle X' about another type says the object holds an X (with the
+        kind's reason and fix when X is a known kind)."""
+        reason, hint = _hints.explain_failure(
             Worker(), TypeError("cannot pickle '_thread.lock' object")
         )
-        assert reason == "it holds a _thread.lock, which cannot be pickled"
+        assert reason == "it holds a _thread.lock: locks hold OS state"
+        assert hint == "create it inside the worker (e.g. in the pool initializer)"
+        reason, _ = _hints.explain_failure(
+            Worker(), TypeError("cannot pickle '_queue.SimpleQueue' object")
+        )
+        assert reason == "it holds a _queue.SimpleQueue, which cannot be pickled"
 
     def test_find_culprit_returns_path_object_and_error(self):
         """find_culprit: the path, the culprit itself and its own error."""
@@ -779,8 +785,9 @@ class TestExplain:
         assert (counted.how, counted.via, counted.state_left_behind) == (
             "reference",
             "picklable_testpkg.api:counted_square",
-            ("calls", "func"),
+            (),
         )
+        assert counted.why == "with the state the program set on it (calls, func)"
         local_node = report.find("payload['local']")
         assert local_node.how == "value" and "<locals>" in local_node.why
         partial = report.find("payload['p']")
@@ -1124,7 +1131,10 @@ class TestInspect:
             True,
         )
         assert function.filename == str(sent["script"])
+        # A script function: its copy, marked with where it lives in the script.
         assert report.calls == {"picklable._reconstruct._make_function": 1}
+        assert function.script_copy
+        assert report.references == [f"__main__:job (the sender's script {sent['script']})"]
         assert report.flags[0].startswith("by-value code: 1 function(s), 0 class(es)")
 
     def test_no_code_and_other_interpreter(self, sent):
@@ -1222,8 +1232,10 @@ class TestCommandLine:
         with pytest.raises(SystemExit) as info:
             main(["explain", "picklable_testpkg.api:no_such_thing"])
         assert info.value.code == 2
-        assert capsys.readouterr().err == (
-            "picklable: error: picklable_testpkg.api:no_such_thing: 'no_such_thing' not found\n"
+        assert capsys.readouterr().err.startswith(
+            "picklable: error: picklable_testpkg.api:no_such_thing: module "
+            "'picklable_testpkg.api' has no 'no_such_thing' (it has: Color, Counted, Frame, "
+            "Record, Tools, add, beat_interval_option, "
         )
 
     def test_inspect_file(self, sent, capsys):

@@ -1,13 +1,12 @@
 """Tests for `picklable.executors` and `picklable._pool` pieces that need no worker.
 
-Frames, the codec and error round trips, error messages, the progress bar,
-argument checks (made before any process starts). The pools themselves are
+Frames, the codec and error round trips, error messages, argument checks (made
+before any process starts). The pools themselves are
 tested with real workers in tests/xproc/test_pools.py.
 """
 
 from __future__ import annotations
 
-import io
 import pickle
 import signal
 import threading
@@ -22,7 +21,6 @@ from picklable._pool._core import QUEUE_BUDGET, _Inbox, may_queue
 from picklable._pool._errors import describe_exit
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
 from picklable._pool._mp import callable_name, start_method
-from picklable._pool._progress import Progress
 from picklable_testpkg import errors
 
 
@@ -142,7 +140,8 @@ class TestErrors:
             "Worker 1 (pid 42) died while running task work(3): killed by signal SIGKILL"
         )
         assert "OOM killer" in text and "retries=N" in text
-        assert (err.signal, err.exitcode, err.attempts) == ("SIGKILL", -9, 1)
+        assert (err.signal, err.exitcode, err.attempts) == (signal.SIGKILL, -9, 1)
+        assert err.signal.name == "SIGKILL" and isinstance(err.signal, signal.Signals)
 
     def test_worker_died_is_broken_process_pool(self):
         """Code written for concurrent.futures catches it."""
@@ -183,32 +182,6 @@ class TestErrors:
     def test_describe_exit(self, code, words):
         """Exit codes and signals are said in words."""
         assert words in describe_exit(code)
-
-
-class TestProgress:
-    def test_render(self):
-        """The bar shows label, percent, count and rate."""
-        bar = Progress("map(f)", total=20, stream=io.StringIO())
-        bar.count = 10
-        text = bar.render(bar.started + 2.0)
-        assert text.startswith("map(f)  50%|" + "#" * 15) and "10/20" in text and "5.0/s" in text
-
-    def test_lines_when_not_a_terminal(self):
-        """Without a terminal it writes a line per tenth and a final line."""
-        stream = io.StringIO()
-        bar = Progress("map(f)", total=100, stream=stream)
-        for _ in range(100):
-            bar._last = 0.0  # let every advance draw
-            bar.advance(1)
-        bar.close()
-        lines = stream.getvalue().splitlines()
-        assert 10 <= len(lines) <= 12 and "100/100" in lines[-1]
-
-    def test_unknown_total(self):
-        """An imap over a generator shows the count without a percentage."""
-        bar = Progress("imap(f)", stream=io.StringIO())
-        bar.count = 3
-        assert "%" not in bar.render(bar.started + 1) and " 3 " in bar.render(bar.started + 1)
 
 
 class TestItemsJob:
@@ -377,3 +350,100 @@ class TestSignedFrames:
 
         codec = Codec()
         assert pickle.loads(pickle.dumps(codec)).key == codec.key
+
+
+class TestInherit:
+    """`picklable._pool._inherit`: what reaches workers at start (issue 19)."""
+
+    def test_spawning_collects_descriptors(self):
+        """Inside the spawning context a socket reduces to its descriptor, passed on."""
+        import multiprocessing.reduction  # registers the socket reducer
+        import socket
+
+        from picklable._pool import _inherit
+
+        assert multiprocessing.reduction.ForkingPickler
+        one, other = socket.socketpair()
+        with one, other:
+            codec = P.Codec()
+            with _inherit.spawning(_inherit.Spawning()) as popen:
+                data = codec.encode_inherited({"end": one, "f": lambda: 1})
+            assert popen.fds == [one.fileno()]
+            rebuilt = codec.decode(data)  # same process: the same descriptor number
+            assert rebuilt["end"].detach() == one.fileno() and rebuilt["f"]() == 1
+
+    def test_start_payload_round_trip(self):
+        """A StartPayload pickles to signed bytes that the pool's codec loads."""
+        from picklable._pool._inherit import StartPayload
+
+        codec = P.Codec()
+        start = StartPayload((len, ("ab",)), codec=codec)
+        start.check()
+        from picklable._pool._inherit import Spawning, spawning
+
+        with spawning(Spawning()):
+            copy = pickle.loads(pickle.dumps(start))
+        initializer, initargs = copy.load(codec)
+        assert initializer is len and initargs == ("ab",)
+        assert start.load(codec) == (len, ("ab",))  # not pickled (fork): the objects themselves
+
+    def test_unshippable_initargs_named(self):
+        """An initarg that cannot reach a worker is named by its index."""
+        with pytest.raises(picklable.PicklingError) as info:
+            P.start_codec(print, (1, threading.Lock()), 0, "spawn")
+        assert info.value.path == "initargs[1]"
+
+    def test_fork_checks_nothing(self):
+        """Under fork nothing is pickled: the child gets the objects themselves."""
+        lock = threading.Lock()
+        _, start = P.start_codec(print, (lock,), 0, "fork")
+        assert start is not None and start.load(None)[1][0] is lock
+
+
+class TestErrorsInUserTerms:
+    def test_result_error_reroots_the_path(self):
+        """A result's pickling error names the task and gets the fix for results."""
+        from picklable._pool._core import result_error
+
+        error = picklable.PicklingError(
+            "Cannot pickle _thread.lock - at obj['lock']: locks hold OS state. Fix: x.",
+            path="obj['lock']",
+            type_name="_thread.lock",
+            reason="locks hold OS state",
+            hint="create it inside the worker (e.g. in the pool initializer)",
+        )
+        rebuilt = result_error("work(1) (item 1 of map(work))", error)
+        assert rebuilt.path == "the result of work(1) (item 1 of map(work))['lock']"
+        assert str(rebuilt).startswith(
+            "Cannot pickle _thread.lock - at the result of work(1) (item 1 of map(work))['lock']: "
+            "locks hold OS state. Fix: return what the parent needs"
+        )
+
+    def test_arguments_error_names_the_piece(self):
+        """The first piece that fails alone names the error."""
+        from picklable._pool._core import arguments_error
+
+        codec = P.Codec()
+        lock = threading.Lock()
+        try:
+            codec.encode([1, {"c": lock}])
+        except picklable.PicklingError as exc:
+            error = arguments_error(
+                codec, exc, [("item 0 of map(f)", 1), ("item 1 of map(f)", {"c": lock})]
+            )
+        assert error.path == "item 1 of map(f)['c']"
+
+    def test_task_load_error(self):
+        """TaskLoadError is an UnpicklingError and a BrokenProcessPool, and pickles with its fields."""
+        err = executors.TaskLoadError("m", task="f(1)", where="worker", reason="r")
+        assert isinstance(err, picklable.UnpicklingError) and isinstance(err, BrokenProcessPool)
+        copy = picklable.loads(picklable.dumps(err))
+        assert (copy.task, copy.where, copy.reason, str(copy)) == ("f(1)", "worker", "r", "m")
+
+    def test_exit_signal(self):
+        """Exit codes become signal.Signals members, or the bare number for unnamed ones."""
+        from picklable._pool._errors import exit_signal
+
+        assert exit_signal(-9) is signal.SIGKILL
+        assert exit_signal(3) is None and exit_signal(None) is None
+        assert exit_signal(-200) == 200

@@ -285,12 +285,23 @@ class TestClassBasedDecorators:
 
 
 class TestWithState:
-    """The opt-in that carries an importable wrapper's state."""
+    """What travels of a wrapper found by reference: its state by default, all of
+    it with with_state, none of it with without_state."""
 
-    def test_default_state_stays_behind(self):
-        """By default an importable wrapper goes by name; its attributes do not travel."""
-        assert _diagnose.state_left_behind(W.counted_add) == ["calls"]
+    def test_default_state_travels_but_what_cannot_pickle(self, monkeypatch):
+        """A wrapper found by reference carries what the program set on it; a lock
+        on it stays behind (the receiver's own is the only meaningful one)."""
+        assert _diagnose.state_left_behind(W.counted_add) == []
         assert _diagnose.state_left_behind(W.make_wrapt_local(0)) == []
+        monkeypatch.setattr(W.counted_add, "lock", threading.Lock(), raising=False)
+        assert _diagnose.state_left_behind(W.counted_add) == ["lock"]
+
+    def test_functions_by_their_own_name_carry_nothing(self, monkeypatch):
+        """A function importable by its own name goes as pickle sends it: by name alone."""
+        from picklable_testpkg import api
+
+        monkeypatch.setattr(api.plain, "config", 30, raising=False)
+        assert _diagnose.state_left_behind(api.plain) == ["config"]
 
     def test_with_state_loads_the_object_itself(self):
         """with_state(obj) loads as obj (by reference), never as the marker."""
@@ -311,20 +322,30 @@ class TestWithState:
         """The marker says what it is."""
         assert repr(picklable.with_state(1)) == "picklable.with_state(1)"
 
-    def test_with_state_in_child(self, child):
-        """In a fresh interpreter the importable object gets the sender's state."""
+    def test_state_in_child(self, child):
+        """In a fresh interpreter the importable wrapper gets the sender's state by
+        default and with with_state, its own with without_state; always itself."""
         before = W.counted_add.calls
         W.counted_add.calls = 41
         try:
-            plain = picklable.dumps(W.counted_add)
+            default = picklable.dumps(W.counted_add)
             carried = picklable.dumps(picklable.with_state(W.counted_add))
+            alone = picklable.dumps(picklable.without_state(W.counted_add))
         finally:
             W.counted_add.calls = before
-        assert child.run(wrapper_checks.state_after_load, plain, ["calls"]) == {"calls": 0}
+        # (the child keeps what a load set on its object: the reference alone first)
+        assert child.run(wrapper_checks.state_after_load, alone, ["calls"]) == {"calls": 0}
+        assert child.run(wrapper_checks.state_after_load, default, ["calls"]) == {"calls": 41}
         assert child.run(wrapper_checks.state_after_load, carried, ["calls"]) == {"calls": 41}
-        assert child.run(
-            wrapper_checks.loaded_is, carried, "picklable_testpkg.wrapped", "counted_add"
-        )
+        for payload in (default, carried, alone):
+            assert child.run(
+                wrapper_checks.loaded_is, payload, "picklable_testpkg.wrapped", "counted_add"
+            )
+
+    def test_without_state_repr_and_copy(self):
+        """without_state says what it is; on a copy it changes nothing."""
+        assert repr(picklable.without_state(1)) == "picklable.without_state(1)"
+        assert roundtrip(picklable.without_state(W.make_wrapt_local(3)))(1) == ("shifted", 4)
 
 
 class TestInChild:

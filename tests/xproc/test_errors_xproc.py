@@ -15,12 +15,13 @@ FAILING_DUMP = textwrap.dedent(
     import threading
     import picklable
 
-    lock = threading.Lock()
+    def make_job():
+        lock = threading.Lock()
+        def job():
+            return lock
+        return job
 
-    def job():
-        return lock
-
-    picklable.dumps(job)
+    picklable.dumps(make_job())
     """
 )
 
@@ -45,12 +46,12 @@ class TestOneTraceback:
         assert done.returncode == 1
         lines = done.stderr.splitlines()
         assert lines[0] == "Traceback (most recent call last):"
-        assert lines[1].startswith(f'  File "{tmp_path / "script.py"}", line 10')
-        assert lines[2] == "    picklable.dumps(job)"
+        assert lines[1].startswith(f'  File "{tmp_path / "script.py"}", line 11')
+        assert lines[2] == "    picklable.dumps(make_job())"
         assert lines[-1] == (
             "picklable.exceptions.PicklingError[TypeError]: Cannot pickle _thread.lock - at "
-            "job.__globals__['lock']: locks hold OS state. Fix: create it inside the worker "
-            "(e.g. in the pool initializer)."
+            "job.__closure__[0].cell_contents: locks hold OS state. Fix: create it inside the "
+            "worker (e.g. in the pool initializer)."
         )
         assert len(lines) == 6, done.stderr
         assert "During handling" not in done.stderr
@@ -69,7 +70,7 @@ class TestOneTraceback:
     def test_failed_dump_to_a_file(self, tmp_path):
         """picklable.dump too."""
         source = FAILING_DUMP.replace(
-            "picklable.dumps(job)", "picklable.dump(job, open('out.bin', 'wb'))"
+            "picklable.dumps(make_job())", "picklable.dump(make_job(), open('out.bin', 'wb'))"
         )
         lines = run(source, tmp_path).stderr.splitlines()
         assert len(lines) == 6 and lines[-1].startswith("picklable.exceptions.PicklingError[")

@@ -1,10 +1,10 @@
-"""Pools used from real ``__main__`` scripts (issue 6).
+"""Pools used from real ``__main__`` scripts (issues 6 and 19).
 
-Lambdas, classes and exception classes of ``__main__`` travel by value; what
-comes back is the script's own class again, so ``isinstance`` and ``except``
-work in the script. Spawned workers do not re-import the script, so it needs no
-``if __name__ == "__main__"`` guard (forkserver still does: its server imports
-``__main__`` once).
+Lambdas, classes and exception classes of ``__main__`` ship; what comes back is
+the script's own class again, so ``isinstance`` and ``except`` work in the
+script. Workers import the script as ``__mp_main__`` the way multiprocessing's
+spawn workers do (its ``if __name__ == "__main__"`` block does not run there),
+unless the pool is made with ``import_main=False``.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ def main(method):
             pool.apply(lambda: os._exit(3))
         except picklable.WorkerDiedError as exc:
             assert exc.exitcode == 3 and "<lambda>()" in exc.task
-        if method == "spawn":  # the script is not imported again in the worker
-            # Not "__mp_main__" in sys.modules: importing multiprocessing (coverage does, in
-            # every measured process) aliases it to the worker's own -c __main__.
-            assert pool.apply(lambda: getattr(sys.modules.get("__mp_main__"), "__file__", None)) is None
+        # The worker has the script: imported as __mp_main__ (spawn, forkserver), or the
+        # parent's own __main__ (fork).
+        seen = pool.apply(lambda: (sys.modules["__main__"].__name__, sys.modules["__main__"].__file__))
+        expected = "__main__" if method == "fork" else "__mp_main__"
+        assert seen[0] == expected and os.path.samefile(seen[1], __file__), seen
     with picklable.ProcessPoolExecutor(2, mp_context=method) as ex:
         assert type(ex.submit(make, 3).result()) is Point
         assert list(ex.map(lambda p: p.x, points)) == [1, 2]
@@ -66,11 +67,16 @@ if __name__ == "__main__":
 """
 
 UNGUARDED = """
+import sys
 import picklable
 
-pool = picklable.Pool(2)
+pool = picklable.Pool(2, import_main=sys.argv[1] == "import")
 square = lambda x: x * x
-print(sum(pool.map(square, range(10))))
+try:
+    print(sum(pool.map(square, range(10))))
+except picklable.BrokenPoolError as exc:
+    print(exc)
+    print(type(exc.__cause__).__name__)
 pool.close()
 pool.join()
 """
@@ -82,9 +88,25 @@ def test_main_objects_through_pools(tmp_path, method):
     assert run_script(SCRIPT, tmp_path, args=(method,)).split() == ["ok", method]
 
 
-def test_spawn_needs_no_main_guard(tmp_path):
-    """A script without an if __name__ guard works: spawned workers never re-run it."""
-    assert run_script(UNGUARDED, tmp_path).strip() == "285"
+def test_unguarded_script_runs_with_import_main_false(tmp_path):
+    """A script without the __main__ guard runs with import_main=False (workers skip it)."""
+    assert run_script(UNGUARDED, tmp_path, args=("skip",)).strip() == "285"
+
+
+def test_unguarded_script_gets_a_clear_error(tmp_path):
+    """Without the guard, the worker's import starts a pool: the error says how to fix it."""
+    message, cause = run_script(UNGUARDED, tmp_path, args=("import",)).strip().splitlines()
+    assert message.startswith(("worker 0 could not import ", "worker 1 could not import "))
+    assert "script.py as __mp_main__" in message
+    assert (
+        "RuntimeError: An attempt has been made to start a new process before the current process has finished its bootstrapping phase."
+        in message
+    )
+    assert (
+        'Fix: put the code that starts the pool under `if __name__ == "__main__":`, or pass import_main=False'
+        in message
+    )
+    assert cause == "RuntimeError"
 
 
 LEFT_OPEN = """
@@ -92,13 +114,14 @@ import sys
 import time
 import picklable
 
-if sys.argv[1] == "pool":
-    pool = picklable.Pool(2)
-    pool.apply_async(time.sleep, (60,))  # still running at exit: terminated
-else:
-    ex = picklable.ProcessPoolExecutor(2)
-    ex.submit(lambda: (time.sleep(0.3), print("task done", flush=True)))
-print("leaving", flush=True)
+if __name__ == "__main__":
+    if sys.argv[1] == "pool":
+        pool = picklable.Pool(2)
+        pool.apply_async(time.sleep, (60,))  # still running at exit: terminated
+    else:
+        ex = picklable.ProcessPoolExecutor(2)
+        ex.submit(lambda: (time.sleep(0.3), print("task done", flush=True)))
+    print("leaving", flush=True)
 """
 
 
@@ -116,3 +139,185 @@ def test_left_open_at_exit(tmp_path, kind, out):
         cwd=tmp_path,
     )
     assert (done.returncode, done.stdout.split(), done.stderr) == (0, out.split(), "")
+
+
+# A script as users write them (issue 19): module-level setup that its tasks use.
+SETUP = """
+import logging
+import multiprocessing
+import sys
+import threading
+
+import picklable
+
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
+log = logging.getLogger("job")
+SQUARES = {i: i * i for i in range(4)}  # computed when the script is imported
+LOCK = threading.Lock()
+
+
+def work(x):
+    log.info("work %d", x)
+    # The worker imported the script: its module-level data is there.
+    return sys.modules["__mp_main__"].SQUARES[x]
+
+
+def locked(x):
+    with LOCK:  # the worker's own lock, made when it imported the script
+        return x + 1
+
+
+def make_pool(which, method):
+    if which == "stdlib":
+        return multiprocessing.get_context(method).Pool(2)
+    return picklable.Pool(2, context=method)
+
+
+if __name__ == "__main__":
+    which, task, method = sys.argv[1:]
+    with make_pool(which, method) as pool:
+        print(sorted(pool.map(work if task == "work" else locked, range(4), chunksize=1)))
+"""
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_module_level_setup_runs_in_workers(tmp_path, how):
+    """logging.basicConfig and module-level data of the script are in the workers, as with the stdlib."""
+    outputs = {}
+    for which in ("stdlib", "picklable"):
+        if how == "script":
+            out = run_script(SETUP, tmp_path, args=(which, "work", "spawn"))
+        else:  # python -m: the workers import it by its module name
+            (tmp_path / "setupmod.py").write_text(SETUP)
+            done = subprocess.run(
+                [sys.executable, "-m", "setupmod", which, "work", "spawn"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=child_env(),
+                cwd=tmp_path,
+            )
+            assert done.returncode == 0, done.stderr
+            out = done.stdout
+        outputs[which] = sorted(out.splitlines())
+    assert outputs["picklable"] == outputs["stdlib"]
+    assert outputs["picklable"] == [
+        "INFO work 0",
+        "INFO work 1",
+        "INFO work 2",
+        "INFO work 3",
+        "[0, 1, 4, 9]",
+    ]
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_module_level_lock_used_by_the_task(tmp_path, method):
+    """A task using the script's module-level lock runs as under the stdlib pool."""
+    stdlib = run_script(SETUP, tmp_path, args=("stdlib", "locked", method))
+    assert run_script(SETUP, tmp_path, args=("picklable", "locked", method)) == stdlib
+    assert stdlib == "[1, 2, 3, 4]\n"
+
+
+SKIP_MAIN = """
+import sys
+import picklable
+
+IMPORTED_BY = __name__
+
+if __name__ == "__main__":
+    with picklable.Pool(1, import_main=sys.argv[1] == "import") as pool:
+        print(pool.apply(lambda: getattr(sys.modules["__main__"], "IMPORTED_BY", None)))
+"""
+
+
+@pytest.mark.parametrize(("mode", "out"), [("import", "__mp_main__"), ("skip", "None")])
+def test_import_main_opt_out(tmp_path, mode, out):
+    """import_main=False: workers do not import the script."""
+    assert run_script(SKIP_MAIN, tmp_path, args=(mode,)).strip() == out
+
+
+FAILING_INITIALIZER = """
+import logging
+import picklable
+
+logging.basicConfig(format="%(levelname)s %(message)s")
+
+
+def init():
+    raise ValueError("no database here")
+
+
+if __name__ == "__main__":
+    with picklable.ProcessPoolExecutor(1, initializer=init) as ex:
+        try:
+            ex.submit(print, "never").result()
+        except picklable.BrokenPoolError as exc:
+            print(type(exc.__cause__).__name__, exc.__cause__)
+"""
+
+
+def test_executor_logs_initializer_errors(tmp_path):
+    """The executor's workers log an initializer's exception to concurrent.futures, as the stdlib's."""
+    script = tmp_path / "failing_init.py"
+    script.write_text(FAILING_INITIALIZER)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=child_env()
+    )
+    assert done.stdout == "ValueError no database here\n"
+    assert done.stderr.startswith("CRITICAL Exception in initializer:\nTraceback")
+    assert "ValueError: no database here" in done.stderr
+
+
+SUBMIT_AT_EXIT = """
+import atexit
+import picklable
+
+
+@atexit.register
+def late():
+    try:
+        ex.submit(id, None)
+    except RuntimeError as exc:
+        print("RuntimeError:", exc)
+
+
+if __name__ == "__main__":
+    ex = picklable.ProcessPoolExecutor(1)
+    print(ex.submit(abs, -3).result())
+"""
+
+
+def test_submit_in_atexit_raises(tmp_path):
+    """submit() in an atexit hook raises RuntimeError, as concurrent.futures' does."""
+    out = run_script(SUBMIT_AT_EXIT, tmp_path)
+    assert out == "3\nRuntimeError: cannot schedule new futures after interpreter shutdown\n"
+
+
+INITIALIZER_GLOBAL = """
+import multiprocessing
+import sys
+
+import picklable
+
+
+def setup(queue):
+    global results
+    results = queue  # a module global of the worker's own __mp_main__
+
+
+def work(x):
+    results.put(x * x)
+
+
+if __name__ == "__main__":
+    queue = multiprocessing.get_context(sys.argv[1]).Queue()
+    with picklable.Pool(2, initializer=setup, initargs=(queue,), context=sys.argv[1]) as pool:
+        pool.map(work, range(4))
+    print(sorted(queue.get(timeout=60) for _ in range(4)))
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_initializer_sets_a_global_the_tasks_read(tmp_path, method):
+    """The stdlib idiom: the initializer stores a queue in a global of the script; tasks use it."""
+    assert run_script(INITIALIZER_GLOBAL, tmp_path, args=(method,)) == "[0, 1, 4, 9]\n"

@@ -50,16 +50,19 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 
+from .._progress import PhasedProgress
 from . import serializers as _serializers
-from .collect import Target, TargetError, collect, resolve
+from .collect import Collected, Target, TargetError, collect, resolve
 from .compare import fingerprint
-from .model import FAILURES, Entry, Outcome, Problem, Report, Result
+from .model import FAILURES, PROPERTY, Entry, Outcome, Problem, Report, Result
 from .runner import ChildError, LoadJob, run_loads
 from .wire import first_line
 
 __all__ = [
     "FAILURES",
+    "PROPERTY",
     "ChildError",
+    "Collected",
     "Entry",
     "Outcome",
     "Problem",
@@ -73,8 +76,16 @@ __all__ = [
     "resolve",
 ]
 
-#: progress(phase, done, total): phase is "dump" or "load".
+#: progress(phase, done, total): phase is "dump" or "load"; both count objects.
 Progress = Callable[[str, int, int], None]
+
+_PHASES = {"dump": "picklable audit: dumping", "load": "picklable audit: loading"}
+
+
+def progress_bar() -> PhasedProgress:
+    """The bar of ``progress=True``: one unit (objects), a count and ETA per phase,
+    erased at the end (the summary follows)."""
+    return PhasedProgress(_PHASES, unit="objects", leave=False)
 
 
 def default_jobs() -> int:
@@ -116,10 +127,12 @@ def audit(
     private: bool = False,
     recursive: bool = False,
     members: bool = True,
+    properties: bool = True,
+    ignore: Sequence[str] = (),
     serializers: Iterable[str] | None = None,
     jobs: int | None = None,
     timeout: float = 30.0,
-    progress: Progress | None = None,
+    progress: bool | Progress | None = None,
 ) -> Report:
     """Round-trip every public callable of ``targets`` and classify the results.
 
@@ -135,6 +148,12 @@ def audit(
     members:
         Audit the members of classes found in modules (classes named in
         ``targets`` always have their members audited).
+    properties:
+        Audit the property objects of classes (counted apart in the reports).
+    ignore:
+        :func:`fnmatch.fnmatchcase` patterns of dotted names to leave out (an
+        object is left out when any of its names matches; a class takes its
+        members along). They are listed in :attr:`Report.ignored`.
     serializers:
         Names among ``picklable``, ``pickle``, ``cloudpickle``, ``dill``;
         default: all installed. picklable is always included.
@@ -144,7 +163,8 @@ def audit(
     timeout:
         Seconds one load may take before it counts as a hang.
     progress:
-        Called as ``progress(phase, done, total)``.
+        True: draw a progress bar on stderr (see :mod:`picklable._progress`);
+        a callable: called as ``progress(phase, done, total)``.
 
     Returns
     -------
@@ -164,10 +184,19 @@ def audit(
     with warnings.catch_warnings():
         # Deprecated attributes warn when read; an audit only looks.
         warnings.simplefilter("ignore")
-        found, problems = collect(targets, private=private, recursive=recursive, members=members)
-    report = audit_objects(found, names, jobs=jobs, timeout=timeout, progress=progress)
+        found = collect(
+            targets,
+            private=private,
+            recursive=recursive,
+            members=members,
+            properties=properties,
+            ignore=ignore,
+        )
+    report = audit_objects(found.targets, names, jobs=jobs, timeout=timeout, progress=progress)
     report.targets = list(targets)
-    report.problems = problems
+    report.problems = found.problems
+    report.ignored = found.ignored
+    report.notes = found.notes
     report.seconds = time.perf_counter() - start
     return report
 
@@ -178,9 +207,16 @@ def audit_objects(
     *,
     jobs: int | None = None,
     timeout: float = 30.0,
-    progress: Progress | None = None,
+    progress: bool | Progress | None = None,
 ) -> Report:
     """Audit already collected targets (see :func:`audit`)."""
+    if progress is True:
+        bar = progress_bar()
+        try:
+            return audit_objects(found, serializers, jobs=jobs, timeout=timeout, progress=bar)
+        finally:
+            bar.close()
+    report_progress = progress or None
     start = time.perf_counter()
     dumps = {name: _serializers.dumper(name) for name in serializers}
     report = Report(
@@ -193,7 +229,12 @@ def audit_objects(
     partial: list[dict[str, Result]] = [{} for _ in found]
     load_jobs: list[LoadJob] = []
     job_entry: list[int] = []  # load job index -> entry index
+    loads_left = [0] * len(found)  # per entry: payloads still to load
     total = len(found) * len(serializers)
+    if report_progress is not None and found:
+        # Drawn before warnings are silenced: the bar's hook that prints warnings
+        # above it must not be undone when catch_warnings restores its own.
+        report_progress("dump", 0, len(found))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i, target in enumerate(found):
@@ -208,6 +249,7 @@ def audit_objects(
                     partial[i][name] = Result(Outcome.DUMP, first_line(exc), hint)
                     continue
                 job_entry.append(i)
+                loads_left[i] += 1
                 load_jobs.append(
                     LoadJob(
                         len(load_jobs),
@@ -219,15 +261,22 @@ def audit_objects(
                         expected,
                     )
                 )
-            if progress is not None:
-                progress("dump", i + 1, len(found))
-    done = [0]
+            if report_progress is not None:
+                report_progress("dump", i + 1, len(found))
+    # Loading counts objects too (all of an object's payloads loaded), so that
+    # both phases have one unit; objects that no serializer could dump are done.
+    done = [loads_left.count(0)]
+    if report_progress is not None and found:
+        report_progress("load", done[0], len(found))
 
     def on_result(job: LoadJob, result: Result) -> None:
-        partial[job_entry[job.index]][job.serializer] = result
-        done[0] += 1
-        if progress is not None:
-            progress("load", done[0], len(load_jobs))
+        i = job_entry[job.index]
+        partial[i][job.serializer] = result
+        loads_left[i] -= 1
+        if loads_left[i] == 0:
+            done[0] += 1
+            if report_progress is not None:
+                report_progress("load", done[0], len(found))
 
     run_loads(
         load_jobs,

@@ -13,18 +13,26 @@ callable attributes; members inherited from built-in types (``object``,
 The same object reached by several names is audited once, under the first name
 (aliases are kept). Submodules (``recursive``) are imported in name order;
 ``__main__``, ``tests``, ``test`` and ``conftest`` are never imported, and one
-that fails to import is recorded as a :class:`~.model.Problem`.
+that fails to import is recorded as a :class:`~.model.Problem`. Without
+``recursive``, submodules that a package exports (in ``__all__``, often loaded
+lazily on first access, as scipy does) are not imported: a note names them.
+
+``ignore`` patterns (:func:`fnmatch.fnmatchcase` on dotted names) leave objects
+out: an object is ignored when any of its names matches, and an ignored class
+takes its members with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import functools
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .model import Problem
@@ -32,6 +40,7 @@ from .wire import first_line
 
 _SKIPPED_SUBMODULES = frozenset({"__main__", "tests", "test", "conftest"})
 _MAX_NESTING = 2
+_NAMED_IN_NOTE = 5  # submodules named in a note before "..."
 _BUILTIN_METHOD_TYPES = (
     types.BuiltinFunctionType,
     types.MethodDescriptorType,
@@ -164,16 +173,56 @@ def member_kind(raw: Any, value: Any) -> str | None:
     return None
 
 
+@dataclasses.dataclass
+class Collected:
+    """What :func:`collect` found.
+
+    Attributes
+    ----------
+    targets:
+        The objects to audit, each once.
+    problems:
+        Modules that failed to import, attributes that failed to read.
+    ignored:
+        Names left out by an ``ignore`` pattern.
+    notes:
+        Things the user should know about what was not audited (exported
+        submodules without ``recursive``).
+    """
+
+    targets: list[Target]
+    problems: list[Problem]
+    ignored: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def __iter__(self) -> Any:
+        # (targets, problems) = collect(...) keeps working.
+        return iter((self.targets, self.problems))
+
+
 class Collector:
     """Walks modules and classes, keeping each object once."""
 
-    def __init__(self, *, private: bool, recursive: bool, members: bool) -> None:
+    def __init__(
+        self,
+        *,
+        private: bool,
+        recursive: bool,
+        members: bool,
+        properties: bool = True,
+        ignore: Sequence[str] = (),
+    ) -> None:
         self.private = private
         self.recursive = recursive
         self.members = members
+        self.properties = properties
+        self.ignore = tuple(ignore)
         self.targets: list[Target] = []
         self.problems: list[Problem] = []
+        self.ignored: list[str] = []
+        self.notes: list[str] = []
         self._seen: dict[int, Target] = {}
+        self._ignored_ids: set[int] = set()
         self._expanded: set[int] = set()
 
     def add_target(self, name: str) -> None:
@@ -199,8 +248,9 @@ class Collector:
                 found = _raw_member(parent, path[-1]) if isinstance(parent, type) else None
                 if found is not None:
                     kind = member_kind(found, obj) or kind
-            self._add(name, module_name, path, kind, obj, _stable_lookup(name, obj))
-            if isinstance(obj, type):  # named explicitly: members even if seen before
+            added = self._add(name, module_name, path, kind, obj, _stable_lookup(name, obj))
+            ignored = not added and name in self.ignored
+            if isinstance(obj, type) and not ignored:  # named: members even if seen before
                 self._class_members(obj, module_name, path, depth=0)
 
     # Modules --------------------------------------------------------------------
@@ -225,15 +275,38 @@ class Collector:
         else:
             names = [n for n in list(vars(module)) if isinstance(n, str) and self._public(n)]
             explicit = False
+        submodules: list[str] = []
         for name in names:
+            if explicit and _lazy_submodule(module, name):
+                # Reading it would import it (a module __getattr__): it is not
+                # audited without recursive, so do not pay for the import.
+                submodules.append(f"{module.__name__}.{name}")
+                continue
             try:
                 value = getattr(module, name)
             except Exception as exc:
                 self.problems.append(Problem(f"{module.__name__}.{name}", first_line(exc)))
                 continue
+            if (
+                explicit
+                and isinstance(value, types.ModuleType)
+                and value.__name__.startswith(module.__name__ + ".")
+            ):
+                submodules.append(value.__name__)
             if not explicit and not _defined_here(value, package):
                 continue
             yield name, value
+        if submodules and not self.recursive:
+            self._note_submodules(module.__name__, submodules)
+
+    def _note_submodules(self, module: str, submodules: list[str]) -> None:
+        named = ", ".join(submodules[:_NAMED_IN_NOTE])
+        more = f", ..., {len(submodules)} in all" if len(submodules) > _NAMED_IN_NOTE else ""
+        what = "submodule" if len(submodules) == 1 else "submodules"
+        self.notes.append(
+            f"{module} exports {len(submodules)} {what} that were not audited "
+            f"({named}{more}): pass --recursive (recursive=True), or name them as targets"
+        )
 
     def _submodules(self, package: types.ModuleType) -> None:
         try:
@@ -248,6 +321,9 @@ class Collector:
         for info in infos:
             short = info.name.rpartition(".")[2]
             if short in _SKIPPED_SUBMODULES or not self._public(short):
+                continue
+            if self.ignore and self._ignored(info.name):
+                self.ignored.append(info.name)  # not even imported
                 continue
             try:
                 module = importlib.import_module(info.name)
@@ -289,7 +365,7 @@ class Collector:
                 self.problems.append(Problem(_dotted(module_name, (*path, name)), first_line(exc)))
                 continue
             kind = member_kind(raw, value)
-            if kind is None:
+            if kind is None or (kind == "property" and not self.properties):
                 continue
             try:
                 stable = getattr(cls, name) is value
@@ -315,11 +391,24 @@ class Collector:
             return False
         return self.private or not name.startswith("_")
 
+    def _ignored(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
+
     def _add(
         self, name: str, module: str, path: tuple[str, ...], kind: str, obj: Any, stable: bool
     ) -> bool:
-        """Record ``obj``; False (alias noted) when it was already collected."""
+        """Record ``obj``; False (alias noted) when it was already collected or is ignored."""
         key = id(obj) if stable else id(_identity_key(obj))
+        if key in self._ignored_ids:
+            return False
+        if self.ignore and self._ignored(name):
+            self._ignored_ids.add(key)
+            self.ignored.append(name)
+            known = self._seen.pop(key, None)
+            if known is not None:  # first collected under a name not ignored
+                self.targets.remove(known)
+                self.ignored.append(known.name)
+            return False
         known = self._seen.get(key)
         if known is not None:
             if name != known.name and name not in known.aliases:
@@ -329,6 +418,24 @@ class Collector:
         self._seen[key] = target
         self.targets.append(target)
         return True
+
+    def result(self) -> Collected:
+        """What was collected; members of ignored classes are left out too."""
+        prefixes = tuple(name + "." for name in self.ignored)
+        targets = [t for t in self.targets if not t.name.startswith(prefixes)]
+        dropped = [t.name for t in self.targets if t.name.startswith(prefixes)]
+        return Collected(targets, self.problems, self.ignored + dropped, self.notes)
+
+
+def _lazy_submodule(module: types.ModuleType, name: str) -> bool:
+    """``name`` is exported by the package ``module`` but not loaded yet: a
+    submodule its ``__getattr__`` would import on first access."""
+    if name in vars(module) or not hasattr(module, "__path__"):
+        return False
+    try:
+        return importlib.util.find_spec(f"{module.__name__}.{name}") is not None
+    except Exception:  # a broken finder, or a parent that fails to import
+        return False
 
 
 def _identity_key(obj: Any) -> Any:
@@ -376,8 +483,14 @@ def _dotted(module: str, path: tuple[str, ...]) -> str:
 
 
 def collect(
-    targets: Iterable[str], *, private: bool = False, recursive: bool = False, members: bool = True
-) -> tuple[list[Target], list[Problem]]:
+    targets: Iterable[str],
+    *,
+    private: bool = False,
+    recursive: bool = False,
+    members: bool = True,
+    properties: bool = True,
+    ignore: Sequence[str] = (),
+) -> Collected:
     """Every object the ``targets`` offer, each once.
 
     Parameters
@@ -392,17 +505,28 @@ def collect(
     members:
         Audit the members of classes found in modules (classes named as
         targets always have their members audited).
+    properties:
+        Audit property objects (and other data descriptors) of classes.
+    ignore:
+        ``fnmatch`` patterns of dotted names to leave out.
 
     Returns
     -------
-    (targets, problems)
+    Collected
+        Unpacks as ``(targets, problems)``; also has ``ignored`` and ``notes``.
 
     Raises
     ------
     TargetError
         When a target itself cannot be imported or found.
     """
-    collector = Collector(private=private, recursive=recursive, members=members)
+    collector = Collector(
+        private=private,
+        recursive=recursive,
+        members=members,
+        properties=properties,
+        ignore=ignore,
+    )
     for name in targets:
         collector.add_target(name)
-    return collector.targets, collector.problems
+    return collector.result()

@@ -45,6 +45,9 @@ _LABELS = {
     Outcome.HANG: "hang",
 }
 
+#: The kind of property objects (and other data descriptors) of classes.
+PROPERTY = "property"
+
 #: Outcomes that make ``picklable audit`` exit non-zero by default.
 FAILURES: tuple[Outcome, ...] = (
     Outcome.WRONG,
@@ -184,6 +187,10 @@ class Report:
         Version of the interpreter that ran the audit.
     seconds:
         Wall time of the audit.
+    ignored:
+        Names left out by ``ignore`` patterns.
+    notes:
+        What was not audited and how to audit it (exported submodules).
     """
 
     targets: list[str]
@@ -192,14 +199,31 @@ class Report:
     problems: list[Problem] = dataclasses.field(default_factory=list)
     python: str = ""
     seconds: float = 0.0
+    ignored: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
-    def totals(self) -> dict[str, dict[str, int]]:
-        """serializer -> outcome value -> count (every outcome present, zeros included)."""
+    def totals(self, properties: bool | None = None) -> dict[str, dict[str, int]]:
+        """serializer -> outcome value -> count (every outcome present, zeros included).
+
+        Parameters
+        ----------
+        properties:
+            None: every entry; False: all but property objects; True: only them.
+            Property objects are counted apart in the reports: no one ships a
+            ``property`` itself, and pickle fails on every one of them.
+        """
         out = {name: {o.value: 0 for o in Outcome} for name in self.serializers}
         for entry in self.entries:
+            if properties is not None and (entry.kind == PROPERTY) is not properties:
+                continue
             for name, result in entry.results.items():
                 out[name][result.outcome.value] += 1
         return out
+
+    @property
+    def property_count(self) -> int:
+        """How many entries are property objects."""
+        return sum(1 for e in self.entries if e.kind == PROPERTY)
 
     def failing(self, serializer: str, outcomes: Iterable[Outcome]) -> list[Entry]:
         """Entries whose ``serializer`` result is one of ``outcomes``."""
@@ -236,8 +260,11 @@ class Report:
             "serializers": dict(self.serializers),
             "outcomes": {o.value: o.label for o in Outcome},
             "totals": self.totals(),
+            "property_totals": self.totals(properties=True),
             "entries": [e.to_dict() for e in self.entries],
             "problems": [p.to_dict() for p in self.problems],
+            "ignored": list(self.ignored),
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -250,4 +277,6 @@ class Report:
             [Problem(p["name"], p["error"]) for p in data.get("problems", [])],
             data.get("python", ""),
             float(data.get("seconds", 0.0)),
+            list(data.get("ignored", [])),
+            list(data.get("notes", [])),
         )

@@ -9,11 +9,14 @@ Modules
 _protocol   frames on the wire and the :class:`Codec`, the one place where the
             pool turns objects into payload bytes and back (signing hooks in here)
 _worker     the loop that runs in each worker process
-_launch     starting worker processes (spawn, forkserver, fork)
+_inherit    what reaches a worker at its start: the initializer and initargs, with
+            the objects multiprocessing shares by inheritance (queues, locks)
+_launch     starting worker processes (spawn, forkserver, fork), prepared as
+            multiprocessing prepares its children (main module, authkey)
 _core       the manager thread: dispatch, results, worker death, shutdown
 _jobs       what callers hold: AsyncResult, MapResult, IMapIterator, futures
 _mp         ``Pool`` (the API of ``multiprocessing.Pool``)
 _futures    ``ProcessPoolExecutor`` (the API of ``concurrent.futures``)
-_progress   the progress bar
-_errors     WorkerDiedError, BrokenPoolError, RemoteError, RemoteTraceback
+_errors     RemoteError, RemoteTraceback
+_broken     WorkerDiedError, BrokenPoolError, TaskLoadError
 """

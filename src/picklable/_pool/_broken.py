@@ -11,9 +11,10 @@ from __future__ import annotations
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ._errors import _signal_name, describe_exit
+from ..exceptions import UnpicklingError
+from ._errors import describe_exit, exit_signal
 
-__all__ = ["BrokenPoolError", "WorkerDiedError"]
+__all__ = ["BrokenPoolError", "TaskLoadError", "WorkerDiedError"]
 
 
 class BrokenPoolError(BrokenProcessPool):
@@ -54,13 +55,18 @@ class WorkerDiedError(BrokenProcessPool):
     exitcode:
         The worker's exit code; negative for a signal, as in ``multiprocessing``.
     signal:
-        Name of the signal that killed it (``'SIGKILL'``), or None.
+        The signal that killed it, a :class:`signal.Signals` member (so
+        ``err.signal == signal.SIGKILL`` and ``err.signal.name == 'SIGKILL'``),
+        or None when it exited.
     pid:
         The dead worker's process id.
     worker_index:
         Its slot in the pool (see :func:`picklable.worker_index`).
     attempts:
         How many times the task was started (``retries + 1`` when all failed).
+
+    .. versionchanged:: 0.2.0
+        :attr:`signal` is a :class:`signal.Signals` member (it was the name).
     """
 
     def __init__(
@@ -74,7 +80,7 @@ class WorkerDiedError(BrokenProcessPool):
     ) -> None:
         self.task = task
         self.exitcode = exitcode
-        self.signal = _signal_name(exitcode)
+        self.signal = exit_signal(exitcode)
         self.pid = pid
         self.worker_index = worker_index
         self.attempts = attempts
@@ -106,3 +112,47 @@ def _rebuild_died(
     attempts: int,
 ) -> WorkerDiedError:
     return cls(task, exitcode, pid=pid, worker_index=worker_index, attempts=attempts)
+
+
+class TaskLoadError(UnpicklingError, BrokenProcessPool):
+    """A task could not be loaded in its worker, or its result in the parent.
+
+    Only that task fails; the pool goes on. The exception raised while loading
+    (with the worker's traceback as its ``__cause__`` when it was raised
+    there) is this error's ``__cause__``. It is a :class:`picklable.UnpicklingError`
+    and a :class:`concurrent.futures.process.BrokenProcessPool`, which the stdlib
+    executor raises then (for every pending task), so code written for either
+    catches it.
+
+    Attributes
+    ----------
+    task:
+        The task, e.g. ``work(3) (item 3 of map(work))``.
+    where:
+        ``'worker'`` (its function or arguments) or ``'parent'`` (its result).
+
+    .. versionadded:: 0.2.0
+    """
+
+    def __init__(self, message: str, *, task: str = "", where: str = "", reason: str = "") -> None:
+        super().__init__(
+            message,
+            reason=reason,
+            hint="see this error's __cause__ for what failed to load",
+        )
+        self.task = task
+        self.where = where
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_load_error, (type(self), self.args[0], self.task, self.where, self.reason))
+
+
+def _rebuild_load_error(
+    cls: type[TaskLoadError], message: str, task: str, where: str, reason: str
+) -> TaskLoadError:
+    return cls(message, task=task, where=where, reason=reason)
+
+
+# Shown under their public names in tracebacks.
+BrokenPoolError.__module__ = WorkerDiedError.__module__ = "picklable"
+TaskLoadError.__module__ = "picklable.executors"

@@ -38,6 +38,7 @@ try:
 except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
+from .._compat import full_traceback
 from . import _launch
 from . import _protocol as P
 from ._errors import describe_exit
@@ -251,11 +252,18 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_in_forked_child)
 
 
+# Set when the interpreter starts to exit: from then on (atexit hooks included)
+# executors refuse new work, as concurrent.futures' do.
+exiting = False
+
+
 def _at_exit() -> None:
     # Runs before the interpreter joins threads and before atexit handlers (and
     # so before multiprocessing joins its children): executors finish their
     # work, as concurrent.futures' do; pools are terminated, as
     # multiprocessing's are.
+    global exiting
+    exiting = True
     for core in list(_cores):
         thread = getattr(core, "thread", None)
         if thread is None or not thread.is_alive():
@@ -277,10 +285,14 @@ class Core:
         self,
         processes: int,
         method: str,
-        initializer: bytes | None,
+        initializer: Any,
         maxtasks: int | None,
         name: str,
         codec: P.Codec | None = None,
+        *,
+        import_main: bool = True,
+        log_initializer_errors: bool = False,
+        make_process: Any = None,
     ) -> None:
         if method not in _launch.START_METHODS:
             raise ValueError(f"start method must be one of {_launch.START_METHODS}, not {method!r}")
@@ -288,7 +300,10 @@ class Core:
         self.method = method
         # Every payload of this pool, both ways, goes through this one object.
         self.codec = codec if codec is not None else P.Codec()
-        self.initializer = initializer
+        self.initializer = initializer  # a StartPayload, or None
+        self.import_main = import_main
+        self.log_initializer_errors = log_initializer_errors
+        self.make_process = make_process  # (context, **kwds) -> Process, for fork/forkserver
         self.maxtasks = maxtasks
         self.name = name
         self.pending: collections.deque[Unit] = collections.deque()
@@ -350,7 +365,13 @@ class Core:
     ) -> Unit:
         """A unit for one call; raises if the arguments cannot be shipped."""
         unit_id = next(self.ids)
-        payload = self.codec.encode((args, kwargs))
+        try:
+            payload = self.codec.encode((args, kwargs))
+        except Exception as exc:
+            pieces = [(f"argument {i} of {job.name}", arg) for i, arg in enumerate(args)]
+            pieces += [(f"keyword argument {k!r} of {job.name}", v) for k, v in kwargs.items()]
+            error = arguments_error(self.codec, exc, pieces)
+            raise error from error.__cause__
         frame = P.task_frame(P.CALL, unit_id, digest, payload)
         return Unit(unit_id, job, digest, function, frame, 0, 1, (args, kwargs), retries)
 
@@ -500,8 +521,10 @@ class Core:
     # --- workers
 
     def _start_worker(self, index: int) -> None:
-        config = WorkerConfig(index=index, codec=self.codec, initializer=self.initializer)
-        process, sock, boot = _launch.start(self.method, config)
+        config = WorkerConfig(index, self.codec, self.initializer, self.log_initializer_errors)
+        process, sock, boot = _launch.start(
+            self.method, config, f"{self.name}-worker-{index}", self.import_main, self.make_process
+        )
         worker = _Worker(index, process, sock, boot)
         self.workers[index] = worker
         self._by_fd[worker.fd] = (False, worker)
@@ -560,7 +583,9 @@ class Core:
             try:
                 payload = self.codec.encode(chunk)
             except Exception as exc:
-                feed.job.fail_range(start, len(chunk), exc)
+                job = feed.job
+                pieces = [(f"item {start + i} of {job.name}", item) for i, item in enumerate(chunk)]
+                feed.job.fail_range(start, len(chunk), arguments_error(self.codec, exc, pieces))
                 continue
             frame = P.task_frame(feed.kind, unit_id, feed.digest, payload)
             unit = Unit(
@@ -577,6 +602,10 @@ class Core:
             pending.append(unit)
             return unit
         return None
+
+    def dispatch(self) -> None:
+        """Hand workers what they can take now (manager thread only)."""
+        self._dispatch()
 
     def _dispatch(self) -> None:
         if not self.pending and not self.feeds:
@@ -700,7 +729,7 @@ class Core:
 
     def _handle(self, worker: _Worker, frame: Any) -> None:
         kind = frame[0]
-        if kind == 86 or kind == 69:  # b"V", b"E"
+        if kind == 86 or kind == 69 or kind == 76:  # b"V", b"E", b"L"
             _, unit_id, elapsed = P.RESULT_BODY.unpack_from(frame)
             inflight = worker.inflight
             if not inflight or inflight[0].id != unit_id:
@@ -713,7 +742,7 @@ class Core:
                 old = self.cost.get(unit.digest)
                 self.cost[unit.digest] = per_item if old is None else 0.7 * old + 0.3 * per_item
             try:
-                self._settle(unit, kind == 86, frame[17:])
+                self._settle(unit, kind, frame[17:])
             except Exception as exc:  # never lose a unit to a bug or a hostile object
                 _settle_failed(unit, exc)
             return
@@ -726,30 +755,33 @@ class Core:
             return
         self._protocol_error(worker, f"unknown frame kind {kind!r}")
 
-    def _settle(self, unit: Unit, ok: bool, payload: Any) -> None:
+    def _settle(self, unit: Unit, kind: int, payload: Any) -> None:
         job = unit.job
         codec = self.codec
         try:
             decoded = codec.decode(payload)
-        except Exception as exc:
-            job.fail(unit, _load_error(job, unit, exc))
+        except BaseException as exc:  # SystemExit from a hostile __reduce__ too
+            job.fail(unit, _load_error(job, unit, exc, "parent"))
             return
-        if ok:
+        if kind == 86:  # b"V"
             job.settle(unit, [decoded] if job.single else decoded)
             return
+        if kind == 76:  # b"L": its function or arguments did not load in the worker
+            what, info = decoded
+            job.fail(unit, _load_error(job, unit, P.rebuild_error(info, codec), "worker", what))
+            return
         outcomes: list[Any] = []
-        for item_ok, data in decoded:
-            if item_ok:
+        for index, (outcome, data) in enumerate(decoded):
+            if outcome == P.OUTCOME_VALUE:
                 try:
                     outcomes.append(codec.decode(data))
-                except Exception as exc:
-                    outcomes.append(Failure(_load_error(job, unit, exc)))
-            else:
+                except BaseException as exc:
+                    outcomes.append(Failure(_load_error(job, unit, exc, "parent")))
+            elif outcome == P.OUTCOME_RAISED:
                 outcomes.append(Failure(P.rebuild_error(data, codec)))
-        if len(outcomes) != unit.count:
-            # The task did not start (its payload or function did not load):
-            # one outcome for all its items.
-            outcomes = outcomes[:1] * unit.count
+            else:
+                error = P.rebuild_error(data, codec)
+                outcomes.append(Failure(result_error(job.describe(unit, index), error)))
         job.settle(unit, outcomes)
 
     def _protocol_error(self, worker: _Worker, what: str) -> None:
@@ -761,16 +793,30 @@ class Core:
     def _initializer_failed(self, worker: _Worker, payload: Any) -> None:
         from ._broken import BrokenPoolError
 
+        stage = P.STAGE_INITIALIZER
         try:
-            cause = P.rebuild_error(self.codec.decode(payload), self.codec)
+            stage, info = self.codec.decode(payload)
+            cause = P.rebuild_error(info, self.codec)
         except Exception as exc:
             cause = exc
-        error = BrokenPoolError(
-            f"the pool's initializer raised in worker {worker.index}: {type(cause).__name__}: "
-            f"{P.safe_str(cause)}. No task can run. Fix the initializer (its exception is this "
-            "error's __cause__).",
-            reason="initializer failed",
-        )
+        said = f"{type(cause).__name__}: {_first_line(cause)}"
+        if stage == P.STAGE_MAIN:
+            error = BrokenPoolError(
+                f"worker {worker.index} could not import the main module "
+                f"{main_description()} as __mp_main__ (workers import it the way "
+                f"multiprocessing's spawn workers do, so that its functions and module-level "
+                f"setup are there): {said}. No task can run. Fix: put the code that starts "
+                'the pool under `if __name__ == "__main__":`, or pass import_main=False '
+                "(the main module's error is this error's __cause__).",
+                reason="main module failed to import",
+            )
+        else:
+            error = BrokenPoolError(
+                f"the pool's initializer raised in worker {worker.index}: {said}. "
+                "No task can run. Fix the initializer (its exception is this "
+                "error's __cause__).",
+                reason="initializer failed",
+            )
         error.__cause__ = cause
         self.broken = error
 
@@ -965,13 +1011,97 @@ def _first(out: collections.deque[Any], n: int) -> list[Any]:
     return list(itertools.islice(out, n))
 
 
-def _load_error(job: Job, unit: Unit, exc: BaseException) -> BaseException:
-    from ..exceptions import UnpicklingError
+def _first_line(exc: BaseException) -> str:
+    """The first paragraph of ``str(exc)`` on one line (multiprocessing's are indented)."""
+    paragraph = P.safe_str(exc).strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
-    error = UnpicklingError(
-        f"The result of task {job.describe(unit)} could not be loaded in the parent: {exc}",
-        reason=getattr(exc, "reason", "") or str(exc),
-        hint=getattr(exc, "hint", "") or "see the chained exception",
+
+def main_description() -> str:
+    """The parent's main module as a worker imports it: its file, or its name (``-m``)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return str(getattr(main, "__file__", None) or "__main__")
+
+
+_LOADING = {P.LOADING_FUNCTION: "its function", P.LOADING_ARGUMENTS: "its arguments"}
+
+
+def _load_error(
+    job: Job, unit: Unit, exc: BaseException, where: str, what: int = P.LOADING_ARGUMENTS
+) -> BaseException:
+    """A task that could not be loaded in its worker, or its result in the parent."""
+    from ._broken import TaskLoadError
+
+    task = job.describe(unit)
+    said = f"{type(exc).__name__}: {_first_line(exc)}"
+    if where == "worker":
+        message = (
+            f"Task {task} could not start: {_LOADING[what]} failed to load in the worker: {said}"
+        )
+    else:
+        message = f"The result of task {task} could not be loaded in the parent: {said}"
+    error = TaskLoadError(
+        message, task=task, where=where, reason=getattr(exc, "reason", "") or said
     )
     error.__cause__ = exc
     return error
+
+
+def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]]) -> BaseException:
+    """The error for arguments that cannot ship, naming the one that fails.
+
+    ``pieces`` are (name in the user's terms, object): the first that fails
+    alone is diagnosed again under its name, e.g. ``item 1 of map(work)['c']``
+    rather than a path into the payload (``obj[0][1]['c']``).
+    """
+    from .._diagnose import dump_error
+    from ..exceptions import PicklingError
+
+    for name, piece in pieces:
+        try:
+            codec.encode(piece)
+        except Exception as piece_exc:
+            # What the pickler raised: the cause, or the context dumps kept unprinted.
+            cause = piece_exc.__cause__ or piece_exc.__context__
+            if not isinstance(piece_exc, PicklingError) or not isinstance(cause, Exception):
+                cause = piece_exc
+            error = dump_error(piece, cause, name)  # of the type users catch, as dumps's
+            # One traceback, as dumps prints (PICKLABLE_TRACEBACK=full: the chain).
+            error.__context__ = cause
+            if full_traceback():
+                error.__cause__ = cause
+            else:
+                error.__suppress_context__ = True
+            return error
+    return exc
+
+
+def result_error(task: str, error: BaseException) -> BaseException:
+    """A result that could not be pickled in the worker, said as the result of ``task``."""
+    from ..exceptions import PicklingError, relocated
+
+    if not isinstance(error, PicklingError) or not error.path:
+        return error
+    path = error.path
+    cut = min((i for i in (path.find("."), path.find("[")) if i >= 0), default=len(path))
+    where = f"the result of {task}{path[cut:]}"
+    hint = (
+        "return what the parent needs as data that pickles (results travel back to the "
+        "parent), or give the result's class a __reduce__ that rebuilds it there"
+    )
+    rebuilt = relocated(  # of the type users catch, as the worker's error was
+        error,
+        f"Cannot pickle {error.type_name or 'the result'} - at {where}: "
+        f"{error.reason or _first_line(error)}. Fix: {hint}.",
+        path=where,
+        type_name=error.type_name,
+        reason=error.reason,
+        hint=hint,
+    )
+    rebuilt.__cause__ = error.__cause__
+    return rebuilt

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-__all__ = ["RemoteError", "RemoteTraceback", "describe_exit"]
+__all__ = ["RemoteError", "RemoteTraceback", "describe_exit", "exit_signal"]
 
 
 class RemoteTraceback(Exception):
@@ -19,22 +19,31 @@ class RemoteTraceback(Exception):
 
     Attached as ``__cause__`` of the exception the parent re-raises, so the
     traceback printed in the parent shows where it happened in the worker
-    (what ``concurrent.futures`` does). The text shows the whole chain; the
-    original exception's own ``__cause__``, when it came back rebuilt, is kept
-    in :attr:`cause`.
+    (what ``concurrent.futures`` and ``multiprocessing.pool`` do, with the same
+    :attr:`tb`). The text shows the whole chain; the original exception's own
+    ``__cause__``, when it came back rebuilt, is kept in :attr:`cause`.
 
     Attributes
     ----------
     text:
         The traceback, formatted in the worker.
+    tb:
+        The same between triple quotes, as printed (the stdlib's attribute).
     cause:
         The original exception's ``__cause__`` as rebuilt in the parent, or None.
+
+    .. versionchanged:: 0.2.0
+        ``tb``, as in the stdlib.
     """
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
         self.cause: BaseException | None = None
+
+    @property
+    def tb(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         return f'\n"""\n{self.text.rstrip()}\n"""'
@@ -77,13 +86,25 @@ class RemoteError(Exception):
         return (type(self), (self.type_name, self.message, self.reason, self.remote_traceback))
 
 
-def _signal_name(exitcode: int | None) -> str | None:
+def exit_signal(exitcode: int | None) -> signal.Signals | int | None:
+    """The signal that ended a process, from its ``multiprocessing``-style exit code.
+
+    A :class:`signal.Signals` member (it compares equal to ``signal.SIGKILL``),
+    the bare number for a signal Python does not name, or None for an exit.
+    """
     if exitcode is None or exitcode >= 0:
         return None
     try:
-        return signal.Signals(-exitcode).name
+        return signal.Signals(-exitcode)
     except ValueError:
-        return f"signal {-exitcode}"
+        return -exitcode
+
+
+def _signal_name(exitcode: int | None) -> str | None:
+    number = exit_signal(exitcode)
+    if number is None:
+        return None
+    return number.name if isinstance(number, signal.Signals) else f"signal {number}"
 
 
 _SIGNAL_HINTS = {
@@ -106,3 +127,8 @@ def describe_exit(exitcode: int | None) -> str:
         hint = _SIGNAL_HINTS.get(name)
         return f"killed by signal {name}" + (f" ({hint})" if hint else "")
     return f"it exited with code {exitcode} (os._exit, sys.exit outside a task, or a crash)"
+
+
+# Shown as picklable.RemoteError in tracebacks (they are exported there), not as
+# this private module; by reference they resolve through picklable's lazy names.
+RemoteTraceback.__module__ = RemoteError.__module__ = "picklable"

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
 
+from . import _core
 from . import _protocol as P
 from ._core import Core
 from ._jobs import Failure, FutureJob, ItemsJob
@@ -38,15 +39,27 @@ class ProcessPoolExecutor(Executor):
         :func:`picklable.worker_index` tells it which worker it is. If it
         raises, the executor is broken (:class:`~picklable.BrokenPoolError`).
     max_tasks_per_child:
-        Replace each worker after it ran this many tasks; None: never.
+        Replace each worker after it ran this many tasks; None: never. Not
+        with ``'fork'`` (as in the stdlib: forking a process that runs threads).
     retries:
         Run a task whose worker died up to this many more times (idempotent
         tasks only).
+    import_main:
+        Spawned workers import the main script as ``__mp_main__`` before they
+        run anything, as :mod:`multiprocessing`'s do (its ``if __name__ ==
+        "__main__"`` block does not run there): module-level setup (logging,
+        locks, connections, data) exists in the workers. ``False`` skips it, for
+        a script that must not be imported again.
 
     Raises
     ------
     ValueError
         For a bad ``max_workers``, ``max_tasks_per_child`` or start method.
+
+    .. versionchanged:: 0.2.0
+        Spawned workers import the main script (``import_main``); objects that
+        multiprocessing shares by inheritance (queues, locks, shared values)
+        reach the initializer through ``initargs``.
     """
 
     def __init__(
@@ -58,6 +71,7 @@ class ProcessPoolExecutor(Executor):
         *,
         max_tasks_per_child: int | None = None,
         retries: int = 0,
+        import_main: bool = True,
     ) -> None:
         self._shutdown = True
         method = start_method(mp_context)
@@ -69,11 +83,23 @@ class ProcessPoolExecutor(Executor):
             not isinstance(max_tasks_per_child, int) or max_tasks_per_child <= 0
         ):
             raise ValueError("max_tasks_per_child must be >= 1")
-        codec, init = P.start_codec(initializer, initargs, retries)
+        if max_tasks_per_child is not None and method == "fork":
+            raise ValueError(
+                "max_tasks_per_child is incompatible with the 'fork' start method; "
+                "supply a different mp_context."
+            )
+        codec, init = P.start_codec(initializer, initargs, retries, method)
         self._max_workers = max_workers
         self._retries = retries
         self._core = Core(
-            max_workers, method, init, max_tasks_per_child, "picklable.ProcessPoolExecutor", codec
+            max_workers,
+            method,
+            init,
+            max_tasks_per_child,
+            "picklable.ProcessPoolExecutor",
+            codec,
+            import_main=import_main,
+            log_initializer_errors=True,
         )
         self._shutdown = False
         # Collected without shutdown(): finish the queued work in the background.
@@ -95,6 +121,8 @@ class ProcessPoolExecutor(Executor):
             raise self._core.broken
         if self._shutdown:
             raise RuntimeError("cannot schedule new futures after shutdown")
+        if _core.exiting:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Schedule ``fn(*args, **kwargs)``; return a :class:`~concurrent.futures.Future`.
@@ -102,7 +130,8 @@ class ProcessPoolExecutor(Executor):
         Raises
         ------
         RuntimeError
-            After :meth:`shutdown`.
+            After :meth:`shutdown`, or once the interpreter exits (in an
+            ``atexit`` hook).
         BrokenPoolError
             If the executor is broken (its initializer failed).
         """
@@ -174,7 +203,10 @@ class ProcessPoolExecutor(Executor):
 
 
 def _cancel_pending(core: Core) -> None:
-    # In the manager thread, which owns the queues.
+    # In the manager thread, which owns the queues. What the workers can take now
+    # is running (the stdlib's call queue holds a task per worker too); the rest
+    # is cancelled.
+    core.dispatch()
     keep = []
     for unit in core.pending:
         job = unit.job
@@ -191,12 +223,18 @@ def _cancel_pending(core: Core) -> None:
 def _results(job: ItemsJob, count: int, deadline: float | None) -> Iterator[Any]:
     try:
         for index in range(count):
-            try:
-                outcome = job.wait_item(index, deadline)
-            except TimeoutError:
-                raise concurrent.futures.TimeoutError from None
-            if type(outcome) is Failure:
-                raise outcome.exc
-            yield outcome
+            # No local holds the value while the caller has it: once the caller
+            # drops a result it is gone (as in concurrent.futures).
+            yield _take(job, index, deadline)
     finally:
         job.cancel()
+
+
+def _take(job: ItemsJob, index: int, deadline: float | None) -> Any:
+    try:
+        outcome = job.wait_item(index, deadline, take=True)
+    except TimeoutError:
+        raise concurrent.futures.TimeoutError from None
+    if type(outcome) is Failure:
+        raise outcome.exc
+    return outcome

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._progress import Progress
+from .._progress import Progress
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _PENDING: Any = object()
+_TAKEN: Any = object()  # an outcome the caller has had: released, as the stdlib does
 _repr = reprlib.Repr()
 _repr.maxstring = 40
 _repr.maxother = 40
@@ -122,8 +123,9 @@ class Job:
         """False if the unit must be dropped (cancelled) instead of sent."""
         return True
 
-    def describe(self, unit: Unit) -> str:
-        """The unit as a task name for errors, e.g. ``work(3) (item 3 of map(work))``."""
+    def describe(self, unit: Unit, index: int | None = None) -> str:
+        """The unit (or its item ``index``) as a task name for errors, e.g.
+        ``work(3) (item 3 of map(work))``."""
         return self.name
 
     def settle(self, unit: Unit, outcomes: list[Any]) -> None:
@@ -218,7 +220,7 @@ class CallJob(Job):
         self.callback = callback
         self.error_callback = error_callback
 
-    def describe(self, unit: Unit) -> str:
+    def describe(self, unit: Unit, index: int | None = None) -> str:
         args, kwargs = unit.args
         return call_repr(self.name, args, kwargs)
 
@@ -248,7 +250,7 @@ class FutureJob(Job):
         unit.started = True
         return self.future.set_running_or_notify_cancel()
 
-    def describe(self, unit: Unit) -> str:
+    def describe(self, unit: Unit, index: int | None = None) -> str:
         args, kwargs = unit.args
         return call_repr(self.name, args, kwargs)
 
@@ -268,6 +270,16 @@ class FutureJob(Job):
 
 
 # ------------------------------------------------------------------- map
+
+
+def _ran(outcomes: list[Any]) -> int:
+    """How many of ``outcomes`` ran: items failed by the pool breaking or being
+    terminated did not, and the progress bar must stop at the count reached."""
+    broken = sys.modules.get("picklable._pool._broken")  # imported once a pool breaks
+    if broken is None:
+        return len(outcomes)
+    error = broken.BrokenPoolError
+    return sum(1 for o in outcomes if not (type(o) is Failure and isinstance(o.exc, error)))
 
 
 class ItemsJob(Job):
@@ -301,7 +313,7 @@ class ItemsJob(Job):
         self.waiting = 0
         self.callback = callback
         self.error_callback = error_callback
-        self.progress = Progress(name) if progress else None
+        self.progress = Progress(name, unit="items") if progress else None
 
     # --- feeder side (any thread)
 
@@ -331,17 +343,13 @@ class ItemsJob(Job):
     def dispatchable(self, unit: Unit) -> bool:
         return not self.cancelled
 
-    def describe(self, unit: Unit) -> str:
-        where = (
-            f"item {unit.start}"
-            if unit.count == 1
-            else f"items {unit.start}-{unit.start + unit.count - 1}"
-        )
-        if unit.count == 1:
-            (item,) = unit.args
+    def describe(self, unit: Unit, index: int | None = None) -> str:
+        if unit.count == 1 or index is not None:
+            offset = index or 0
+            item = unit.args[offset]
             call = call_repr(self.fn_name, item if self.star else (item,))
-            return f"{call} ({where} of {self.name})"
-        return f"{where} of {self.name}"
+            return f"{call} (item {unit.start + offset} of {self.name})"
+        return f"items {unit.start}-{unit.start + unit.count - 1} of {self.name}"
 
     @property
     def fn_name(self) -> str:
@@ -353,10 +361,13 @@ class ItemsJob(Job):
     def _settle(self, start: int, outcomes: list[Any]) -> None:
         first_error = None
         with self.cond:
-            self.values[start : start + len(outcomes)] = outcomes
-            self.done += len(outcomes)
             if self.arrivals is not None:
+                # Unordered: outcomes live in the arrivals queue only.
+                self.values[start : start + len(outcomes)] = [_TAKEN] * len(outcomes)
                 self.arrivals.extend(outcomes)
+            else:
+                self.values[start : start + len(outcomes)] = outcomes
+            self.done += len(outcomes)
             if self.first_error is None:
                 for outcome in outcomes:
                     if type(outcome) is Failure:
@@ -366,7 +377,7 @@ class ItemsJob(Job):
                 self.cond.notify_all()
             finished = self._check_finished()
         if self.progress is not None:
-            self.progress.advance(len(outcomes))
+            self.progress.advance(_ran(outcomes))
         if first_error is not None:
             # As multiprocessing does: a map fails as soon as one item fails.
             _call_back(self.error_callback, first_error)
@@ -391,9 +402,10 @@ class ItemsJob(Job):
 
     # --- waiting (any thread)
 
-    def wait_item(self, index: int, deadline: float | None) -> Any:
+    def wait_item(self, index: int, deadline: float | None, take: bool = False) -> Any:
         """The outcome of item ``index`` (a value or a :class:`Failure`), or raise TimeoutError.
 
+        ``take``: the job lets go of it (iterators hand each result over once).
         Raises IndexError past the end of a sealed job.
         """
         with self.cond:
@@ -401,6 +413,8 @@ class ItemsJob(Job):
                 if index < len(self.values):
                     value = self.values[index]
                     if value is not _PENDING:
+                        if take:
+                            self.values[index] = _TAKEN
                         return value
                 elif self.total is not None:
                     raise IndexError(index)
@@ -507,7 +521,7 @@ class IMapIterator:
             If it does not arrive in time.
         """
         try:
-            outcome = self._job.wait_item(self._index, _deadline(timeout))
+            outcome = self._job.wait_item(self._index, _deadline(timeout), take=True)
         except IndexError:
             raise StopIteration from None
         except TimeoutError:

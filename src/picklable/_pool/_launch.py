@@ -1,11 +1,16 @@
 """Starting worker processes, and watching them end.
 
-``spawn`` starts a fresh interpreter with ``python -c`` and hands it the parent's
-``sys.path`` over its socket. Unlike ``multiprocessing``'s spawn it does not
-re-import the parent's ``__main__`` in each worker: picklable ships the objects
-of ``__main__`` by value, so workers start faster (a script's heavy imports are
-not run again) and scripts need no ``if __name__ == "__main__"`` guard.
-``forkserver`` and ``fork`` go through :mod:`multiprocessing`.
+``spawn`` starts a fresh interpreter with ``python -c`` and sends it, over its
+socket, what ``multiprocessing``'s spawn sends its children
+(``spawn.get_preparation_data``: ``sys.path``, working directory, authkey, the
+main module to import as ``__mp_main__``), pickled as multiprocessing pickles it:
+with its ForkingPickler, inside a spawning context (see :mod:`._inherit`), so
+that queues, locks and the authkey travel, and the descriptors they need are
+passed to the child. The worker applies it with ``multiprocessing.spawn.prepare``,
+the stdlib's own code: the same guard semantics (``if __name__ == "__main__"``
+blocks do not run), the same resource tracker. ``import_main=False`` leaves the
+main module out. ``forkserver`` and ``fork`` go through :mod:`multiprocessing`
+itself.
 
 Each worker gets one end of a socket pair (duplex, its own: no lock shared
 between workers) and a *sentinel*, a file descriptor that becomes readable when
@@ -25,6 +30,7 @@ import weakref
 from typing import Any, Protocol
 
 from . import _protocol as P
+from ._inherit import Spawning, spawning
 from ._worker import WorkerConfig
 
 START_METHODS = ("spawn", "forkserver", "fork")
@@ -173,8 +179,24 @@ def _close(fd: int) -> None:
             pass
 
 
-def start(method: str, config: WorkerConfig) -> tuple[Process, socket.socket, bytes]:
+def start(
+    method: str,
+    config: WorkerConfig,
+    name: str,
+    import_main: bool = True,
+    make_process: Any = None,
+) -> tuple[Process, socket.socket, bytes]:
     """Start one worker.
+
+    Parameters
+    ----------
+    name:
+        The worker's process name (``multiprocessing.current_process().name``).
+    import_main:
+        spawn: import the parent's main module in the worker as ``__mp_main__``.
+    make_process:
+        fork, forkserver: ``make_process(context, target=..., ...)`` makes the
+        Process (``Pool.Process``); default ``context.Process``.
 
     Returns
     -------
@@ -186,12 +208,11 @@ def start(method: str, config: WorkerConfig) -> tuple[Process, socket.socket, by
     boot = b""
     try:
         if method == "spawn":
-            process: Process = _start_spawn(child_end)
-            config_data = pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
-            data = pickle.dumps((list(sys.path), config_data), protocol=pickle.HIGHEST_PROTOCOL)
+            data, inherited = _spawn_data(config, name, import_main)
+            process: Process = _start_spawn(child_end, inherited)
             boot = P.LENGTH.pack(len(data)) + data
         else:
-            process = _start_mp(method, child_end, config)
+            process = _start_mp(method, child_end, config, name, make_process)
     except BaseException:
         parent_end.close()
         raise
@@ -201,10 +222,30 @@ def start(method: str, config: WorkerConfig) -> tuple[Process, socket.socket, by
     return process, parent_end, boot
 
 
-def _start_spawn(child_end: socket.socket) -> _Spawned:
+def _spawn_data(config: WorkerConfig, name: str, import_main: bool) -> tuple[bytes, list[int]]:
+    """What a spawned worker gets first, and the descriptors it must inherit."""
+    from multiprocessing import resource_tracker, spawn
+    from multiprocessing.reduction import ForkingPickler
+
+    # Raises multiprocessing's own RuntimeError in a worker that is still importing
+    # the main module (a script that starts a pool without the __main__ guard).
+    prep = spawn.get_preparation_data(name)
+    if not import_main:
+        prep.pop("init_main_from_path", None)
+        prep.pop("init_main_from_name", None)
+    tracker_fd = resource_tracker.getfd()
+    with spawning(Spawning()) as popen:
+        popen.fds.append(tracker_fd)
+        prep_data = bytes(ForkingPickler.dumps(prep))
+        config_data = bytes(ForkingPickler.dumps(config))
+    data = pickle.dumps((prep_data, config_data, tracker_fd), protocol=pickle.HIGHEST_PROTOCOL)
+    return data, popen.fds
+
+
+def _start_spawn(child_end: socket.socket, inherited: list[int]) -> _Spawned:
     fd = child_end.fileno()
     sentinel_r = sentinel_w = -1
-    pass_fds = [fd]
+    pass_fds = [fd, *inherited]
     flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
     args = [sys.executable, *flags, "-c", _BOOT, str(fd), _HOME]
     if not _HAS_PIDFD:
@@ -222,22 +263,29 @@ def _start_spawn(child_end: socket.socket) -> _Spawned:
     return _Spawned(popen, sentinel)
 
 
-def _start_mp(method: str, child_end: socket.socket, config: WorkerConfig) -> _MPProcess:
+def _start_mp(
+    method: str, child_end: socket.socket, config: WorkerConfig, name: str, make_process: Any
+) -> _MPProcess:
     import multiprocessing  # only fork and forkserver need it
 
     context = multiprocessing.get_context(method)
-    process = context.Process(  # type: ignore[attr-defined]
-        target=_mp_main,
-        args=(child_end, config),
-        name=f"picklable-worker-{config.index}",
-        daemon=False,
-    )
+    # forkserver pickles the process object with ForkingPickler in its spawning
+    # context, where the config's StartPayload encodes what it holds; fork
+    # pickles nothing: the child has the parent's objects.
+    if make_process is None:
+        make_process = _context_process
+    process = make_process(context, target=_mp_main, args=(child_end, config), name=name)
+    process.daemon = False  # a worker may start processes and pools of its own
     process.start()
     if method == "fork":
         pidfd = _pidfd(process.pid)
         if pidfd is not None:
             return _MPProcess(process, pidfd, owned=True)
     return _MPProcess(process, process.sentinel, owned=False)
+
+
+def _context_process(context: Any, **kwds: Any) -> Any:
+    return context.Process(**kwds)
 
 
 def _mp_main(sock: socket.socket, config: WorkerConfig) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -67,9 +68,9 @@ def feed_iterable(core: Core, feed: Feed, iterable: Iterable[Any], chunksize: in
                     chunk = []
                     core.wake()
         except BaseException as exc:
-            if chunk:
-                feed.chunks.append(chunk)
-                chunk = []
+            # As multiprocessing: the error takes the place of the chunk it broke
+            # (the items read before it in that chunk are not run).
+            chunk = []
             feed.chunks.append(_core._FeedError(exc))
         finally:
             if chunk:
@@ -104,11 +105,16 @@ class Pool:
         Replace each worker after it ran this many tasks (chunks); None: never.
     context:
         Start method: ``'spawn'`` (default), ``'forkserver'``, ``'fork'``, or a
-        :mod:`multiprocessing` context. ``'spawn'`` starts fresh interpreters
-        that do not re-import your ``__main__`` module.
+        :mod:`multiprocessing` context.
     retries:
         Run a task whose worker died up to this many more times, on fresh
         workers. Only for idempotent tasks; the default 0 fails it at once.
+    import_main:
+        Spawned workers import the main script as ``__mp_main__`` before they
+        run anything, as :mod:`multiprocessing`'s do (its ``if __name__ ==
+        "__main__"`` block does not run there): module-level setup (logging,
+        locks, connections, data) exists in the workers. ``False`` skips it, for
+        a script that must not be imported again (one without the guard).
 
     Raises
     ------
@@ -116,7 +122,22 @@ class Pool:
         For a bad ``processes``, ``maxtasksperchild`` or start method.
     picklable.PicklingError
         If the initializer or its arguments cannot be shipped.
+
+    .. versionchanged:: 0.2.0
+        Spawned workers import the main script (``import_main``); objects that
+        multiprocessing shares by inheritance (queues, locks, shared values)
+        reach the initializer through ``initargs``; ``Pool.Process``.
     """
+
+    @staticmethod
+    def Process(ctx: Any, *args: Any, **kwds: Any) -> Any:
+        """Make a worker process of context ``ctx`` (fork and forkserver workers).
+
+        As :meth:`multiprocessing.pool.Pool.Process`: a subclass may override
+        it to customise the worker processes. Spawned workers are started
+        without a ``Process`` object.
+        """
+        return ctx.Process(*args, **kwds)
 
     def __init__(
         self,
@@ -127,6 +148,7 @@ class Pool:
         context: Any = None,
         *,
         retries: int = 0,
+        import_main: bool = True,
     ) -> None:
         self._state = "INIT"
         method = start_method(context)
@@ -138,10 +160,19 @@ class Pool:
             not isinstance(maxtasksperchild, int) or maxtasksperchild <= 0
         ):
             raise ValueError("maxtasksperchild must be a positive int or None")
-        codec, init = P.start_codec(initializer, initargs, retries)
+        codec, init = P.start_codec(initializer, initargs, retries, method)
         self._processes = processes
         self._retries = retries
-        self._core = Core(processes, method, init, maxtasksperchild, "picklable.Pool", codec)
+        self._core = Core(
+            processes,
+            method,
+            init,
+            maxtasksperchild,
+            "picklable.Pool",
+            codec,
+            import_main=import_main,
+            make_process=self.Process,
+        )
         self._core.exit_action = "terminate"
         self._state = "RUN"
         self._finalizer = weakref.finalize(self, self._core.terminate)
@@ -155,6 +186,11 @@ class Pool:
 
     def __reduce__(self) -> Any:
         raise NotImplementedError("pool objects cannot be passed between processes or pickled")
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        # As multiprocessing.Pool (same words, which warning filters may match).
+        if self._state == "RUN":
+            _warn(f"unclosed running multiprocessing pool {self!r}", ResourceWarning, source=self)
 
     def _check_running(self) -> None:
         if self._state != "RUN":
@@ -223,7 +259,7 @@ class Pool:
             Show a progress bar on stderr.
         """
         values: list[Any] = self._map_async(
-            func, iterable, chunksize, None, None, False, progress
+            func, iterable, chunksize, None, None, False, progress, "map"
         ).get()
         return values
 
@@ -238,7 +274,9 @@ class Pool:
         progress: bool = False,
     ) -> MapResult:
         """Like :meth:`map`, returning a :class:`MapResult`."""
-        return self._map_async(func, iterable, chunksize, callback, error_callback, False, progress)
+        return self._map_async(
+            func, iterable, chunksize, callback, error_callback, False, progress, "map_async"
+        )
 
     def starmap(
         self,
@@ -250,7 +288,7 @@ class Pool:
     ) -> list[Any]:
         """``[func(*args) for args in iterable]``, computed by the workers."""
         values: list[Any] = self._map_async(
-            func, iterable, chunksize, None, None, True, progress
+            func, iterable, chunksize, None, None, True, progress, "starmap"
         ).get()
         return values
 
@@ -265,7 +303,9 @@ class Pool:
         progress: bool = False,
     ) -> MapResult:
         """Like :meth:`starmap`, returning a :class:`MapResult`."""
-        return self._map_async(func, iterable, chunksize, callback, error_callback, True, progress)
+        return self._map_async(
+            func, iterable, chunksize, callback, error_callback, True, progress, "starmap_async"
+        )
 
     def imap(
         self,
@@ -276,7 +316,9 @@ class Pool:
         progress: bool = False,
     ) -> IMapIterator:
         """Results of ``func`` over ``iterable``, in order, as they become available."""
-        return IMapIterator(self._items_job(func, iterable, chunksize, False, False, progress))
+        return IMapIterator(
+            self._items_job(func, iterable, chunksize, False, False, progress, "imap")
+        )
 
     def imap_unordered(
         self,
@@ -288,7 +330,7 @@ class Pool:
     ) -> IMapUnorderedIterator:
         """Results of ``func`` over ``iterable``, in the order they finish."""
         return IMapUnorderedIterator(
-            self._items_job(func, iterable, chunksize, True, False, progress)
+            self._items_job(func, iterable, chunksize, True, False, progress, "imap_unordered")
         )
 
     def _map_async(
@@ -300,6 +342,7 @@ class Pool:
         error_callback: Callable[[BaseException], Any] | None,
         star: bool,
         progress: bool,
+        method: str,
     ) -> MapResult:
         self._check_running()
         items = iterable if isinstance(iterable, list) else list(iterable)
@@ -308,7 +351,9 @@ class Pool:
             if extra:
                 chunksize += 1
         chunksize = max(1, chunksize)
-        job = self._start(func, items, chunksize, star, False, progress, callback, error_callback)
+        job = self._start(
+            func, items, chunksize, star, False, progress, callback, error_callback, method
+        )
         return MapResult(job)
 
     def _items_job(
@@ -319,11 +364,12 @@ class Pool:
         unordered: bool,
         star: bool,
         progress: bool,
+        method: str,
     ) -> ItemsJob:
         self._check_running()
         if chunksize < 1:
             raise ValueError(f"Chunksize must be 1+, not {chunksize:n}")
-        return self._start(func, iterable, chunksize, star, unordered, progress, None, None)
+        return self._start(func, iterable, chunksize, star, unordered, progress, None, None, method)
 
     def _start(
         self,
@@ -335,9 +381,11 @@ class Pool:
         progress: bool,
         callback: Callable[[Any], Any] | None,
         error_callback: Callable[[BaseException], Any] | None,
+        method: str,
     ) -> ItemsJob:
-        kind = "starmap" if star else "map"
-        name = f"{kind}({callable_name(func)})"
+        # Named after the call the user made (imap_unordered(work)): the progress
+        # bar's label and the "item 3 of ..." of errors.
+        name = f"{method}({callable_name(func)})"
         job = ItemsJob(
             name,
             self,

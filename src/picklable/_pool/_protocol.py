@@ -20,10 +20,13 @@ Parent to worker::
 Worker to parent::
 
     R pid(8)                         ready: the initializer has run
-    I payload                        the initializer raised: error info
+    I payload                        the worker could not start: (stage, error info),
+                                     stage: importing the main module, or the initializer
     V id(8) seconds(8) payload       all went well: the value (C) or the list (M, S)
-    E id(8) seconds(8) payload       some items failed: [(True, value bytes) |
-                                     (False, error info), ...] one per item
+    E id(8) seconds(8) payload       some items failed: [(outcome, value bytes or error
+                                     info), ...] one per item
+    L id(8) seconds(8) payload       the task did not load: (what, error info), what:
+                                     its function or its arguments
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 
 from .._api import dumps, loads
 from .._signing import new_key
+from ._inherit import StartPayload, dump_inheriting
 
 LENGTH = struct.Struct("<Q")
 # Task frames, prebuilt once per task in the submitting thread.
@@ -56,6 +60,18 @@ READY_KIND = b"R"
 INIT_ERROR = b"I"
 VALUE = b"V"
 ERRORS = b"E"
+LOAD_FAILED = b"L"
+
+# What an I frame says failed.
+STAGE_MAIN = 0
+STAGE_INITIALIZER = 1
+# What an L frame says did not load.
+LOADING_FUNCTION = 0
+LOADING_ARGUMENTS = 1
+# One item's outcome in an E frame.
+OUTCOME_VALUE = 0
+OUTCOME_RAISED = 1
+OUTCOME_RESULT_UNSHIPPABLE = 2
 
 STOP_FRAME = LENGTH.pack(1) + STOP
 
@@ -94,6 +110,16 @@ class Codec:
         """
         return dumps(obj, key=self.key)
 
+    def encode_inherited(self, obj: Any) -> bytes:
+        """Serialize ``obj`` for a worker being started, and sign it.
+
+        Called inside multiprocessing's spawning context (see
+        :mod:`picklable._pool._inherit`), with ``ForkingPickler``'s reducers:
+        queues, locks, events and shared values travel as multiprocessing
+        hands them to a child. :meth:`decode` loads it.
+        """
+        return dump_inheriting(obj, self.key)
+
     def decode(self, data: bytes | bytearray | memoryview) -> Any:
         """Check and load a payload made by :meth:`encode`.
 
@@ -109,9 +135,11 @@ class Codec:
         return (type(self), (self.key,))
 
 
-def start_codec(initializer: Any, initargs: Any, retries: int) -> tuple[Codec, bytes | None]:
+def start_codec(
+    initializer: Any, initargs: Any, retries: int, method: str
+) -> tuple[Codec, StartPayload | None]:
     """Check the options both pool APIs share; make the pool's codec (its key)
-    and the initializer's payload.
+    and the payload that takes the initializer to each worker.
 
     Raises
     ------
@@ -120,15 +148,20 @@ def start_codec(initializer: Any, initargs: Any, retries: int) -> tuple[Codec, b
     ValueError
         ``retries`` is negative.
     picklable.PicklingError
-        The initializer or its arguments cannot be shipped.
+        The initializer or its arguments cannot reach a worker (spawn and
+        forkserver pickle them at each start; fork hands them over as they are).
     """
     if initializer is not None and not callable(initializer):
         raise TypeError("initializer must be a callable")
     if retries < 0:
         raise ValueError("retries must be 0 or more")
     codec = Codec()
-    init = codec.encode((initializer, tuple(initargs))) if initializer is not None else None
-    return codec, init
+    if initializer is None:
+        return codec, None
+    start = StartPayload((initializer, tuple(initargs)), codec=codec)
+    if method != "fork":
+        start.check()
+    return codec, start
 
 
 def type_name(t: type) -> str:

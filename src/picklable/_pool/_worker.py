@@ -49,7 +49,7 @@ def worker_index() -> int | None:
 
 
 class WorkerConfig:
-    """What a worker needs at start (shipped with plain pickle).
+    """What a worker needs at start (pickled by multiprocessing's ForkingPickler).
 
     Attributes
     ----------
@@ -57,19 +57,29 @@ class WorkerConfig:
         The worker's slot, returned by :func:`worker_index`.
     codec:
         The pool's :class:`~._protocol.Codec`.
-    initializer:
-        Codec payload of ``(initializer, initargs)``, or None.
+    start:
+        The :class:`~._inherit.StartPayload` of ``(initializer, initargs)``, or None.
+    log_initializer_errors:
+        Log an initializer's exception to the ``concurrent.futures`` logger, as
+        that module's workers do (the executor); the pool's error carries it anyway.
     """
 
-    __slots__ = ("index", "codec", "initializer")
+    __slots__ = ("index", "codec", "start", "log_initializer_errors")
 
-    def __init__(self, index: int, codec: P.Codec, initializer: bytes | None) -> None:
+    def __init__(
+        self,
+        index: int,
+        codec: P.Codec,
+        start: Any = None,
+        log_initializer_errors: bool = False,
+    ) -> None:
         self.index = index
         self.codec = codec
-        self.initializer = initializer
+        self.start = start
+        self.log_initializer_errors = log_initializer_errors
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (WorkerConfig, (self.index, self.codec, self.initializer))
+        return (WorkerConfig, (self.index, self.codec, self.start, self.log_initializer_errors))
 
 
 class _Channel:
@@ -102,9 +112,10 @@ class _Channel:
 def spawned_main(fd: int) -> None:
     """Entry point of a worker started with ``python -c`` (the spawn method).
 
-    The first frame on the socket carries the parent's ``sys.path`` and the
-    :class:`WorkerConfig`; the parent's ``__main__`` is not re-imported (objects
-    of ``__main__`` travel by value).
+    The first frame on the socket carries what ``multiprocessing``'s spawn
+    sends its children (``spawn.get_preparation_data``: ``sys.path``, the
+    authkey, the main module, ...), the resource tracker's descriptor and the
+    :class:`WorkerConfig`.
     """
     channel = _Channel(fd)
     header = _recv_exactly(channel, 8)
@@ -113,10 +124,11 @@ def spawned_main(fd: int) -> None:
     body = _recv_exactly(channel, P.LENGTH.unpack(header)[0])
     if body is None:
         return
-    path, config = pickle.loads(body)
-    sys.path[:] = path
+    prep_data, config_data, tracker_fd = pickle.loads(body)
+    prep = pickle.loads(prep_data)
     # The config may name classes (a custom codec) found only on that path.
-    sys.exit(serve(channel, pickle.loads(config)))
+    sys.path[:] = prep["sys_path"]
+    sys.exit(serve(channel, pickle.loads(config_data), prep, tracker_fd))
 
 
 def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
@@ -144,21 +156,39 @@ def run(sock: Any, config: WorkerConfig) -> int:
     return serve(_Channel(sock.detach()), config)
 
 
-def serve(sock: _Channel, config: WorkerConfig) -> int:
-    """Serve tasks on the channel until told to stop; return the exit code."""
+def serve(
+    sock: _Channel, config: WorkerConfig, prep: dict[str, Any] | None = None, tracker_fd: Any = None
+) -> int:
+    """Serve tasks on the channel until told to stop; return the exit code.
+
+    ``prep`` (spawn only) is applied first, as ``multiprocessing.spawn`` does
+    before it loads anything: the main script is imported as ``__mp_main__``
+    there, so tasks and the initializer that refer to it find it.
+    """
     global _index
     _index = config.index
     # Ctrl-C reaches the whole process group; the parent decides what stops.
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     codec = config.codec
     try:
-        if config.initializer is not None:
+        if prep is not None:
             try:
-                initializer, initargs = codec.decode(config.initializer)
+                _prepare(prep, tracker_fd)
+            except BaseException as exc:
+                _send_init_error(sock, codec, P.STAGE_MAIN, exc)
+                return 1
+        if config.start is not None:
+            try:
+                initializer, initargs = config.start.load(codec)
                 initializer(*initargs)
             except BaseException as exc:
-                info = codec.encode(P.error_info(exc, codec, skip_frames=1))
-                _send(sock, P.LENGTH.pack(1 + len(info)) + P.INIT_ERROR, info)
+                if config.log_initializer_errors:
+                    import logging
+
+                    logging.getLogger("concurrent.futures").critical(
+                        "Exception in initializer:", exc_info=True
+                    )
+                _send_init_error(sock, codec, P.STAGE_INITIALIZER, exc)
                 return 1
         sock.sendall(P.READY.pack(9, P.READY_KIND, os.getpid()))
         _serve(sock, codec)
@@ -167,18 +197,41 @@ def serve(sock: _Channel, config: WorkerConfig) -> int:
     return 0
 
 
+def _prepare(prep: dict[str, Any], tracker_fd: Any) -> None:
+    """What ``multiprocessing.spawn`` does in a child before it unpickles anything.
+
+    Its own ``prepare`` (process name, authkey, ``sys.path``, working directory,
+    start method, and the main module imported as ``__mp_main__``), marked as
+    bootstrapping the way ``spawn._main`` marks it, so that a script that starts
+    processes or pools at import time gets multiprocessing's own error here.
+    """
+    from multiprocessing import process, resource_tracker, spawn
+
+    if tracker_fd is not None:
+        # As spawn.spawn_main: the parent's tracker keeps what this worker registers.
+        resource_tracker._resource_tracker._fd = tracker_fd  # type: ignore[attr-defined]
+    current = process.current_process()
+    current._inheriting = True  # type: ignore[attr-defined]
+    try:
+        spawn.prepare(prep)
+    finally:
+        del current._inheriting  # type: ignore[attr-defined]
+
+
+def _send_init_error(sock: _Channel, codec: P.Codec, stage: int, exc: BaseException) -> None:
+    info = codec.encode((stage, P.error_info(exc, codec, skip_frames=1)))
+    _send(sock, P.LENGTH.pack(1 + len(info)) + P.INIT_ERROR, info)
+
+
 def _serve(sock: _Channel, codec: P.Codec) -> None:
     functions: dict[bytes, Any] = {}
     # A function that failed to load: the error each of its tasks gets.
     broken: dict[bytes, P.ErrorInfo] = {}
-    decode = codec.decode
-    encode = codec.encode
     sendall = sock.sendall
     clock = time.perf_counter
     head = P.RESULT_HEAD.pack
     task_head = P.TASK_BODY.unpack_from
     func_head = P.FUNC_BODY.unpack_from
-    CALL, STARMAP = P.CALL[0], P.STARMAP[0]
     FUNC, FORGET, STOP = P.FUNC[0], P.FORGET[0], P.STOP[0]
     VALUE = P.VALUE
     big = 1 << 16
@@ -192,7 +245,7 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
                 broken.pop(digest, None)
                 continue
             try:
-                functions[digest] = decode(frame[17:])
+                functions[digest] = codec.decode(frame[17:])
             except BaseException as exc:
                 broken[digest] = P.error_info(exc, codec)
             continue
@@ -206,49 +259,65 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
                 RuntimeError("protocol error: task for a function this worker never received"),
                 codec,
             )
-            _send_errors(sock, encode, unit_id, info)
+            _send_load_error(sock, codec, unit_id, P.LOADING_FUNCTION, info)
             continue
+        # The task runs in its own frame, so that its arguments and results are
+        # released before the answer goes out (as the stdlib's workers do).
+        answer = _run(codec, kind, fn, frame[25:], unit_id, started)
+        if type(answer) is bytes:
+            if len(answer) < big:
+                sendall(head(17 + len(answer), VALUE, unit_id, clock() - started) + answer)
+            else:
+                sendall(head(17 + len(answer), VALUE, unit_id, clock() - started))
+                sendall(answer)
+        else:
+            answer(sock)
+        del answer
+
+
+def _run(
+    codec: P.Codec, kind: int, fn: Any, payload_view: memoryview, unit_id: int, started: float
+) -> Any:
+    """Run one task: its value's payload (bytes), or a callable that sends its errors."""
+    try:
+        payload = codec.decode(payload_view)
+    except BaseException as exc:
+        info = P.error_info(exc, codec)
+        return lambda sock: _send_load_error(sock, codec, unit_id, P.LOADING_ARGUMENTS, info)
+    if kind == P.CALL[0]:
+        args, kwargs = payload
+        del payload
         try:
-            payload = decode(frame[25:])
+            value = fn(*args, **kwargs)
         except BaseException as exc:
-            _send_errors(sock, encode, unit_id, P.error_info(exc, codec))
-            continue
-        if kind == CALL:
-            args, kwargs = payload
+            failed = [_Failed(P.error_info(exc, codec, 1))]
+            elapsed = time.perf_counter() - started
+            return lambda sock: _send_outcomes(sock, codec, unit_id, elapsed, failed)
+        del args, kwargs
+        items: list[Any] | None = None
+    else:
+        items = []
+        append = items.append
+        failed_any = False
+        star = kind == P.STARMAP[0]
+        for item in payload:
             try:
-                value = fn(*args, **kwargs)
+                append(fn(*item) if star else fn(item))
             except BaseException as exc:
-                elapsed = clock() - started
-                _send_outcomes(
-                    sock, codec, unit_id, elapsed, [_Failed(P.error_info(exc, codec, 1))]
-                )
-                continue
-        else:
-            value = []
-            append = value.append
-            failed = False
-            star = kind == STARMAP
-            for item in payload:
-                try:
-                    append(fn(*item) if star else fn(item))
-                except BaseException as exc:
-                    append(_Failed(P.error_info(exc, codec, 1)))
-                    failed = True
-            if failed:
-                _send_outcomes(sock, codec, unit_id, clock() - started, value)
-                continue
-        elapsed = clock() - started
-        try:
-            data = encode(value)
-        except BaseException:
-            items = [value] if kind == CALL else value
-            _send_outcomes(sock, codec, unit_id, elapsed, items)
-            continue
-        if len(data) < big:
-            sendall(head(17 + len(data), VALUE, unit_id, elapsed) + data)
-        else:
-            sendall(head(17 + len(data), VALUE, unit_id, elapsed))
-            sendall(data)
+                append(_Failed(P.error_info(exc, codec, 1)))
+                failed_any = True
+        del payload
+        if failed_any:
+            elapsed = time.perf_counter() - started
+            encoded = _outcomes(codec, items)
+            return lambda sock: _send_encoded_outcomes(sock, unit_id, elapsed, encoded)
+        value = items
+    try:
+        return codec.encode(value)
+    except BaseException:
+        elapsed = time.perf_counter() - started
+        encoded = _outcomes(codec, [value] if items is None else items)
+        return lambda sock: _send_encoded_outcomes(sock, unit_id, elapsed, encoded)
 
 
 class _Failed:
@@ -258,34 +327,42 @@ class _Failed:
         self.info = info
 
 
+def _outcomes(codec: P.Codec, items: list[Any]) -> bytes:
+    """The outcome of each item, each encoded on its own: one unpicklable result
+    fails its item only (and says it was the result that could not travel)."""
+    outcomes: list[tuple[int, Any]] = []
+    for item in items:
+        if isinstance(item, _Failed):
+            outcomes.append((P.OUTCOME_RAISED, item.info))
+            continue
+        try:
+            outcomes.append((P.OUTCOME_VALUE, codec.encode(item)))
+        except BaseException as exc:
+            outcomes.append((P.OUTCOME_RESULT_UNSHIPPABLE, P.error_info(exc, codec)))
+    return codec.encode(outcomes)
+
+
 def _send_outcomes(
     sock: _Channel, codec: P.Codec, unit_id: int, elapsed: float, items: list[Any]
 ) -> None:
-    """Answer a task whose items did not all succeed, or whose result cannot travel.
+    """Answer a task whose items did not all succeed, or whose result cannot travel."""
+    _send_encoded_outcomes(sock, unit_id, elapsed, _outcomes(codec, items))
 
-    Each item travels on its own, so one unpicklable result fails that item only.
-    """
-    outcomes: list[tuple[bool, Any]] = []
-    for item in items:
-        if isinstance(item, _Failed):
-            outcomes.append((False, item.info))
-            continue
-        try:
-            outcomes.append((True, codec.encode(item)))
-        except BaseException as exc:
-            outcomes.append((False, P.error_info(exc, codec)))
-    data = codec.encode(outcomes)
+
+def _send_encoded_outcomes(sock: _Channel, unit_id: int, elapsed: float, data: bytes) -> None:
     _send(sock, P.RESULT_HEAD.pack(17 + len(data), P.ERRORS, unit_id, elapsed), data)
 
 
-def _send_errors(sock: _Channel, encode: Any, unit_id: int, info: P.ErrorInfo) -> None:
-    """Fail a task that could not start (its function or payload did not load).
+def _send_load_error(
+    sock: _Channel, codec: P.Codec, unit_id: int, what: int, info: P.ErrorInfo
+) -> None:
+    """Fail a task that could not start: its function or its arguments did not load.
 
     The item count is unknown without the payload: the parent applies the one
-    outcome to every item of the task.
+    error to every item of the task.
     """
-    data = encode([(False, info)])
-    _send(sock, P.RESULT_HEAD.pack(17 + len(data), P.ERRORS, unit_id, 0.0), data)
+    data = codec.encode((what, info))
+    _send(sock, P.RESULT_HEAD.pack(17 + len(data), P.LOAD_FAILED, unit_id, 0.0), data)
 
 
 def _send(sock: _Channel, head: bytes, data: bytes) -> None:

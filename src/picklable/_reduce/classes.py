@@ -27,6 +27,7 @@ from .._compat import MAIN_MODULES, is_heap_type
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
+from .scripts import note_copy, script_location, script_reference
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -70,6 +71,15 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
         builtins = sys.modules["builtins"]
         if getattr(builtins, cls.__name__, None) is cls:
             return NotImplemented
+    if module in MAIN_MODULES:
+        if pickler._scripts != "copy":
+            where = script_location(cls, module)
+            alone = None if where is None else script_reference(pickler, cls, *where)
+            if alone is not None:
+                return alone
+            note_copy(pickler)
+        # Its origin travels with it: a receiver running the same script uses its own.
+        return class_by_value(pickler, cls)
     if ships_by_value(module):
         return class_by_value(pickler, cls)
     if _locator.importable_by_own_name(cls):

@@ -43,10 +43,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _code, _locator, _reconstruct
-from .._compat import is_heap_type
+from .._compat import MAIN_MODULES, is_heap_type
 from .._paths import walk
-from .reference import reference
+from .reference import reference, with_carried_state
 from .registry import ships_by_value
+from .scripts import note_copy, origin_of, script_location, script_reference, with_origin
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -84,8 +85,17 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     # Pickler.reducer_override has already answered functions known to be
     # importable by their own name (the by_name cache).
     module = func.__module__
-    if ships_by_value(module):
+    if module in MAIN_MODULES:
+        if pickler._scripts != "copy":
+            where = script_location(func, module)
+            if where is not None:
+                alone = script_reference(pickler, func, *where)
+                if alone is not None:
+                    return alone
+                return copy_function(pickler, func, origin_of(func, *where))
         return copy_function(pickler, func)  # lambdas and closures of a script
+    if ships_by_value(module):
+        return copy_function(pickler, func)
     qualname = func.__qualname__
     # Fast path, stdlib's own test: the function is importable by its own name.
     if "<" not in qualname and type(module) is str:
@@ -103,15 +113,37 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
                 return NotImplemented
     located = _locator.locate(func)
     if located is not None:
-        return reference(pickler, func, *located)
+        # Found under another name (a decorator took its name, a factory set it on
+        # a class): what the program set on it travels too.
+        return with_carried_state(pickler, func, located[0], reference(pickler, func, *located))
     return copy_function(pickler, func)
 
 
-def copy_function(pickler: Pickler, func: types.FunctionType) -> Any:
-    """A copy: a singledispatch function keeps its registry, any other is copied."""
+def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None) -> Any:
+    """A copy: a singledispatch function keeps its registry, any other is copied.
+
+    ``origin``: where the function lives in the sender's script (see
+    :mod:`.scripts`): a receiver that runs the script uses its own.
+    """
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
-        return _reduce_singledispatch(pickler, func)
+        reduction = _reduce_singledispatch(pickler, func)
+        return reduction if origin is None else with_origin(pickler, func, reduction)
+    if origin is not None:
+        note_copy(pickler)
+        return _script_function(function_by_value(pickler, func), origin)
     return function_by_value(pickler, func)
+
+
+def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
+    """A by-value function of the script, told where it lives: ``origin`` as the
+    8th argument of ``_make_function``, its state for the copy alone."""
+    func, args, *rest = reduction
+    if len(args) == 6:
+        args = (*args, None)  # no annotations in the arguments
+    args = (*args, origin)
+    if not rest:
+        return (func, args)
+    return (func, args, (rest[0], None), None, None, _reconstruct._built_setstate)
 
 
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _reconstruct
 from .._compat import MAIN_MODULES
-from .._locator import importable_by_own_name, locate
+from .._locator import importable_by_own_name
 from ..exceptions import PicklingError
-from .reference import class_attribute_reference, reference
+from .reference import class_attribute_reference, located_reference, took_a_name
 from .registry import ships_by_value
+from .scripts import script_reference_alone, with_origin
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -48,11 +49,14 @@ __all__ = [
     "instance_pieces",
     "is_plain",
     "module_pieces",
+    "plain_copy",
     "reduce_callable_instance",
     "reduce_descriptor",
+    "reduce_getattr_instance",
     "reduce_mappingproxy",
     "reduce_module",
     "reduce_plain_instance",
+    "reduce_proxy",
     "reduce_slot_descriptor",
     "refuse",
 ]
@@ -80,6 +84,7 @@ _OBJECT_DEFAULTS = {
 # Must be absent: their presence changes the arguments, or (``__getattr__``)
 # answers the lookups above on an instance.
 _ABSENT = ("__getnewargs_ex__", "__getnewargs__", "__getattr__")
+_ABSENT_BUT_GETATTR = ("__getnewargs_ex__", "__getnewargs__")
 _OBJECT_REDUCE_EX = object.__reduce_ex__
 _OBJECT_REDUCE = object.__reduce__
 # Python 3.10's object has no __getstate__ (a late one is then missed here).
@@ -95,13 +100,17 @@ def _lookup(t: type, name: str) -> Any:
     return _MISSING
 
 
-def is_plain(t: type) -> bool:
-    """Whether pickle reduces instances of ``t`` with object's default and no more."""
+def is_plain(t: type, *, getattr_allowed: bool = False) -> bool:
+    """Whether pickle reduces instances of ``t`` with object's default and no more
+    (with ``getattr_allowed``: but for a ``__getattr__`` of the class's own)."""
     if _layout(t) != _PLAIN_LAYOUT or issubclass(t, (list, dict)):
         return False
     if any(_lookup(t, name) is not default for name, default in _OBJECT_DEFAULTS.items()):
         return False
-    if any(_lookup(t, name) is not _MISSING for name in _ABSENT):
+    absent = _ABSENT_BUT_GETATTR if getattr_allowed else _ABSENT
+    if any(_lookup(t, name) is not _MISSING for name in absent):
+        return False
+    if getattr_allowed and _lookup(t, "__setstate__") is not _MISSING:
         return False
     # The instance dict must be the real one (not a class attribute named
     # __dict__), and no slots besides it: copyreg._slotnames is what
@@ -139,25 +148,118 @@ def reduce_plain_instance(
     return (_newobj, (cls,), state or None)
 
 
+def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
+    """An instance whose class answers missing attributes in ``__getattr__``.
+
+    pickle rebuilds it, then looks ``__setstate__`` up on the empty instance:
+    the class's ``__getattr__`` runs before any state is there, and one that
+    reads its own fields (``self._values``) recurses until the interpreter
+    gives up. The same class, ``__dict__`` and slots travel, set by
+    ``_set_instance_state``, which looks nothing up on the instance.
+    """
+    state = obj.__dict__
+    if (
+        "__reduce_ex__" in state
+        or "__getstate__" in state
+        or type(obj) in pickler._table
+        or pickler.protocol < 2
+    ):
+        return NotImplemented
+    return plain_copy(obj)
+
+
 # ------------------------------------------------------- callable instances
 
 
 def reduce_callable_instance(pickler: Pickler, obj: Any) -> Any:
-    """Wrapper objects (class-based decorators, CLI option objects, ...).
+    """Callable objects: by reference where a module holds them, with their state.
 
-    A wrapper that is importable somewhere goes by reference, like a function;
-    otherwise pickle takes it apart as an ordinary instance.
+    A class-based decorator, a CLI option object, a dispatcher, a module's
+    model: where the locator finds it, the receiver gets its own object, and
+    the state the sender set on it travels and is set there (a model's
+    weights, a decorator's configuration), so it is both the same object and
+    in the same state. Pickle can often ship neither (a decorator took the
+    name of the function it holds) or ships a lossy copy (a dispatcher's own
+    ``__getstate__`` drops its name and docstring).
+
+    Found nowhere, an ordinary callable object keeps pickle's semantics (its
+    own reduction). A decorator product's own ``__reduce__`` would name what
+    the receiver lacks (the name it took, in a script or a local scope): the
+    rule wins, and it is copied as an instance, state and all.
     """
+    by_reference = located_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    if not took_a_name(obj):
+        return NotImplemented
+    return with_origin(pickler, obj, plain_copy(obj))
+
+
+_reconstructor = copyreg._reconstructor  # type: ignore[attr-defined]
+_set_instance_state = _reconstruct._set_instance_state
+
+
+def plain_copy(obj: Any, _newobj: Any = copyreg.__newobj__) -> Any:  # type: ignore[attr-defined]
+    """``obj`` as pickle copies an ordinary instance (class, ``__dict__`` and slots),
+    whatever its own ``__reduce__`` says; NotImplemented when it keeps its state
+    in C (no ``__dict__``, no slots: only its own reduction knows it). The state
+    is set by ``_set_instance_state``, which looks nothing up on the instance."""
+    cls = type(obj)
     try:
-        own = obj.__dict__.get("__qualname__") is not None
+        state = object.__getattribute__(obj, "__dict__")
     except AttributeError:
-        own = False
-    if own and importable_by_own_name(obj):
-        return obj.__qualname__
-    found = locate(obj)
-    if found is not None:
-        return reference(pickler, obj, *found)
-    return NotImplemented
+        state = None
+    slots = {}
+    for name in copyreg._slotnames(cls):  # type: ignore[attr-defined]
+        try:
+            slots[name] = object.__getattribute__(obj, name)
+        except AttributeError:
+            continue
+    if state is None and not slots:
+        return NotImplemented
+    shipped = (state or None, slots) if slots else (dict(state) if state else None)
+    if obj.__class__ is not cls:  # a proxy claims another class: NEWOBJ would refuse it
+        return (_reconstructor, (cls, object, None), shipped, None, None, _set_instance_state)
+    return (_newobj, (cls,), shipped, None, None, _set_instance_state)
+
+
+# ------------------------------------------------------------------ proxies
+
+
+def is_proxy_type(t: type) -> bool:
+    """Whether instances of ``t`` lie about their class (``__class__`` is a
+    descriptor of their own: a lazy or a forwarding proxy). wrapt's proxies have
+    a kind of their own."""
+    return any("__class__" in vars(klass) for klass in t.__mro__[:-1])
+
+
+def reduce_proxy(pickler: Pickler, obj: Any) -> Any:
+    """A proxy: the proxy itself, never what it stands for.
+
+    Its own ``__reduce__`` usually gives what it stands for (a lazy proxy of a
+    function arrives as the function): another object. Where a module holds it,
+    it goes by reference (the receiver's own proxy); elsewhere it is copied as
+    an instance, or refused when its state is out of reach (in C).
+    """
+    by_reference = located_reference(pickler, obj)
+    if by_reference is not None:
+        return by_reference
+    copy = plain_copy(obj)
+    if copy is NotImplemented:
+        alone = script_reference_alone(obj, "a proxy that keeps its state in C cannot be copied")
+        if alone is not None:
+            return alone  # the script's own proxy, where the receiver runs the script
+        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        raise PicklingError(
+            f"Cannot pickle {name}: a proxy that keeps its state in C cannot be copied, and "
+            "its own reduction ships what it stands for (another object). Fix: ship what "
+            "it stands for explicitly (proxy.__wrapped__), or keep the proxy at module "
+            "level, where it ships by reference.",
+            type_name=name,
+            reason="a proxy that keeps its state in C cannot be copied",
+            hint="ship proxy.__wrapped__, or keep the proxy at module level",
+        )
+    return with_origin(pickler, obj, copy)
 
 
 # -------------------------------------------------------------- descriptors

@@ -4,19 +4,32 @@ path the locator finds (checked by identity), and why an object has neither."""
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from typing import TYPE_CHECKING, Any
 
-from .. import _reconstruct
+from .. import _caches, _reconstruct
 from .._compat import MAIN_MODULES
-from .._locator import importable_by_own_name, locate
+from .._locator import held_functions, importable_by_own_name, locate
 from .._paths import Path, walk
 from .registry import registered_by_value
+from .scripts import script_location, script_reference
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
 
-__all__ = ["class_attribute_reference", "located_reference", "reference", "why_not_importable"]
+__all__ = [
+    "METADATA",
+    "candidate_state",
+    "class_attribute_reference",
+    "locate_anywhere",
+    "located_reference",
+    "reference",
+    "split_state",
+    "took_a_name",
+    "why_not_importable",
+    "with_carried_state",
+]
 
 
 def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
@@ -35,14 +48,190 @@ def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
     return (_reconstruct._resolve, (module, path))
 
 
-def located_reference(pickler: Pickler, obj: Any) -> Any:
-    """A by-reference reduction of ``obj`` if it is importable anywhere, else None."""
-    if importable_by_own_name(obj):
-        return obj.__qualname__
-    found = locate(obj)
-    if found is None:
+def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
+    """Where the receiver finds ``obj`` itself: ``("name", module, path)`` (its
+    own name), ``("located", module, path)`` (a path the locator found) or
+    ``("script", module, path)`` (in the sender's script; see
+    :mod:`.scripts`), or None."""
+    try:
+        module = obj.__module__
+    except Exception:
+        module = None
+    if module in MAIN_MODULES:
+        if pickler._scripts != "copy":
+            found = script_location(obj, module)
+            if found is not None:
+                return ("script", *found)
         return None
-    return reference(pickler, obj, *found)
+    if importable_by_own_name(obj):
+        return ("name", module, tuple(obj.__qualname__.split(".")))
+    located = locate(obj)
+    return None if located is None else ("located", *located)
+
+
+def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -> Any:
+    """A by-reference reduction of ``obj`` if it is importable anywhere, else None.
+
+    A wrapper found this way (a decorator product, a proxy, a cache wrapper)
+    carries the state the sender set on it (:func:`with_carried_state`). An
+    object of the sender's script is None here (it is copied, with its origin:
+    see :mod:`.scripts`) unless only a reference can travel.
+    """
+    where = locate_anywhere(pickler, obj)
+    if where is None:
+        return None
+    how, module, path = where
+    if how == "script":
+        # A reference alone (the receivers run this script, or it cannot be
+        # copied), else None: the caller copies it, with its origin.
+        return script_reference(pickler, obj, module, path)
+    reduction = obj.__qualname__ if how == "name" else reference(pickler, obj, module, path)
+    return with_carried_state(pickler, obj, module, reduction) if carry_state else reduction
+
+
+# Metadata a wrapper copies from what it wraps (functools.update_wrapper), and
+# that the receiver's object has too: never state that needs to travel.
+METADATA = frozenset(
+    {
+        "__module__",
+        "__name__",
+        "__qualname__",
+        "__doc__",
+        "__annotations__",
+        "__wrapped__",
+        "__dict__",
+        "__signature__",
+        "__type_params__",
+    }
+)
+_PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
+def candidate_state(obj: Any) -> dict[str, Any]:
+    """The attributes of ``obj`` that are state rather than metadata."""
+    try:
+        state = vars(obj)
+    except TypeError:
+        return {}
+    return {k: v for k, v in state.items() if k not in METADATA and type(k) is str}
+
+
+def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:
+    """``(the state that travels with a reference to obj, the names left behind)``.
+
+    What the sender set on a wrapper found by reference travels, so the
+    receiver's object has it too; what cannot travel (a lock, a thread, a
+    connection: process-local by nature; or a value whose class cannot rebuild
+    it from its own pickle) stays behind, and the receiver's own value is used.
+    Each value other than plain data is tried once (dumped and loaded here;
+    the answer is kept for that very value). Inside a trial, nothing is tried
+    again: a trial's cost is one dump and one load. See ``docs/state-policy.md``.
+    """
+    carried: dict[str, Any] = {}
+    behind: list[str] = []
+    active = _carrying.__dict__.setdefault("ids", set())
+    active.add(id(obj))
+    try:
+        for key, value in candidate_state(obj).items():
+            if pickler._trial or type(value) in _PLAIN or _travels(pickler, obj, key, value):
+                carried[key] = value
+            else:
+                behind.append(key)
+    finally:
+        active.discard(id(obj))
+    return carried, behind
+
+
+# (id(owner), attribute) -> (the value tried, whether it round-trips); bounded.
+_TRIED: dict[tuple[int, str], tuple[Any, bool]] = {}
+_TRIED_LIMIT = 4096
+_caches.register("reference.tried_state", _TRIED.clear)
+
+
+def _travels(pickler: Pickler, owner: Any, key: str, value: Any) -> bool:
+    tried = _TRIED.get((id(owner), key))
+    if tried is not None and tried[0] is value:
+        return bool(tried[1])
+    ok = pickler._round_trips(value)
+    if len(_TRIED) >= _TRIED_LIMIT:
+        _TRIED.clear()
+    _TRIED[(id(owner), key)] = (value, ok)
+    return ok
+
+
+# Per thread: the objects whose state is being tried. Met again inside that
+# state (it leads back to them), they are references without state: the real
+# dump sets the state once, after the object is memoized.
+_carrying = threading.local()
+
+
+def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) -> Any:
+    """``reduction`` (a reference to ``obj``), plus the state that travels with it.
+
+    The state is set on the receiver's object once it is loaded (a state
+    setter: pickle saves it after the object is memoized, so state that leads
+    back to the object is fine); the receiver sets only the values that differ
+    from its own (:func:`picklable._reconstruct._with_state`), so what is the
+    same there (a registry's entries, shared singletons) stays its own.
+    """
+    if not candidate_state(obj) or id(obj) in _carrying.__dict__.get("ids", ()):
+        return reduction
+    carried = split_state(pickler, obj)[0]
+    if not carried:
+        return reduction
+    if isinstance(reduction, str):
+        reduction = (_reconstruct._resolve, (module, tuple(reduction.split("."))))
+    return (reduction[0], reduction[1], carried, None, None, _reconstruct._with_state)
+
+
+def took_a_name(obj: Any) -> bool:
+    """Whether ``obj`` is a decorator product: a function it wraps or holds has
+    a name that now leads to ``obj`` (so pickle cannot ship that function, nor
+    ``obj`` by value). Only these callable objects go by reference; any other
+    instance keeps pickle's semantics (class by reference, state by value)."""
+    try:
+        wrapped = obj.__wrapped__
+    except Exception:
+        wrapped = None
+    candidates = [wrapped] if wrapped is not None else []
+    candidates.extend(held_functions(obj))
+    for func in candidates:
+        try:
+            module, qualname = func.__module__, func.__qualname__
+        except Exception:
+            continue
+        if type(module) is not str or type(qualname) is not str or "<" in qualname:
+            continue
+        home = sys.modules.get(module)
+        if home is None:
+            continue
+        *parents, last = qualname.split(".")
+        try:
+            parent = walk(home, tuple(parents))
+            found = vars(parent).get(last) if isinstance(parent, type) else getattr(parent, last)
+        except Exception:
+            continue
+        if _in_decorator_stack(found, obj):
+            return True
+    return False
+
+
+def _in_decorator_stack(found: Any, obj: Any) -> bool:
+    """Whether ``obj`` is ``found`` or one of the layers a stack of decorators put
+    there (``__func__`` of a classmethod, ``__wrapped__`` of a wrapper...)."""
+    for _ in range(16):
+        if found is obj:
+            return True
+        if isinstance(found, (classmethod, staticmethod)):
+            found = found.__func__
+            continue
+        try:
+            found = found.__wrapped__
+        except Exception:
+            return False
+        if found is None:
+            return False
+    return False
 
 
 def why_not_importable(obj: Any) -> str:

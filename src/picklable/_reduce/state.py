@@ -11,7 +11,14 @@ class PayloadState:
     """Per-payload state: a by-value function needs it, plain data never does
     (so a payload without functions never makes one; see ``Pickler._state``)."""
 
-    __slots__ = ("globals_map", "globals_values", "deferred_cells", "names")
+    __slots__ = (
+        "globals_map",
+        "globals_values",
+        "deferred_cells",
+        "script_copies",
+        "markers",
+        "names",
+    )
 
     def __init__(self) -> None:
         # id(module globals) -> the shipped globals dict of that namespace
@@ -20,6 +27,10 @@ class PayloadState:
         self.globals_values: dict[int, dict[str, Any]] = {}
         # ids of closure cells whose contents a function's state fills in
         self.deferred_cells: set[int] = set()
+        # Whether objects of the sender's script were copied (see .scripts)
+        self.script_copies = False
+        # id(object) -> the marker shipping it by reference (see .wrappers)
+        self.markers: dict[int, Any] = {}
         # name -> this payload's own copy of it (see name()), made on first need
         self.names: dict[str, str] | None = None
 

@@ -219,6 +219,10 @@ _STATIC: dict[type, Kind] = {
     wrappers.WithState: Kind(
         "with_state marker", wrappers.reduce_with_state, wrappers.with_state_pieces
     ),
+    wrappers.ByReference: Kind("module object", wrappers.reduce_by_reference),
+    wrappers.WithoutState: Kind(
+        "without_state marker", wrappers.reduce_without_state, wrappers.without_state_pieces
+    ),
     **{
         t: Kind("load-time effect", reduce)  # type: ignore[arg-type]
         for t, reduce in functions.EFFECT_REDUCERS.items()
@@ -268,8 +272,12 @@ _PROPERTY_SUBCLASS = Kind(
 _CALLABLE_INSTANCE = Kind(
     "callable instance", objects.reduce_callable_instance, objects.instance_pieces, class_piece=True
 )
+_PROXY = Kind("proxy", objects.reduce_proxy, objects.instance_pieces)
 _DESCRIPTOR = Kind(
     "descriptor", objects.reduce_descriptor, objects.instance_pieces, class_piece=True
+)
+_GETATTR_INSTANCE = Kind(
+    "instance", objects.reduce_getattr_instance, objects.instance_pieces, class_piece=True
 )
 _PLAIN_INSTANCE = Kind(
     "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
@@ -306,6 +314,8 @@ def classify(t: type) -> Kind:
         return _PROPERTY_SUBCLASS
     if issubclass(t, BaseException):
         return Kind("exception", exceptions.exception_kind(t), exceptions.exception_pieces)
+    if objects.is_proxy_type(t):
+        return _PROXY
     if issubclass(t, (classmethod, staticmethod)):  # abc.abstractclassmethod and kin
         return _CLASSMETHOD_SUBCLASS
     if _locator.python_call_type(t):
@@ -316,6 +326,8 @@ def classify(t: type) -> Kind:
         return _STREAM
     if objects.is_plain(t):
         return _PLAIN_INSTANCE
+    if objects.is_plain(t, getattr_allowed=True):
+        return _GETATTR_INSTANCE
     return _INSTANCE
 
 
@@ -416,14 +428,32 @@ def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
             return Shipping("wrapper", why=kind.taken_apart)
         return DATA
     if declared.role == "reference":
+        why = _carried(reduction)
         if declared.function is _reconstruct._resolve:
-            return Shipping("reference", format_path(*args))
-        return Shipping("reference", str(args[0]))
+            return Shipping("reference", format_path(*args), why)
+        if declared.function is _reconstruct._main_object:
+            module, path, _, _ = args[0]
+            return Shipping(
+                "reference",
+                format_path(module, path),
+                why
+                or "an object of this script: loads where the same script runs (a spawn "
+                f"worker of it), and nowhere else: it cannot be copied ({args[1]})",
+            )
+        return Shipping("reference", str(args[0]), why)
     if declared.role == "value":
         return Shipping("value", why=kind.why_value or why_not_importable(obj))
     if declared.role == "wrapper":
         return Shipping("wrapper", why=kind.taken_apart or declared.label)
     return DATA
+
+
+def _carried(reduction: tuple[Any, ...]) -> str:
+    """What a reference says about the state that travels with it, if any."""
+    if len(reduction) > 5 and reduction[5] is _reconstruct._with_state and reduction[2]:
+        names = ", ".join(sorted(reduction[2]))
+        return f"with the state the program set on it ({names})"
+    return ""
 
 
 def _own_name(obj: Any) -> str:

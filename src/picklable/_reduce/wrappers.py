@@ -17,8 +17,8 @@ travels by reference first, like a function. Only the others, defined in
   and ``property`` subclasses (pickle's default would drop the accessors).
 * bound methods, ``classmethod``/``staticmethod`` and ``property``: by
   reference where a class holds them, else their pieces.
-* :func:`with_state` markers: the opt-in that carries an importable wrapper's
-  state (see ``docs/state-policy.md``).
+* :func:`with_state` and :func:`without_state` markers: carry all of an
+  importable object's state, or none of it (see ``docs/state-policy.md``).
 
 ``functools.partial`` and ``partialmethod`` need no code here: pickle takes
 them apart, and their pieces go through the rule.
@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import _reconstruct
 from .._compat import proxy_own_dict
-from .reference import class_attribute_reference, located_reference
+from .._locator import locate_module_object
+from .reference import (
+    class_attribute_reference,
+    locate_anywhere,
+    located_reference,
+    with_carried_state,
+)
+from .scripts import with_origin
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -43,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LRU_WRAPPER",
     "WithState",
+    "WithoutState",
     "is_wrapt_proxy_type",
     "partial_pieces",
     "reduce_cached_property",
@@ -52,10 +60,13 @@ __all__ = [
     "reduce_property",
     "reduce_property_subclass",
     "reduce_with_state",
+    "reduce_without_state",
     "reduce_wrapt_proxy",
     "state_of",
     "with_state",
     "with_state_pieces",
+    "without_state",
+    "without_state_pieces",
     "wrapt_pieces",
 ]
 
@@ -82,14 +93,77 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
     func = method.__func__
     owner = method.__self__
     name = getattr(func, "__name__", None)
-    if type(name) is str:
+    if type(name) is str and not _held_by_instance(owner, name):
         try:
             again = getattr(owner, name)
         except Exception:
             again = None
         if type(again) is types.MethodType and again.__func__ is func and again.__self__ is owner:
-            return (getattr, (owner, name))
-    return (types.MethodType, (func, owner))
+            return (getattr, (_owner(pickler, owner, func), name))
+    return (types.MethodType, (func, _owner(pickler, owner, func)))
+
+
+def _owner(pickler: Pickler, owner: Any, method_function: Any = None) -> Any:
+    """The object a method is bound to: a module's own object (``mpmath.mp`` of
+    ``mpmath.mp.nsum``, a service singleton) by reference, with its state; any
+    other as it ships by itself."""
+    if isinstance(owner, (type, types.ModuleType)) or type(owner).__module__ == "builtins":
+        return owner
+    try:
+        if locate_anywhere(pickler, owner) is None and (
+            locate_module_object(owner, method_function) is None
+        ):
+            return owner
+    except Exception:
+        return owner
+    # One marker per owner and payload: pickle memoizes it, so the owner's own
+    # state (methods bound to it, again) leads back to it instead of around.
+    markers = pickler._state().markers
+    marker = markers.get(id(owner))
+    if marker is None:
+        marker = markers[id(owner)] = ByReference(owner, method_function)
+    return marker
+
+
+class ByReference:
+    """An object to ship by reference where it is found (with its state): the
+    receiver's own. Made by reducers for the parts they know are module objects."""
+
+    __slots__ = ("obj", "near")
+
+    def __init__(self, obj: Any, near: Any = None) -> None:
+        self.obj = obj
+        self.near = near  # where to look: the function of a method bound to it
+
+
+def reduce_by_reference(pickler: Pickler, marker: ByReference) -> Any:
+    obj = marker.obj
+    reduction = located_reference(pickler, obj)
+    if reduction is None:
+        found = locate_module_object(obj, marker.near)
+        if found is None:
+            return (_reconstruct._with_state, (obj, None))  # as it ships by itself
+        reduction = with_carried_state(pickler, obj, found[0], (_reconstruct._resolve, found))
+    if isinstance(reduction, str):  # a global name: valid for obj, not for the marker
+        return (_reconstruct._resolve, (obj.__module__, tuple(reduction.split("."))))
+    return reduction
+
+
+def _held_by_instance(owner: Any, name: str) -> bool:
+    """Whether ``owner`` holds ``name`` in its own ``__dict__`` (a per-instance
+    override, ``c.handler = MethodType(f, c)``, or ``self.f2 = f2.__get__(self)``).
+
+    ``getattr(owner, name)`` would then run when the owner is loaded but before
+    its state is set: it would find the class's method (the override lost) or
+    nothing at all. Such a method ships as its function and its object.
+    """
+    if isinstance(owner, type):
+        return False  # a class's attributes are its definition, set before it loads
+    try:
+        state = object.__getattribute__(owner, "__dict__")
+    except AttributeError:
+        return False
+    return type(state) is dict and name in state
 
 
 def method_pieces(method: types.MethodType, reduction: Any = None) -> Iterator[tuple[str, Any]]:
@@ -234,7 +308,7 @@ def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
         return None
     if not state:
         return None
-    if located_reference(pickler, proxy.__wrapped__) is None:
+    if locate_anywhere(pickler, proxy.__wrapped__) is None:
         return None  # a copy itself: its __dict__ travels with it
     return dict(state)
 
@@ -262,7 +336,7 @@ def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
             for name in _FUNCTION_WRAPPER_FIELDS
             if hasattr(obj, "_self_" + name)
         }
-        return (
+        copy: Any = (
             _reconstruct._make_wrapt_function_wrapper,
             (t, obj.__wrapped__, fields),
             state,
@@ -270,14 +344,16 @@ def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
             None,
             _reconstruct._set_proxy_state,
         )
-    return (
-        _reconstruct._make_wrapt_proxy,
-        (t, obj.__wrapped__),
-        state,
-        None,
-        None,
-        _reconstruct._set_proxy_state,
-    )
+    else:
+        copy = (
+            _reconstruct._make_wrapt_proxy,
+            (t, obj.__wrapped__),
+            state,
+            None,
+            None,
+            _reconstruct._set_proxy_state,
+        )
+    return with_origin(pickler, obj, copy)
 
 
 def wrapt_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
@@ -312,11 +388,12 @@ def reduce_lru_cache(pickler: Pickler, obj: Any) -> Any:
         return by_reference
     parameters = obj.cache_parameters()
     state = {k: v for k, v in vars(obj).items() if k not in _LRU_MADE}
-    return (
+    copy = (
         _reconstruct._make_lru_cache,
         (obj.__wrapped__, parameters["maxsize"], parameters["typed"]),
         state or None,
     )
+    return with_origin(pickler, obj, copy)
 
 
 def lru_cache_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
@@ -383,9 +460,67 @@ def state_of(obj: Any) -> dict[str, Any] | None:
 
 def reduce_with_state(pickler: Pickler, marker: WithState[Any]) -> Any:
     obj = marker.obj
-    if located_reference(pickler, obj) is None:
+    if locate_anywhere(pickler, obj) is None:
         return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
     return (_reconstruct._with_state, (obj, state_of(obj)))
+
+
+class WithoutState(Generic[T]):
+    """Marker made by :func:`without_state`; loads as the object itself."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: T) -> None:
+        self.obj = obj
+
+    def __repr__(self) -> str:
+        return f"picklable.without_state({self.obj!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Reached only by picklers other than picklable's (which use the handler).
+        return (_reconstruct._with_state, (self.obj, None))
+
+
+def without_state(obj: T) -> WithoutState[T]:
+    """Ship ``obj`` by reference alone, leaving the state set on it behind.
+
+    A wrapper that is found by reference (a class-based decorator's instance, a
+    proxy, a cache wrapper) carries the attributes the sender set on it, so the
+    receiver's object has them too (see ``docs/state-policy.md``). Wrap it in
+    ``without_state`` to send the reference alone, as pickle sends a function:
+    the receiver keeps its own values (a large cache that need not travel, a
+    counter that is per process). An object that cannot be found by reference
+    is copied, state and all; the marker changes nothing for it.
+
+    Parameters
+    ----------
+    obj:
+        A function, wrapper or callable object; may sit anywhere in the payload.
+
+    Returns
+    -------
+    WithoutState
+        A marker that loads as ``obj`` itself (never as the marker).
+
+    .. versionadded:: 0.2.0
+    """
+    return WithoutState(obj)
+
+
+def reduce_without_state(pickler: Pickler, marker: WithoutState[Any]) -> Any:
+    obj = marker.obj
+    reduction = located_reference(pickler, obj, carry_state=False)
+    if reduction is None:
+        return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
+    if isinstance(reduction, str):  # a global name: valid for obj, not for the marker
+        return (_reconstruct._resolve, (obj.__module__, tuple(reduction.split("."))))
+    return reduction
+
+
+def without_state_pieces(
+    marker: WithoutState[Any], reduction: Any = None
+) -> Iterator[tuple[str, Any]]:
+    yield ".obj", marker.obj
 
 
 def with_state_pieces(marker: WithState[Any], reduction: Any = None) -> Iterator[tuple[str, Any]]:

@@ -1,0 +1,169 @@
+"""Objects of the sender's script: its own object where the receiver runs it too.
+
+stdlib pickle ships a ``__main__`` function by name, and a spawn worker, which
+re-imports the script as ``__mp_main__``, resolves it there: the script's own
+function, with its module-level setup (locks, loggers, connections). Another
+machine has no such module, and gets nothing. picklable 0.1.0 always copied
+``__main__`` objects: right on another machine, wrong where the object needs
+the script's own state (a lock), and never the same object.
+
+Now an object the script's namespace leads to travels as a copy that knows
+where it came from: its origin ``(module, path, file, first line)`` rides in
+the copy's rebuilder (``_make_function(..., origin)``, ``_make_class``'s
+origin, or ``_script_or_build(origin, rebuilder, args)`` for wrappers). A
+receiver that runs the same script (same file; the same definition; every
+global it reads defined there: a name set in ``if __name__ == "__main__":``
+is not, in a worker) returns its own object and skips the copy's state; any
+other receiver builds the copy. One payload, one memo: objects shared between
+parts of the payload stay shared either way.
+
+An object that cannot be copied (it uses a lock, a thread, a connection)
+travels as a reference alone, ``_main_object(origin, why)``: it loads where
+the script runs, as with pickle, and elsewhere fails with the reason. The
+front door finds those on a failed dump and dumps again with
+``_check_copies`` set (the common case pays nothing).
+
+A pickler's ``_scripts`` mode chooses: ``"auto"`` (the default above),
+``"reference"`` (the receivers run this script: a pool whose workers
+re-import it; references only, no copy travels) or ``"copy"`` (copies only,
+with no origin, as 0.1.0 did). Lambdas, closures and anything the script's
+namespace does not lead to are copies in every mode.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from .. import _locator, _reconstruct
+from .._compat import MAIN_MODULES
+from .._paths import Path, walk
+
+if TYPE_CHECKING:
+    from .._pickler import Pickler
+
+__all__ = [
+    "SCRIPT_MODES",
+    "note_copy",
+    "origin_of",
+    "script_location",
+    "script_module_of",
+    "script_reference",
+    "script_reference_alone",
+    "with_origin",
+]
+
+SCRIPT_MODES = ("auto", "reference", "copy")
+
+
+def _script_file(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    filename = getattr(module, "__file__", None)
+    return filename if type(filename) is str else None
+
+
+def script_location(obj: Any, module_name: Any) -> tuple[str, Path] | None:
+    """``(module, path)`` inside the sender's script that yields ``obj`` itself.
+
+    None when ``module_name`` is no script module, when the script has no file
+    (an interactive session, ``python -c``, a notebook: no receiver can import
+    it), or when nothing in its namespace leads to ``obj`` (a lambda, a closure).
+    """
+    if module_name not in MAIN_MODULES or _script_file(module_name) is None:
+        return None
+    qualname = getattr(obj, "__qualname__", None)
+    if type(qualname) is str and "<" not in qualname:
+        try:
+            if walk(sys.modules[module_name], tuple(qualname.split("."))) is obj:
+                return module_name, tuple(qualname.split("."))
+        except Exception:
+            pass
+    path = _locator.locate_in(module_name, obj)
+    return None if path is None else (module_name, path)
+
+
+def origin_of(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
+    """Where ``obj`` lives in the script: module, path, file and, for a
+    function, the line its definition starts on."""
+    line = obj.__code__.co_firstlineno if type(obj) is types.FunctionType else None
+    return (module, path, _script_file(module), line)
+
+
+def script_reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any | None:
+    """The reference alone, when that is what this pickler sends for ``obj``:
+    always in ``"reference"`` mode, and in ``"auto"`` mode for an object that
+    cannot be copied (on the second try, ``_check_copies``). None: copy it."""
+    reason: str | None = None
+    if pickler._scripts == "reference":
+        reason = "no copy was sent (the receivers run this script)"
+    elif pickler._check_copies:
+        reason = pickler._copy_failure(obj)
+    if reason is None:
+        return None
+    return (_reconstruct._main_object, (origin_of(obj, module, path), reason))
+
+
+def script_module_of(obj: Any) -> str | None:
+    """The script module (``__main__`` or ``__mp_main__``) ``obj`` belongs to: its
+    own ``__module__``, or, for a wrapper object (a click command, a memoizing
+    object), that of the function it wraps or holds; None for anything else."""
+    try:
+        module = obj.__module__
+    except Exception:
+        module = None
+    if module in MAIN_MODULES:
+        return module  # type: ignore[no-any-return]
+    try:
+        wrapped = obj.__wrapped__
+    except Exception:
+        wrapped = None
+    for func in [wrapped, *_locator.held_functions(obj)]:
+        module = getattr(func, "__module__", None)
+        if module in MAIN_MODULES:
+            return module  # type: ignore[no-any-return]
+    return None
+
+
+def script_reference_alone(obj: Any, reason: str) -> Any | None:
+    """A reference alone to ``obj`` if it is an object of the sender's script,
+    for an object that cannot be copied (``reason``); else None."""
+    module = script_module_of(obj)
+    if module is None:
+        return None
+    where = script_location(obj, module)
+    if where is None:
+        return None
+    return (_reconstruct._main_object, (origin_of(obj, *where), reason))
+
+
+def note_copy(pickler: Pickler) -> None:
+    """Record that this payload copies an object of the script (should the dump
+    fail, the front door tries again, sending the uncopyable ones by reference)."""
+    pickler._state().script_copies = True
+
+
+def with_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
+    """A wrapper's copy (``reduction``), marked with where it lives in the script,
+    or the reference alone; ``reduction`` unchanged for anything else."""
+    if pickler._scripts == "copy" or not isinstance(reduction, tuple):
+        return reduction
+    module = script_module_of(obj)
+    if module is None:
+        return reduction
+    where = script_location(obj, module)
+    if where is None:
+        return reduction
+    alone = script_reference(pickler, obj, *where)
+    if alone is not None:
+        return alone
+    builder, args, *rest = reduction
+    rest += [None] * (4 - len(rest))
+    state, listitems, dictitems, setter = rest
+    if listitems is not None or dictitems is not None:
+        return reduction  # items would be added to the receiver's own object
+    note_copy(pickler)
+    head = (_reconstruct._script_or_build, (origin_of(obj, *where), builder, args))
+    if state is None and setter is None:
+        return (*head, None, listitems, dictitems)
+    return (*head, (state, setter), listitems, dictitems, _reconstruct._built_setstate)
