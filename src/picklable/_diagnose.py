@@ -32,7 +32,8 @@ from typing import Any
 
 from . import _hints, _reconstruct
 from ._pickler import Pickler
-from ._reduce.reference import candidate_state, locate_anywhere, split_state
+from ._reduce.attributes import candidate_state
+from ._reduce.reference import locate_anywhere, split_state
 from ._reduce.table import (
     DATA,
     DATA_KIND,

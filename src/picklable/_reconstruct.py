@@ -233,19 +233,22 @@ def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any
     return obj
 
 
-@_rebuilder("part", "sets a script object's copied state (not on the original)", "state")
-def _built_setstate(obj: Any, state: tuple[Any, Any]) -> Any:
+@_rebuilder("part", "sets a script object's state (on the original: what the sender set)", "state")
+def _built_setstate(obj: Any, state: tuple[Any, ...]) -> Any:
     """Give a copy built by :func:`_script_or_build` (or a script function's copy)
-    its state; leave this process's own object as it is.
+    its state; give this process's own object the attributes the sender set.
 
-    ``state`` is ``(inner, setter)``: ``setter(obj, inner)`` when the copy's
-    reduction named one, else what pickle's BUILD does with ``inner``.
+    ``state`` is ``(inner, setter, carried)``: on a copy, ``setter(obj, inner)``
+    when the copy's reduction named one, else what pickle's BUILD does with
+    ``inner``; on this process's own object, ``carried`` (its attributes other
+    than metadata), set as :func:`_with_state` sets them on any object found by
+    reference.
 
     .. versionadded:: 0.2.0
     """
+    inner, setter, carried = state
     if not _tracker.built(obj):
-        return obj
-    inner, setter = state
+        return _with_state(obj, carried)
     if setter is not None:
         setter(obj, inner)
     elif inner is not None:

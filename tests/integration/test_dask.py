@@ -505,13 +505,6 @@ def helper_module_report(cluster, tmp_path_factory) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-NEEDS_CORE_BY_VALUE = pytest.mark.xfail(
-    strict=True,
-    reason="needs core: register_by_value(module) to cover the decorator products defined in "
-    "the module (they still go by reference to it)",
-)
-
-
 class TestHelperModule:
     """A module next to the script: register_by_value ships it, upload_file installs it."""
 
@@ -522,9 +515,9 @@ class TestHelperModule:
     @pytest.mark.parametrize(
         ("name", "expected"),
         [
-            pytest.param("wrapt_function", ["tagged", 30], marks=NEEDS_CORE_BY_VALUE),
-            pytest.param("class_decorated", ["counted", 30], marks=NEEDS_CORE_BY_VALUE),
-            pytest.param("proxy", ["traced", 30], marks=NEEDS_CORE_BY_VALUE),
+            ("wrapt_function", ["tagged", 30]),
+            ("class_decorated", ["counted", 30]),
+            ("proxy", ["traced", 30]),
         ],
     )
     def test_decorator_products_by_value(self, helper_module_report, name, expected):

@@ -22,6 +22,11 @@ def is_importable_object(payload: bytes, module: str, path: str) -> bool:
     return picklable.loads(payload) is walk(module, path)
 
 
+def attribute_is_importable_object(payload: bytes, attribute: str, module: str, path: str) -> bool:
+    """The loaded object's ``attribute`` is the very object at ``module:path`` here."""
+    return getattr(picklable.loads(payload), attribute) is walk(module, path)
+
+
 def call(payload: bytes, *args: Any, **kwargs: Any) -> Any:
     """Load a callable and call it."""
     return picklable.loads(payload)(*args, **kwargs)

@@ -321,3 +321,52 @@ if __name__ == "__main__":
 def test_initializer_sets_a_global_the_tasks_read(tmp_path, method):
     """The stdlib idiom: the initializer stores a queue in a global of the script; tasks use it."""
     assert run_script(INITIALIZER_GLOBAL, tmp_path, args=(method,)) == "[0, 1, 4, 9]\n"
+
+
+SENDERS_STATE = """
+import sys
+import picklable
+
+
+class Counted:
+    def __init__(self, func):
+        self.func = func
+        self.calls = 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.func(*args)
+
+
+@Counted
+def square(x):
+    return x * x
+
+
+def scale(x):
+    return x * scale.factor
+
+
+scale.factor = 1  # import time: what a worker has before the task arrives
+
+
+def in_worker(wrapper, function):
+    wrapper(1)
+    return wrapper is square, wrapper.calls, function is scale, function(2)
+
+
+if __name__ == "__main__":
+    square(2)
+    square(3)
+    scale.factor = 10
+    with picklable.Pool(1, context=sys.argv[1]) as pool:
+        print(pool.apply(in_worker, (square, scale)))
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_script_objects_are_the_workers_own_with_the_senders_state(tmp_path, method):
+    """The worker's own wrapper, with the count the sender set on it (state policy,
+    case 2); the worker's own function, with its own attributes (case 1, as pickle)."""
+    out = run_script(SENDERS_STATE, tmp_path, args=(method,))
+    assert out == "(True, 3, True, 2)\n"

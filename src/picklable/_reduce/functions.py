@@ -136,14 +136,16 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
 
 def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
     """A by-value function of the script, told where it lives: ``origin`` as the
-    8th argument of ``_make_function``, its state for the copy alone."""
+    8th argument of ``_make_function``, its state for the copy alone (the
+    receiver's own function keeps its attributes, as any function found by its
+    own name does: case 1 of docs/state-policy.md)."""
     func, args, *rest = reduction
     if len(args) == 6:
         args = (*args, None)  # no annotations in the arguments
     args = (*args, origin)
     if not rest:
         return (func, args)
-    return (func, args, (rest[0], None), None, None, _reconstruct._built_setstate)
+    return (func, args, (rest[0], None, None), None, None, _reconstruct._built_setstate)
 
 
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:

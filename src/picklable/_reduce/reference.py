@@ -12,6 +12,7 @@ from .. import _caches, _reconstruct
 from .._compat import MAIN_MODULES
 from .._locator import held_functions, importable_by_own_name, locate
 from .._paths import Path, walk
+from .attributes import candidate_state
 from .registry import registered_by_value
 from .scripts import script_location, script_reference
 
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
     from .._pickler import Pickler
 
 __all__ = [
-    "METADATA",
-    "candidate_state",
     "class_attribute_reference",
     "locate_anywhere",
     "located_reference",
@@ -63,10 +62,14 @@ def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
             if found is not None:
                 return ("script", *found)
         return None
+    if registered_by_value(module) is not None:
+        return None  # the receiver lacks the module: whatever it defines is copied
     if importable_by_own_name(obj):
         return ("name", module, tuple(obj.__qualname__.split(".")))
     located = locate(obj)
-    return None if located is None else ("located", *located)
+    if located is None or registered_by_value(located[0]) is not None:
+        return None
+    return ("located", *located)
 
 
 def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -> Any:
@@ -84,36 +87,15 @@ def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -
     if how == "script":
         # A reference alone (the receivers run this script, or it cannot be
         # copied), else None: the caller copies it, with its origin.
-        return script_reference(pickler, obj, module, path)
+        alone = script_reference(pickler, obj, module, path)
+        if alone is None or not carry_state:
+            return alone
+        return with_carried_state(pickler, obj, module, alone)
     reduction = obj.__qualname__ if how == "name" else reference(pickler, obj, module, path)
     return with_carried_state(pickler, obj, module, reduction) if carry_state else reduction
 
 
-# Metadata a wrapper copies from what it wraps (functools.update_wrapper), and
-# that the receiver's object has too: never state that needs to travel.
-METADATA = frozenset(
-    {
-        "__module__",
-        "__name__",
-        "__qualname__",
-        "__doc__",
-        "__annotations__",
-        "__wrapped__",
-        "__dict__",
-        "__signature__",
-        "__type_params__",
-    }
-)
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
-
-
-def candidate_state(obj: Any) -> dict[str, Any]:
-    """The attributes of ``obj`` that are state rather than metadata."""
-    try:
-        state = vars(obj)
-    except TypeError:
-        return {}
-    return {k: v for k, v in state.items() if k not in METADATA and type(k) is str}
 
 
 def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:

@@ -139,8 +139,10 @@ def ships_by_value(module_name: Any) -> bool:
     return any(module_name.startswith(m + ".") for m in _by_value_modules)
 
 
-def registered_by_value(module_name: str) -> str | None:
+def registered_by_value(module_name: Any) -> str | None:
     """The registered module that covers ``module_name``, or None."""
+    if not _by_value_modules or type(module_name) is not str:
+        return None
     for name in _by_value_modules:
         if module_name == name or module_name.startswith(name + "."):
             return name

@@ -13,9 +13,10 @@ the copy's rebuilder (``_make_function(..., origin)``, ``_make_class``'s
 origin, or ``_script_or_build(origin, rebuilder, args)`` for wrappers). A
 receiver that runs the same script (same file; the same definition; every
 global it reads defined there: a name set in ``if __name__ == "__main__":``
-is not, in a worker) returns its own object and skips the copy's state; any
-other receiver builds the copy. One payload, one memo: objects shared between
-parts of the payload stay shared either way.
+is not, in a worker) returns its own object, with the attributes the sender
+set on it (the state that travels with any reference; see
+``docs/state-policy.md``); any other receiver builds the copy. One payload,
+one memo: objects shared between parts of the payload stay shared either way.
 
 An object that cannot be copied (it uses a lock, a thread, a connection)
 travels as a reference alone, ``_main_object(origin, why)``: it loads where
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
+from .attributes import candidate_state
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -164,6 +166,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
         return reduction  # items would be added to the receiver's own object
     note_copy(pickler)
     head = (_reconstruct._script_or_build, (origin_of(obj, *where), builder, args))
-    if state is None and setter is None:
+    carried = candidate_state(obj) or None
+    if state is None and setter is None and carried is None:
         return (*head, None, listitems, dictitems)
-    return (*head, (state, setter), listitems, dictitems, _reconstruct._built_setstate)
+    return (*head, (state, setter, carried), listitems, dictitems, _reconstruct._built_setstate)
