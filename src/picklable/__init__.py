@@ -32,6 +32,7 @@ __all__ = [
     "Explanation",
     "Pickler",
     "PicklingError",
+    "Policy",
     "Pool",
     "ProcessPoolExecutor",
     "RemoteError",
@@ -64,6 +65,7 @@ __all__ = [
 # Heavier parts load on first use, so a worker that only loads payloads
 # imports the serializer alone.
 if TYPE_CHECKING:  # the lazy names, for type checkers
+    from ._allow import Policy
     from ._decorators import Wrapper, decorator
     from ._diagnose import state_left_behind
     from ._envelope import Envelope, ship
@@ -81,6 +83,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     )
 
 _LAZY: dict[str, str] = {
+    "Policy": "._allow",
     "Explanation": "._explain",
     "explain": "._explain",
     "Wrapper": "._decorators",

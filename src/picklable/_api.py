@@ -471,10 +471,12 @@ def loads(
         unsigned, truncated, altered or otherwise signed payload is refused
         before anything is unpickled.
     allowed:
-        Module names whose objects the payload may name (each covers its
-        submodules). Code shipped by value counts as its module's (``"__main__"``
-        for a script's functions). Defence in depth, not a sandbox: see
-        :mod:`picklable._allow`.
+        Module names whose objects the payload may reach, call or modify (each
+        covers its submodules), or a :class:`picklable.Policy`. Code shipped by
+        value is refused unless the policy opts in
+        (``Policy([...], by_value_code=True)``). The payload is then read by a
+        guarded pure-Python unpickler (several times slower than the default);
+        see docs/safety.md for exactly what it guarantees.
     fix_imports, encoding, errors:
         As for :func:`pickle.loads` (for pickles made by Python 2:
         ``encoding="latin1"`` or ``"bytes"``); default ``True``, ``"ASCII"``,
@@ -543,7 +545,7 @@ def _loads_checked(
     except UnpicklingError:
         raise
     except Exception as exc:
-        error = _chained(unpickling_error(exc), exc)
+        error = _chained(unpickling_error(exc, data), exc)
     raise error
 
 
@@ -552,7 +554,7 @@ def _load_error(exc: Exception, data: Any) -> BaseException:
         signing = signing_module()
         if signing.is_signed(data):
             return _chained(signing.signed_without_key(), exc)
-    return _chained(unpickling_error(exc), exc)
+    return _chained(unpickling_error(exc, data), exc)
 
 
 def load(
@@ -564,6 +566,7 @@ def load(
     fix_imports: bool = True,
     encoding: str = "ASCII",
     errors: str = "strict",
+    max_size: int | None = None,
 ) -> Any:
     """Load an object from the binary ``file`` (one payload; the file stays open).
 
@@ -571,25 +574,36 @@ def load(
         ``fix_imports``, ``encoding`` and ``errors``.
 
     Parameters are as for :func:`loads`. With ``key``, the signed payload is
-    read whole (its header says how long it is) and checked before loading.
+    read and checked before loading: its header says how long it is, and the
+    pickle is read in bounded chunks and fed to the signature as it arrives.
+
+    .. versionchanged:: 0.2.0
+       ``max_size``; signed payloads are read in bounded chunks.
+
+    Parameters
+    ----------
+    max_size:
+        With ``key``: the largest signed pickle to read, in bytes (default
+        :data:`picklable._signing.MAX_STREAM_SIZE`, 1 GiB). A header announcing
+        more is refused before anything else is read: the header's length
+        cannot be checked before the pickle it covers has arrived.
 
     Raises
     ------
     picklable.UnpicklingError
         As for :func:`loads` (at the end of the file: also an ``EOFError``, as
-        :func:`pickle.load` raises).
+        :func:`pickle.load` raises); with ``key``, also a payload larger than
+        ``max_size``.
+    OSError
+        Reading ``file`` failed.
     """
     options: dict[str, Any] = {"fix_imports": fix_imports, "encoding": encoding, "errors": errors}
     if key is not None:
         signing = signing_module()
-        signing.check_key(key)
-        try:
-            data = signing.read_signed(file)
-        except Exception as exc:
-            error = _chained(unpickling_error(exc), exc)
-        else:
-            return _loads_checked(data, buffers, key, allowed, options)
-        raise error
+        checked = signing.check_key(key)
+        limit = signing.MAX_STREAM_SIZE if max_size is None else max_size
+        data, buffers = signing.read_verified(file, checked, buffers, limit)
+        return _loads_checked(data, buffers, None, allowed, options)
     unpickler = Unpickler(file, buffers=buffers, allowed=allowed, **options)
     try:
         return unpickler.load()

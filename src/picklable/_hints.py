@@ -712,13 +712,85 @@ def _frame_name(frame: types.FrameType) -> str:
     return f"{module}.{qualname}"
 
 
-def load_failure(exc: BaseException) -> tuple[str, str, str]:
+def opcode_damage(data: Any) -> str | None:
+    """What is wrong with ``data`` at the level of pickle opcodes, or None.
+
+    Reads the opcodes (without running any) and follows the stack, the marks and
+    the memo as an unpickler would: an unknown opcode, an argument that does not
+    decode (a flipped bit in a string), a stream that ends early, an opcode that
+    pops more than was pushed, a memo entry read before it was written, or no
+    single object left at ``STOP``. Called on failures only.
+    """
+    import pickletools  # only ever needed to explain a failure
+
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:
+        return None
+    stack = 0  # objects above the innermost mark
+    marks: list[int] = []
+    memo: set[Any] = set()
+    position = 0
+    try:
+        for opcode, arg, at in pickletools.genops(io.BytesIO(view)):
+            position = at or 0
+            name = opcode.name
+            before = opcode.stack_before
+            if pickletools.markobject in before or (name == "POP" and not stack and marks):
+                if not marks:
+                    return f"{name} at byte {position} needs a MARK that was never set"
+                stack = marks.pop()
+                # What the opcode takes from under the mark (SETITEMS: the dict).
+                below = before.index(pickletools.markobject) if name != "POP" else 0
+            else:
+                below = len(before)
+            if stack < below:
+                return f"{name} at byte {position} takes more objects than the stream holds"
+            if name == "STOP":
+                if marks or stack != 1:
+                    return f"STOP at byte {position} leaves an unfinished object"
+                return None
+            stack -= below
+            if name == "PROTO" and type(arg) is int and arg > pickle.HIGHEST_PROTOCOL + 3:
+                return f"PROTO at byte {position} announces protocol {arg}"
+            if name == "MARK":
+                marks.append(stack)
+                stack = 0
+                continue
+            if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo.add(arg)
+            elif name == "MEMOIZE":
+                memo.add(len(memo))
+            elif name in ("GET", "BINGET", "LONG_BINGET") and arg not in memo:
+                return f"{name} at byte {position} reads memo entry {arg}, never written"
+            stack += len(opcode.stack_after)
+    except ValueError as exc:  # genops: bad opcode, bad argument, truncated stream
+        return f"{exc}"
+    finally:
+        view.release()
+    return f"the stream ends at byte {position} without STOP"
+
+
+def _plausible_protocol(text: str) -> bool:
+    """Whether "unsupported pickle protocol: N" can come from a newer Python (a few
+    versions past this one's highest), rather than from a damaged first bytes."""
+    number = text.rpartition(" ")[2]
+    return number.isdigit() and int(number) <= pickle.HIGHEST_PROTOCOL + 3
+
+
+def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
     """(message, reason, hint) for an exception raised while loading a payload.
+
+    .. versionchanged:: 0.2.0
+       ``data``.
 
     Parameters
     ----------
     exc:
         What the unpickler raised.
+    data:
+        The payload, when the caller has it: if its opcodes do not even parse
+        (:func:`opcode_damage`), it is damaged, whatever ``exc`` says.
 
     Returns
     -------
@@ -727,6 +799,32 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
         it: what could not be imported or built here, and the fix.
     """
     text = first_line(exc)
+    if (
+        isinstance(exc, ValueError)
+        and text.startswith("unsupported pickle protocol")
+        and _plausible_protocol(text)
+    ):
+        return (
+            (
+                f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
+                "Python version, or dump with a protocol this Python knows (protocol=5)."
+            ),
+            text,
+            "dump with a protocol both sides know",
+        )
+    if data is not None:
+        damage = opcode_damage(data)
+        if damage is not None:
+            said = f"{type(exc).__name__}: {first_line(exc)}".rstrip(": ")
+            return (
+                (
+                    f"Cannot load: the payload is damaged or not a pickle ({damage}; {said}). "
+                    "Fix: check that the bytes arrive unchanged (and whole); sign payloads "
+                    "with key= to have any change refused before loading."
+                ),
+                "damaged or truncated payload",
+                "check that the bytes arrive unchanged",
+            )
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         name = exc.name
         top = name.partition(".")[0]
@@ -763,15 +861,6 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
             ),
             f"{module}.{attribute} not found here ({installed})",
             f"install the sender's version of {top!r}",
-        )
-    if isinstance(exc, ValueError) and text.startswith("unsupported pickle protocol"):
-        return (
-            (
-                f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
-                "Python version, or dump with a protocol this Python knows (protocol=5)."
-            ),
-            text,
-            "dump with a protocol both sides know",
         )
     if isinstance(exc, (pickle.UnpicklingError, EOFError)):
         kind = type(exc).__name__
@@ -812,12 +901,14 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
             f"{name} raised {said}",
             f"install the sender's version of {top!r}",
         )
+    intact = "The payload's opcodes are intact, so" if data is not None else "Either"
     return (
         (
-            f"Cannot load: rebuilding an object raised {said}. Its class here differs from the "
-            "sender's (another version of its package?). Fix: install the same versions on both "
-            "sides."
+            f"Cannot load: rebuilding an object raised {said}. {intact} a value inside the "
+            "payload was damaged on the way, or the class here differs from the sender's "
+            "(another version of its package?). Fix: check that the bytes arrive unchanged "
+            "(sign them with key=), and install the same versions on both sides."
         ),
         f"{said} while rebuilding",
-        "install the same versions of the packages on both sides",
+        "check the bytes arrive unchanged; install the same versions on both sides",
     )

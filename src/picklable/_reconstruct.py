@@ -21,6 +21,18 @@ one place that says what loading through it means. The readers:
   (sets attributes on an object the payload gives it), ``call`` (calls
   objects the payload gives it), ``build`` (builds a new object from its
   arguments alone).
+* ``target`` / ``state`` (``state`` reach) -- the parameter whose object the
+  call modifies, and the parameter holding what it sets (an empty state
+  modifies nothing); ``writes``, when that is not the whole story, says
+  exactly what it writes to: ``writes(**arguments)`` yields ``(object, how)``
+  pairs, ``how`` being ``"through"`` (attributes set on it, landing on what a
+  proxy wraps), ``"on"`` (set past any proxy: ``object.__setattr__``, its own
+  dict) or ``"dict"`` (the object is the ``__dict__`` it found and updates).
+  Nothing yielded: the call leaves its target as it is.
+* ``origin`` -- the parameter holding a script object's origin ``(module,
+  path, file, first line)``: the call returns this process's own object where
+  it runs that script (:func:`_script_original`), and builds (or refuses)
+  otherwise; an origin whose file is None matches no script.
 
 Most of a by-value function is rebuilt by C code alone (``marshal.loads``,
 ``types.FunctionType``, pickle's BUILD). The Python frames here run once per
@@ -37,13 +49,15 @@ import importlib
 import sys
 import threading
 import types
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
 from ._compat import full_traceback, proxy_own_dict
 from ._paths import Path, format_path, walk
+from ._reads import script_reads
 from .exceptions import UnpicklingError, make_combined
 
 __all__ = [
@@ -73,6 +87,7 @@ __all__ = [
     "_script_or_build",
     "_set_instance_state",
     "_set_proxy_state",
+    "_update_globals",
     "_with_state",
 ]
 
@@ -91,18 +106,34 @@ class Rebuilder:
     role: str
     label: str
     reach: str
+    target: str | None = None
+    state: str | None = None
+    writes: Callable[..., Iterable[tuple[Any, str]]] | None = None
+    origin: str | None = None
 
 
 REBUILDERS: dict[str, Rebuilder] = {}
 """Rebuilder name -> its declaration; every name of ``__all__``, nothing else."""
 
 
-def _rebuilder(role: str, label: str, reach: str) -> Callable[[F], F]:
+def _rebuilder(
+    role: str,
+    label: str,
+    reach: str,
+    *,
+    target: str | None = None,
+    state: str | None = None,
+    writes: Callable[..., Iterable[tuple[Any, str]]] | None = None,
+    origin: str | None = None,
+) -> Callable[[F], F]:
     assert role in ROLES and reach in REACHES, (role, reach)
+    assert (reach == "state") == (target is not None), "a state rebuilder names its target"
 
     def declare(function: F) -> F:
         name = function.__name__
-        REBUILDERS[name] = Rebuilder(name, function, role, label, reach)
+        REBUILDERS[name] = Rebuilder(
+            name, function, role, label, reach, target, state, writes, origin
+        )
         return function
 
     return declare
@@ -130,7 +161,8 @@ def _import(module: str) -> Any:
             exc,
             f"Cannot load: module {module!r} is not importable here ({exc}). "
             f"Fix: install the package that provides {module!r} in the receiving "
-            "environment, or ship it by value with picklable.register_by_value().",
+            "environment, or ship the sender's module by value with "
+            "picklable.register_by_value().",
             reason=f"module {module!r} not importable",
             hint="install it where the payload is loaded",
         )
@@ -180,8 +212,6 @@ def _load_error(cause: Exception, message: str, *, reason: str, hint: str) -> Un
 # ``origin`` is ``(module, path, file, first line or None)``.
 
 _MISSING = _tracker.MISSING
-# How far the globals check follows functions and classes of the script.
-_MAX_CHECKED = 256
 Origin = tuple[str, Path, "str | None", "int | None"]
 
 
@@ -195,7 +225,12 @@ def _script_original(origin: Origin) -> Any:
     return found
 
 
-@_rebuilder("reference", "finds an object of the sender's script (it cannot be copied)", "import")
+@_rebuilder(
+    "reference",
+    "finds an object of the sender's script (it cannot be copied)",
+    "import",
+    origin="origin",
+)
 def _main_object(origin: Origin, reason: str) -> Any:
     """An object of the sender's script that could not be copied (it holds a
     lock, a connection...): this process's own, or an error saying why not.
@@ -218,7 +253,7 @@ def _main_object(origin: Origin, reason: str) -> Any:
     )
 
 
-@_rebuilder("wrapper", "finds a script's wrapper, else builds its copy", "call")
+@_rebuilder("wrapper", "finds a script's wrapper, else builds its copy", "call", origin="origin")
 def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any:
     """A wrapper of the sender's script: this process's own, else ``builder(*args)``
     (the copy), remembered as built so that its state applies to it alone.
@@ -233,7 +268,30 @@ def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any
     return obj
 
 
-@_rebuilder("part", "sets a script object's state (on the original: what the sender set)", "state")
+def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any, str]]:
+    """What :func:`_built_setstate` writes to: on this process's own object, what
+    :func:`_with_state` would; on a copy, the copy (and the ``__dict__`` BUILD's
+    way updates)."""
+    inner, setter, carried = state
+    if not _tracker.built(obj):
+        yield from _with_state_writes(obj, carried)
+        return
+    yield obj, "through"
+    if setter is None and inner is not None and getattr(obj, "__setstate__", None) is None:
+        if type(inner) is tuple and len(inner) == 2:
+            inner = inner[0]
+        if inner:
+            yield obj.__dict__, "dict"
+
+
+@_rebuilder(
+    "part",
+    "sets a script object's state (on the original: what the sender set)",
+    "state",
+    target="obj",
+    state="state",
+    writes=_built_state_writes,
+)
 def _built_setstate(obj: Any, state: tuple[Any, ...]) -> Any:
     """Give a copy built by :func:`_script_or_build` (or a script function's copy)
     its state; give this process's own object the attributes the sender set.
@@ -275,46 +333,13 @@ def _build(obj: Any, state: Any) -> None:
 
 def _missing_globals(obj: Any, module: types.ModuleType) -> set[str]:
     """Globals ``obj`` reads (directly, or through the script's functions and
-    classes it reads) that are not defined in this process's copy of the script.
-
-    Each function is checked against its own ``__globals__``: a spawn worker's
-    ``__mp_main__`` module holds a copy of the namespace its functions run in
-    (``runpy`` executed the script in another dict).
-    """
-    names = {module.__name__, getattr(module, "__name__", None), "__main__", "__mp_main__"}
-    missing: set[str] = set()
-    seen: set[int] = set()
-    todo = [obj]
-    while todo and len(seen) < _MAX_CHECKED:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if type(current) is not type:
-            try:
-                inner = current.__wrapped__
-            except Exception:
-                inner = None
-            if inner is not None:
-                todo.append(inner)
-        if type(current) is types.FunctionType:
-            namespace = current.__globals__
-            if namespace.get("__name__") not in names:
-                continue  # defined elsewhere: its own module's globals
-            for name in _code.global_reads(current.__code__):
-                value = namespace.get(name, _MISSING)
-                if value is _MISSING:
-                    if not hasattr(builtins, name):
-                        missing.add(name)
-                elif getattr(value, "__module__", None) in names:
-                    todo.append(value)
-        elif isinstance(current, type) and current.__module__ in names:
-            todo.extend(
-                value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
-                for value in vars(current).values()
-                if type(value) in (types.FunctionType, classmethod, staticmethod)
-            )
-    return missing
+    classes it reads) that are not defined in this process's copy of the script."""
+    names = {module.__name__, "__main__", "__mp_main__"}
+    return {
+        name
+        for name, namespace in script_reads(obj, names)
+        if name not in namespace and not hasattr(builtins, name)
+    }
 
 
 # ------------------------------------------------------------- code by value
@@ -326,7 +351,7 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
     return _code.load(data, record)
 
 
-@_rebuilder("value", "builds a function by value", "code")
+@_rebuilder("value", "builds a function by value", "code", origin="origin")
 def _make_function(
     data: bytes,
     record: str,
@@ -371,6 +396,25 @@ def _make_function(
     if origin is not None:
         _tracker.mark_built(func)
     return func
+
+
+@_rebuilder(
+    "part",
+    "adds names to a copied function's globals",
+    "state",
+    target="namespace",
+    state="names",
+)
+def _update_globals(namespace: dict[str, Any], names: dict[str, Any]) -> None:
+    """Add ``names`` to the globals a payload shipped for its copied functions
+    (those that lead back to a function, set once it is memoized).
+
+    ``dict.update`` did this before 0.2.0; a rebuilder says what it writes to,
+    so an allow-list admits it where it cannot admit ``dict.update``.
+
+    .. versionadded:: 0.2.0
+    """
+    namespace.update(names)
 
 
 @_rebuilder("part", "builds a closure cell", "build")
@@ -453,7 +497,13 @@ def _make_enum(
     return cls
 
 
-@_rebuilder("part", "sets the attributes of a class built by value", "state")
+@_rebuilder(
+    "part",
+    "sets the attributes of a class built by value",
+    "state",
+    target="cls",
+    state="state",
+)
 def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
     """Give a class built from payloads the sender's attributes (again, if it was
     built by an earlier payload: the sender may have changed it since); leave a
@@ -477,7 +527,29 @@ def _bind_descriptor(descriptor: Any, instance: Any, owner: Any) -> Any:
     return descriptor.__get__(instance, owner)
 
 
-@_rebuilder("part", "sets a rebuilt wrapt proxy's state", "state")
+def _proxy_state_writes(proxy: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_set_proxy_state` writes to: the proxy itself (its own state:
+    for anything but a wrapt proxy, the dict its own-dict search finds), and,
+    through it, what it wraps (the forwarded state)."""
+    own, forwarded = state
+    if own:
+        if _is_wrapt_proxy(proxy):
+            yield proxy, "on"
+        else:
+            found = proxy_own_dict(proxy)
+            yield (proxy, "on") if found is None else (found, "dict")
+    if forwarded:
+        yield proxy, "through"
+
+
+@_rebuilder(
+    "part",
+    "sets a rebuilt wrapt proxy's state",
+    "state",
+    target="proxy",
+    state="state",
+    writes=_proxy_state_writes,
+)
 def _set_proxy_state(
     proxy: Any, state: tuple[dict[str, Any] | None, dict[str, Any] | None] | None
 ) -> None:
@@ -504,6 +576,14 @@ def _set_proxy_state(
 # wrapt's proxy roots by the names its versions and implementations use.
 _WRAPT_PROXY_ROOTS = ("ObjectProxy", "BaseObjectProxy")
 _WRAPT_MODULES = ("builtins", "_wrappers", "wrapt.wrappers")
+
+
+def _is_wrapt_proxy(obj: Any) -> bool:
+    """Whether ``obj`` is an instance of a wrapt proxy class (by its roots' names)."""
+    return any(
+        klass.__name__ in _WRAPT_PROXY_ROOTS and klass.__module__ in _WRAPT_MODULES
+        for klass in type(obj).__mro__
+    )
 
 
 @_rebuilder("wrapper", "rebuilds a wrapt proxy around what it wraps", "call")
@@ -566,7 +646,37 @@ def _make_singledispatch(base: Any, registrations: list[tuple[Any, Any]]) -> Any
     return dispatcher
 
 
-@_rebuilder("wrapper", "sets the shipped state on an object (with_state)", "state")
+def _differing(obj: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """The shipped attributes whose values ``obj`` does not already have (this
+    very value, or an equal one)."""
+    differ = {}
+    for key, value in state.items():
+        if key == "__dict__":
+            continue
+        try:
+            current = getattr(obj, key, _MISSING)
+            same = current is value or bool(current == value)
+        except Exception:  # an array's ambiguous truth, a hostile __eq__
+            same = False
+        if not same:
+            differ[key] = value
+    return differ
+
+
+def _with_state_writes(obj: Any, state: dict[str, Any] | None) -> Iterator[tuple[Any, str]]:
+    """What :func:`_with_state` writes to: ``obj``, if a shipped value differs."""
+    if state and _differing(obj, state):
+        yield obj, "through"
+
+
+@_rebuilder(
+    "wrapper",
+    "sets the shipped state on an object (with_state)",
+    "state",
+    target="obj",
+    state="state",
+    writes=_with_state_writes,
+)
 def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
     """``obj`` (usually this process's own, by reference) with the shipped attributes set.
 
@@ -578,20 +688,31 @@ def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
        Equal values are no longer set again.
     """
     if state:
-        for key, value in state.items():
-            if key == "__dict__":
-                continue
-            try:
-                current = getattr(obj, key, _MISSING)
-                same = current is value or bool(current == value)
-            except Exception:  # an array's ambiguous truth, a hostile __eq__
-                same = False
-            if not same:
-                setattr(obj, key, value)
+        for key, value in _differing(obj, state).items():
+            setattr(obj, key, value)
     return obj
 
 
-@_rebuilder("part", "sets an instance's __dict__ and slots, past __getattr__", "state")
+def _instance_state_writes(obj: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_set_instance_state` writes to: ``obj`` past any proxy, and
+    the ``__dict__`` it finds on it."""
+    slots = None
+    if type(state) is tuple:
+        state, slots = state
+    if state or slots:
+        yield obj, "on"
+    if state:
+        yield object.__getattribute__(obj, "__dict__"), "dict"
+
+
+@_rebuilder(
+    "part",
+    "sets an instance's __dict__ and slots, past __getattr__",
+    "state",
+    target="obj",
+    state="state",
+    writes=_instance_state_writes,
+)
 def _set_instance_state(obj: Any, state: Any) -> Any:
     """Give a rebuilt instance its state without looking anything up on it.
 
@@ -656,6 +777,9 @@ def _make_memoryview(data: Any, format: str, shape: tuple[int, ...]) -> memoryvi
     raise error
 
 
+_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+
+
 @_rebuilder("value", "builds a type variable by value", "call")
 def _make_typevar(
     factory: Any,
@@ -667,6 +791,13 @@ def _make_typevar(
 ) -> Any:
     """A ``TypeVar`` (``ParamSpec``, ``TypeVarTuple``) shipped by value; in the
     process that made it (or one that built it before), that very object."""
+    if factory not in _TYPE_VARIABLES:
+        raise UnpicklingError(
+            f"Cannot load a type variable made by {factory!r}: the payload is damaged or "
+            "was not made by picklable.",
+            reason="damaged payload: not a type variable's class",
+            hint="check that the bytes arrive unchanged",
+        )
     known = _tracker.known_object(tracker_id)
     if known is not None:
         return known
@@ -692,7 +823,7 @@ def _make_traceback(records: tuple[Any, ...]) -> types.TracebackType | None:
     return _traceback.build(records)
 
 
-@_rebuilder("part", "sets an exception's state", "state")
+@_rebuilder("part", "sets an exception's state", "state", target="exc", state="state")
 def _exception_setstate(
     exc: BaseException, state: tuple[Any, Any, dict[str, Any]]
 ) -> BaseException:

@@ -1068,35 +1068,52 @@ class TestLoadErrors:
     @pytest.mark.parametrize(
         ("data", "said"),
         [
-            (b"\x80\x05garbage", "UnpicklingError: pickle data was truncated"),
-            (b"", "EOFError: Ran out of input"),
+            (
+                b"\x80\x05garbage",
+                (
+                    "no newline found when trying to read stringnl; "
+                    "UnpicklingError: pickle data was truncated"
+                ),
+            ),
+            (b"", "pickle exhausted before seeing STOP; EOFError: Ran out of input"),
+            (b"\x80\x04\x8c\x02\xff\xfe.", "'utf-8' codec can't decode byte 0xff"),
+            (b"\x80\x04N0h\x07.", "BINGET at byte 4 reads memo entry 7, never written"),
+            (b"\x80\x04Nu.", "SETITEMS at byte 3 needs a MARK that was never set"),
         ],
     )
     def test_damaged(self, data, said):
-        """Damaged or truncated bytes: check the transport."""
-        assert str(load_error(data)) == (
-            f"Cannot load: the payload is damaged or not a pickle ({said}). Fix: check that the "
-            "bytes "
-            "arrive unchanged (and whole)."
+        """Bytes whose opcodes do not parse: damaged, whatever the unpickler raised."""
+        error = load_error(data)
+        assert str(error).startswith("Cannot load: the payload is damaged or not a pickle (")
+        assert said in str(error)
+        assert str(error).endswith(
+            "Fix: check that the bytes arrive unchanged (and whole); sign payloads with key= "
+            "to have any change refused before loading."
         )
+        assert error.reason == "damaged or truncated payload"
 
     def test_newer_protocol(self):
-        """A protocol this Python does not know."""
-        assert str(load_error(b"\x80\x09.")) == (
-            "Cannot load: unsupported pickle protocol: 9 (made by a newer Python). Fix: load it "
+        """A protocol a few versions past this Python's: made by a newer Python."""
+        assert str(load_error(b"\x80\x06.")) == (
+            "Cannot load: unsupported pickle protocol: 6 (made by a newer Python). Fix: load it "
             "with the "
             "sender's Python version, or dump with a protocol this Python knows (protocol=5)."
         )
+
+    def test_implausible_protocol_is_damage(self):
+        """Protocol 117 is no newer Python's: a damaged first byte."""
+        error = load_error(b"\x80\x75N.")
+        assert "damaged or not a pickle (PROTO at byte 0 announces protocol 117" in str(error)
 
     def test_constructor_raises_in_c(self):
         """A call that fails in C code (no frame to name): the generic rebuild message."""
         err = load_error(b"cbuiltins\nint\n(S'x'\ntR.")
         assert str(err) == (
             "Cannot load: rebuilding an object raised ValueError: invalid literal for int() with "
-            "base 10: "
-            "'x'. Its class here differs from the sender's (another version of its package?). Fix: "
-            "install "
-            "the same versions on both sides."
+            "base 10: 'x'. The payload's opcodes are intact, so a value inside the payload was "
+            "damaged on the way, or the class here differs from the sender's (another version "
+            "of its package?). Fix: check that the bytes arrive unchanged (sign them with key=), "
+            "and install the same versions on both sides."
         )
 
     def test_load_from_a_file_says_the_same(self, sent):

@@ -367,6 +367,81 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_script_objects_are_the_workers_own_with_the_senders_state(tmp_path, method):
     """The worker's own wrapper, with the count the sender set on it (state policy,
-    case 2); the worker's own function, with its own attributes (case 1, as pickle)."""
+    case 2). The function whose attribute the main guard set is not the worker's
+    own (its copy of the script never ran the guard): a copy, with factor 10,
+    where pickle would hand back the worker's function with factor 1."""
     out = run_script(SENDERS_STATE, tmp_path, args=(method,))
-    assert out == "(True, 3, True, 2)\n"
+    assert out == "(True, 3, False, 20)\n"
+
+
+GUARD_REBINDS = """
+import functools
+import sys
+import threading
+import picklable
+
+
+def make(n):
+    def add(x):
+        return x + n
+    return add
+
+
+scale = make(1)  # rebound by the guard
+CONFIG = {"k": 1}  # rebound by the guard
+SETTINGS = {"k": 1}  # changed in place by the guard
+LOCK = threading.Lock()
+
+
+def reads_config(x):
+    return x * CONFIG["k"]
+
+
+def reads_settings(x):
+    return x * SETTINGS["k"]
+
+
+def indirect(x):
+    return reads_config(x)
+
+
+def locked(x):
+    with LOCK:
+        return x + 1
+
+
+def plain(x):
+    return x - 1
+
+
+def who(f):
+    main = sys.modules["__mp_main__"]
+    return f(3), any(f is v for v in vars(main).values())
+
+
+if __name__ == "__main__":
+    scale = make(10)
+    CONFIG = {"k": 100}
+    SETTINGS.update(k=7)
+    with picklable.Pool(1, context=sys.argv[1]) as pool:
+        for f in (scale, reads_config, reads_settings, indirect, locked, plain):
+            print(f.__name__, *pool.apply(who, (f,)))
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_what_the_main_guard_rebinds_travels_as_the_senders_value(tmp_path, method):
+    """The worker's copy of the script never runs its main guard: a name the
+    guard rebinds, a global it changes, and every function reading one (also
+    through another function) give the sender's values, as copies; a function
+    using a lock made at import time, and one reading nothing the guard
+    touches, stay the worker's own (pickle's semantics)."""
+    out = run_script(GUARD_REBINDS, tmp_path, args=(method,))
+    assert out.splitlines() == [
+        "add 13 False",
+        "reads_config 300 False",
+        "reads_settings 21 False",
+        "indirect 300 False",
+        "locked 4 True",
+        "plain 2 True",
+    ]

@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - Pythons built without it
 from .._compat import full_traceback
 from . import _launch
 from . import _protocol as P
+from ._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
 from ._errors import describe_exit
 from ._jobs import Failure, ItemsJob, Job, Unit
 from ._worker import WorkerConfig
@@ -333,11 +334,6 @@ class Core:
             self._kill_all()
             self._release_workers()
             raise
-        # Loaded now, while the workers boot, not on the first error:
-        # concurrent.futures.process cannot be imported once the interpreter
-        # has begun to shut down, which is when a pool left open terminates.
-        from . import _broken  # noqa: F401
-
         self.thread = threading.Thread(target=self._run, name=f"{name}-manager", daemon=True)
         self.thread.start()
 
@@ -396,7 +392,6 @@ class Core:
             self._orphaned()
 
     def _orphaned(self) -> None:
-        from ._broken import BrokenPoolError
 
         # Submitted while the pool was closing down (a race with close() in
         # another thread): nobody will run it, so it fails instead of waiting.
@@ -446,8 +441,6 @@ class Core:
         try:
             self._loop()
         except BaseException as exc:  # a bug here must not leave callers waiting forever
-            from ._broken import BrokenPoolError
-
             error = BrokenPoolError(
                 f"the pool's manager thread failed: {type(exc).__name__}: {exc}",
                 reason="manager thread failed",
@@ -465,8 +458,6 @@ class Core:
         wake_r = self._wake_r
         while True:
             if self.state == _TERMINATE or self.broken is not None:
-                from ._broken import BrokenPoolError
-
                 error = self.broken or BrokenPoolError(
                     "the pool was terminated before this task finished", reason="terminated"
                 )
@@ -533,7 +524,6 @@ class Core:
         self._poller.register(process.sentinel, select.POLLIN)
 
     def _replace(self, index: int) -> None:
-        from ._broken import BrokenPoolError
 
         try:
             self._start_worker(index)
@@ -791,7 +781,6 @@ class Core:
         worker.process.kill()
 
     def _initializer_failed(self, worker: _Worker, payload: Any) -> None:
-        from ._broken import BrokenPoolError
 
         stage = P.STAGE_INITIALIZER
         try:
@@ -823,7 +812,6 @@ class Core:
     # --- death
 
     def _reap(self, worker: _Worker) -> None:
-        from ._broken import BrokenPoolError, WorkerDiedError
 
         if self.workers[worker.index] is not worker or not _readable(worker.process.sentinel):
             # A stale event: from the same poll() batch, for a file descriptor
@@ -977,7 +965,6 @@ def may_queue(inflight: int, queued: float, est: float | None) -> bool:
 
 
 def _settle_failed(unit: Unit, exc: BaseException) -> None:
-    from ._broken import BrokenPoolError
 
     error = BrokenPoolError(
         f"the result of task {unit.job.describe(unit)} could not be delivered: "
@@ -1035,7 +1022,6 @@ def _load_error(
     job: Job, unit: Unit, exc: BaseException, where: str, what: int = P.LOADING_ARGUMENTS
 ) -> BaseException:
     """A task that could not be loaded in its worker, or its result in the parent."""
-    from ._broken import TaskLoadError
 
     task = job.describe(unit)
     said = f"{type(exc).__name__}: {_first_line(exc)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["METADATA", "candidate_state"]
+__all__ = ["METADATA", "candidate_state", "state_attributes"]
 
 METADATA = frozenset(
     {
@@ -35,3 +35,19 @@ def candidate_state(obj: Any) -> dict[str, Any]:
     except TypeError:
         return {}
     return {k: v for k, v in state.items() if k not in METADATA and type(k) is str}
+
+
+def state_attributes(state: Any) -> dict[str, Any] | None:
+    """The attributes other than metadata in a copy's pickled ``state`` (a
+    ``__dict__``, or pickle's ``(__dict__, slots)`` pair), or None.
+
+    Read from the state the copy ships (not from the object), so that they
+    cost no extra bytes and hold nothing the copy's reducer left out (a
+    ``functools.singledispatch`` function's dispatch cache).
+    """
+    if type(state) is tuple and len(state) == 2:
+        state = state[0]
+    if type(state) is not dict:
+        return None
+    found = {k: v for k, v in state.items() if k not in METADATA and type(k) is str}
+    return found or None

@@ -27,7 +27,7 @@ from .._compat import MAIN_MODULES, is_heap_type
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
-from .scripts import note_copy, script_location, script_reference
+from .scripts import note_copy, same_in_workers, script_location, script_reference
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -233,6 +233,17 @@ def _abc_registry(cls: type) -> list[type]:
     )
 
 
+def _script_origin(cls: type) -> Any:
+    """Where a class of the script lives, for a receiver running the same script
+    to use its own class; None when the script's main guard rebinds its name."""
+    origin = _tracker.origin(cls)
+    if origin is not None:
+        path = tuple(cls.__qualname__.split("."))
+        if not same_in_workers(cls, origin[0], path, reads=False):
+            return None
+    return origin
+
+
 def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
@@ -255,6 +266,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         namespace["__orig_bases__"] = cls.__dict__["__orig_bases__"]
     canonical = pickler._canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
+    origin = _script_origin(cls)
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
@@ -268,7 +280,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
                 namespace,
                 members,
                 tracker_id,
-                _tracker.origin(cls),
+                origin,
             ),
             (attributes, _abc_registry(cls)),
             None,
@@ -277,7 +289,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         )
     return (
         _reconstruct._make_class,
-        (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, _tracker.origin(cls)),
+        (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, origin),
         (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,

@@ -20,8 +20,8 @@ global lookup -- at load a global costs about ten frames, so the format is
 built to name as few globals as possible.
 
 Globals and cells that could lead back to the function being pickled are filled
-after it is memoized, by C calls hidden in the state (``_FIRST((qualname,
-dict.update(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
+after it is memoized, by calls hidden in the state (``_FIRST((qualname,
+_update_globals(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
 recurses into a function it is still building. Functions of one module share one
 globals dict per payload, as they share their module's namespace at home.
 
@@ -33,6 +33,7 @@ In deterministic mode the pickler carries a ``_canonical`` policy whose
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import dis
 import functools
 import marshal
@@ -47,7 +48,14 @@ from .._compat import MAIN_MODULES, is_heap_type
 from .._paths import walk
 from .reference import reference, with_carried_state
 from .registry import ships_by_value
-from .scripts import note_copy, origin_of, script_location, script_reference, with_origin
+from .scripts import (
+    note_copy,
+    origin_of,
+    same_in_workers,
+    script_location,
+    script_reference,
+    with_origin,
+)
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -67,7 +75,6 @@ __all__ = [
 _FIRST = operator.itemgetter(0)
 
 _setattr = setattr
-_dict_update = dict.update
 _RECORD = _code.HERE
 
 _SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
@@ -92,7 +99,9 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
                 alone = script_reference(pickler, func, *where)
                 if alone is not None:
                     return alone
-                return copy_function(pickler, func, origin_of(func, *where))
+                if same_in_workers(func, *where):
+                    return copy_function(pickler, func, origin_of(func, *where))
+                note_copy(pickler)  # the guard changes what it is or reads: a copy
         return copy_function(pickler, func)  # lambdas and closures of a script
     if ships_by_value(module):
         return copy_function(pickler, func)
@@ -120,14 +129,22 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
 
 
 def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None) -> Any:
-    """A copy: a singledispatch function keeps its registry, any other is copied.
+    """A copy: a singledispatch function keeps its registry, dataclasses' repr
+    guard is made again by the receiver's dataclasses, any other is copied.
 
     ``origin``: where the function lives in the sender's script (see
     :mod:`.scripts`): a receiver that runs the script uses its own.
     """
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
         reduction = _reduce_singledispatch(pickler, func)
-        return reduction if origin is None else with_origin(pickler, func, reduction)
+        if origin is None:
+            return reduction
+        return with_origin(pickler, func, reduction, carry_state=False)
+    if func.__code__ is _RECURSIVE_REPR_CODE and "__wrapped__" in func.__dict__:
+        reduction = _reduce_recursive_repr(func)
+        if origin is None:
+            return reduction
+        return with_origin(pickler, func, reduction, carry_state=False)
     if origin is not None:
         note_copy(pickler)
         return _script_function(function_by_value(pickler, func), origin)
@@ -146,6 +163,36 @@ def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
     if not rest:
         return (func, args)
     return (func, args, (rest[0], None, None), None, None, _reconstruct._built_setstate)
+
+
+# dataclasses wraps every generated __repr__ in a guard against recursion, a
+# closure of its own module: rebuilt by the receiver's dataclasses around the
+# copied __repr__, rather than copied as dataclasses' code (which an
+# allow-list would have to admit as by-value code of 'dataclasses').
+_RECURSIVE_REPR: Any = getattr(dataclasses, "_recursive_repr", None)
+_RECURSIVE_REPR_CODE: types.CodeType | None = (
+    _RECURSIVE_REPR(lambda self: "").__code__ if _RECURSIVE_REPR is not None else None
+)
+_WRAPS_SETS = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
+def _reduce_recursive_repr(func: types.FunctionType) -> Any:
+    """``_recursive_repr(inner)``, plus what differs from what ``functools.wraps`` sets."""
+    inner = func.__wrapped__  # type: ignore[attr-defined]
+    slots = {
+        name: getattr(func, name)
+        for name in _WRAPS_SETS
+        if getattr(func, name) != getattr(inner, name, None)
+    }
+    own = vars(inner)
+    attributes = {
+        key: value
+        for key, value in vars(func).items()
+        if key != "__wrapped__" and own.get(key, _NOTHING) is not value
+    }
+    if not slots and not attributes:
+        return (_RECURSIVE_REPR, (inner,))
+    return (_RECURSIVE_REPR, (inner,), (attributes or None, slots or None))
 
 
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
@@ -524,7 +571,9 @@ def _reduce_effects(pickler: Pickler, obj: _Effects) -> tuple[Any, ...]:
 
 
 def _reduce_globals_update(pickler: Pickler, obj: _GlobalsUpdate) -> tuple[Any, ...]:
-    return (_dict_update, (obj.target, obj.refs))
+    # A rebuilder (payloads of 0.1.0 named dict.update): it declares what it
+    # writes to, so an allow-list can admit it.
+    return (_reconstruct._update_globals, (obj.target, obj.refs))
 
 
 def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:

@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any
 from .. import _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
-from .attributes import candidate_state
+from .._reads import script_reads
+from .attributes import state_attributes
+from .main_guard import guard_bindings
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -49,6 +51,7 @@ __all__ = [
     "SCRIPT_MODES",
     "note_copy",
     "origin_of",
+    "same_in_workers",
     "script_location",
     "script_module_of",
     "script_reference",
@@ -85,6 +88,36 @@ def script_location(obj: Any, module_name: Any) -> tuple[str, Path] | None:
     return None if path is None else (module_name, path)
 
 
+def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = True) -> bool:
+    """Whether a process that imports the script (a spawn worker's
+    ``__mp_main__``) holds this very object at ``path``, computing what it
+    computes here.
+
+    Not when the script's main guard binds or changes the name the path starts
+    with (the worker's holds another object, or none: :mod:`.main_guard`; a
+    change deeper down, ``scaled.fn = g``, names that same first step), or,
+    with ``reads``, when ``obj`` reads a global that the guard changes
+    (``CONFIG = parse_args()``: the worker's own function would read another
+    value). A class is checked by its name alone (``reads=False``): its
+    methods read the globals of whichever process runs them, as with pickle.
+    """
+    module = sys.modules.get(module_name)
+    filename = _script_file(module_name)
+    if module is None or filename is None or not path or type(path[0]) is not str:
+        return False
+    namespace = vars(module)
+    changed = guard_bindings(filename, namespace)
+    if changed is None or path[0] in changed:
+        return False
+    if not reads or not changed:
+        return True
+    for seed in [obj, *_locator.held_functions(obj)]:
+        for name, _ in script_reads(seed, MAIN_MODULES):
+            if name in changed:
+                return False
+    return True
+
+
 def origin_of(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
     """Where ``obj`` lives in the script: module, path, file and, for a
     function, the line its definition starts on."""
@@ -98,6 +131,8 @@ def script_reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any
     cannot be copied (on the second try, ``_check_copies``). None: copy it."""
     reason: str | None = None
     if pickler._scripts == "reference":
+        if not same_in_workers(obj, module, path, reads=not isinstance(obj, type)):
+            return None  # the receivers' script holds another object there: copy it
         reason = "no copy was sent (the receivers run this script)"
     elif pickler._check_copies:
         reason = pickler._copy_failure(obj)
@@ -145,9 +180,12 @@ def note_copy(pickler: Pickler) -> None:
     pickler._state().script_copies = True
 
 
-def with_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
+def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool = True) -> Any:
     """A wrapper's copy (``reduction``), marked with where it lives in the script,
-    or the reference alone; ``reduction`` unchanged for anything else."""
+    or the reference alone; ``reduction`` unchanged for anything else.
+
+    Where the receiver has the object itself, the attributes of the copy's state
+    are set on it (``carry_state``; not for a function, which keeps its own)."""
     if pickler._scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
     module = script_module_of(obj)
@@ -159,14 +197,16 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
     alone = script_reference(pickler, obj, *where)
     if alone is not None:
         return alone
+    note_copy(pickler)
+    if not same_in_workers(obj, *where):
+        return reduction  # a copy everywhere, as for a lambda
     builder, args, *rest = reduction
     rest += [None] * (4 - len(rest))
     state, listitems, dictitems, setter = rest
     if listitems is not None or dictitems is not None:
         return reduction  # items would be added to the receiver's own object
-    note_copy(pickler)
     head = (_reconstruct._script_or_build, (origin_of(obj, *where), builder, args))
-    carried = candidate_state(obj) or None
+    carried = state_attributes(state) if carry_state else None
     if state is None and setter is None and carried is None:
         return (*head, None, listitems, dictitems)
     return (*head, (state, setter, carried), listitems, dictitems, _reconstruct._built_setstate)

@@ -1,0 +1,64 @@
+"""The globals an object of a script reads, directly or through the script's
+own functions and classes that it reads.
+
+Both ends of a payload ask. The receiver: does its copy of the script define
+them all (a name set inside ``if __name__ == "__main__":`` is not defined in a
+spawn worker)? The sender: does its main guard rebind one (then a worker's
+copy of the script holds another value, and the worker's own function would
+compute something else)?
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from . import _code
+
+__all__ = ["script_reads"]
+
+# A bound on the walk: a script's call graph is small; a pathological one
+# (thousands of functions reading each other) is cut short, never slow.
+_MAX_CHECKED = 256
+
+
+def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(name, namespace)`` for each global that ``obj`` reads, and that the
+    functions and classes of the script it reads read in turn.
+
+    ``modules`` are the names the script goes by (``__main__``, ``__mp_main__``);
+    a function whose globals are another module's is not followed. A wrapper
+    is followed to what it wraps (``__wrapped__``). Each function is read in
+    its own ``__globals__`` (a spawn worker runs the script in another dict than
+    its ``__mp_main__`` module's).
+    """
+    seen: set[int] = set()
+    todo = [obj]
+    while todo and len(seen) < _MAX_CHECKED:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if type(current) is not type:
+            try:
+                inner = current.__wrapped__
+            except Exception:
+                inner = None
+            if inner is not None:
+                todo.append(inner)
+        if type(current) is types.FunctionType:
+            namespace = current.__globals__
+            if namespace.get("__name__") not in modules:
+                continue  # defined elsewhere: its own module's globals
+            for name in _code.global_reads(current.__code__):
+                yield name, namespace
+                value = namespace.get(name)
+                if getattr(value, "__module__", None) in modules:
+                    todo.append(value)
+        elif isinstance(current, type) and current.__module__ in modules:
+            todo.extend(
+                value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+                for value in vars(current).values()
+                if type(value) in (types.FunctionType, classmethod, staticmethod)
+            )

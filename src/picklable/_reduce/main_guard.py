@@ -1,0 +1,164 @@
+"""What a script's main guard binds: the names a worker's copy of the script
+does not share with the sender.
+
+A spawn worker imports the sender's script as ``__mp_main__``, without its
+``if __name__ == "__main__":`` block. Everything the module level makes is
+made the same way there; what the guard binds is not: a name it sets
+(``CONFIG = parse_args()``), rebinds (``scale = make_scale(10)``) or changes
+the attributes or items of (``Model.default = ...``, ``REGISTRY["x"] = ...``)
+holds another object in the worker, or none; so may an object the guard calls
+a method of (``CONFIG.update(...)``), unless it is a module (``os.makedirs``
+changes no name). An object found under such a name, or a function that reads
+one, is not the worker's own: it travels as a copy (see :mod:`.scripts`).
+
+The answer comes from the script's source (parsed once per file, with
+:mod:`ast`; nothing runs). A guard that rebinds names out of sight
+(``globals()``, ``exec``, ``vars()``), or a file that cannot be read or parsed,
+answers None: every name may differ.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import types
+from typing import Any
+
+from .. import _caches
+
+__all__ = ["guard_bindings"]
+
+# Calls through which a guard may rebind any name of the module.
+_DYNAMIC = frozenset({"exec", "eval"})
+# The module's namespace itself: read from it (``globals()[name]``,
+# ``globals().get(name)``) and nothing changes; anything else may.
+_NAMESPACE = frozenset({"globals", "vars", "locals"})
+_READS = frozenset({"get", "items", "keys", "values", "copy", "__getitem__", "__contains__"})
+# Calls that change an attribute of their first argument.
+_SETTERS = frozenset({"setattr", "delattr"})
+
+# (names bound or changed, names whose methods are called), or None: cannot tell.
+_Answer = tuple[frozenset[str], frozenset[str]] | None
+# filename -> ((mtime_ns, size), the answer); bounded by the scripts a process sees.
+_answers: dict[str, tuple[tuple[int, int], _Answer]] = {}
+_caches.register("main_guard.answers", _answers.clear)
+
+
+def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:
+    """The top-level names that the main guard of the script ``filename`` binds
+    or changes, read against the script's ``namespace``; None if it cannot be
+    told (then any name may differ)."""
+    try:
+        stat = os.stat(filename)
+    except OSError:
+        return None
+    key = (stat.st_mtime_ns, stat.st_size)
+    known = _answers.get(filename)
+    if known is not None and known[0] == key:
+        answer = known[1]
+    else:
+        try:
+            with open(filename, "rb") as source:
+                tree = ast.parse(source.read(), filename)
+        except (OSError, SyntaxError, ValueError):
+            answer = None
+        else:
+            answer = _bindings(tree)
+        _answers[filename] = (key, answer)
+    if answer is None:
+        return None
+    bound, called = answer
+    changed = {n for n in called if not isinstance(namespace.get(n), types.ModuleType)}
+    return bound | changed if changed else bound
+
+
+def _is_main_test(test: ast.expr, op: type[ast.cmpop]) -> bool:
+    """``__name__ == "__main__"`` (either way round) with the operator ``op``."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or type(test.ops[0]) is not op:
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and texts == ["__main__"]
+
+
+def _bindings(tree: ast.Module) -> _Answer:
+    guarded: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            if _is_main_test(node.test, ast.Eq):
+                guarded.extend(node.body)
+            elif _is_main_test(node.test, ast.NotEq):
+                guarded.extend(node.orelse)
+    names: set[str] = set()
+    called: set[str] = set()
+    for statement in guarded:
+        if not _collect(statement, names, called):
+            return None
+    return frozenset(names), frozenset(called - names)
+
+
+def _collect(root: ast.AST, names: set[str], called: set[str]) -> bool:
+    """Add the module-level names ``root`` binds or changes to ``names``, those
+    it calls a method of to ``called``; False if it may rebind names out of
+    sight."""
+    parents = {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
+    todo: list[Any] = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)  # its body is another scope: not followed
+            todo.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(
+            node.ctx, (ast.Store, ast.Del)
+        ):
+            base = _base_name(node)
+            if base is not None:
+                names.add(base)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return False
+                names.add(alias.asname or alias.name.partition(".")[0])
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in _DYNAMIC:
+                return False
+            if node.func.id in _NAMESPACE and not _only_read(node, parents.get(id(node))):
+                return False
+            if node.func.id in _SETTERS and node.args:
+                base = _base_name(node.args[0])
+                if base is not None:
+                    names.add(base)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = _base_name(node.func)
+            if base is not None:
+                called.add(base)
+        todo.extend(ast.iter_child_nodes(node))
+    return True
+
+
+def _base_name(node: ast.expr) -> str | None:
+    """``X`` of ``X.a.b``, ``X[k].a``, ``X``; None for anything else."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _only_read(call: ast.Call, parent: ast.AST | None) -> bool:
+    """Whether the namespace ``call`` returns (``globals()``) is only read from."""
+    if isinstance(parent, ast.Subscript) and parent.value is call:
+        return isinstance(parent.ctx, ast.Load)
+    if isinstance(parent, ast.Attribute) and parent.value is call:
+        return parent.attr in _READS
+    if isinstance(parent, ast.Compare) and call in parent.comparators:
+        return all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return False
