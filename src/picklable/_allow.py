@@ -323,9 +323,9 @@ _PLAIN = frozenset(
 )
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 # Views of a dict (OrderedDict's too): data like the dict they view, which is checked.
-_DICT_VIEWS = frozenset(
+_DICT_VIEWS: frozenset[type] = frozenset(
     type(view)
-    for mapping in ({}, collections.OrderedDict())
+    for mapping in (dict[Any, Any](), collections.OrderedDict[Any, Any]())
     for view in (mapping.keys(), mapping.values(), mapping.items())
 )
 # Inert labels whose ``__module__`` names where they were made, not their code:
@@ -535,7 +535,7 @@ class Policy:
             return obj
         t = type(obj)
         if t in _DICT_VIEWS and not named:
-            self._admit_contents(obj.mapping, what)
+            self._admit_contents(obj.mapping, what)  # type: ignore[attr-defined]
             return obj
         if t in _PLAIN:
             if t in _IMMUTABLE:
