@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from ._api import dump, dumps, load, loads
 from ._caches import clear_caches
 from ._pickler import DEFAULT_PROTOCOL, Pickler
-from ._reduce.registry import list_registry_by_value, register_by_value, unregister_by_value
+from ._reduce.registry import (
+    list_registry_by_value,
+    list_registry_pickle_by_value,
+    register_by_value,
+    register_pickle_by_value,
+    unregister_by_value,
+    unregister_pickle_by_value,
+)
 from ._unpickler import Unpickler
 from .exceptions import PicklingError, UnpicklingError
 
@@ -40,13 +47,16 @@ __all__ = [
     "dumps",
     "explain",
     "list_registry_by_value",
+    "list_registry_pickle_by_value",
     "load",
     "loads",
     "new_key",
     "register_by_value",
+    "register_pickle_by_value",
     "ship",
     "state_left_behind",
     "unregister_by_value",
+    "unregister_pickle_by_value",
     "with_state",
     "without_state",
     "worker_index",

@@ -53,6 +53,7 @@ from __future__ import annotations
 import _codecs
 import _compat_pickle
 import builtins
+import collections
 import copyreg
 import dataclasses
 import enum
@@ -64,6 +65,7 @@ import pickle
 import struct
 import sys
 import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
@@ -222,6 +224,8 @@ def _implicit() -> dict[tuple[str, str], Any]:
             if found is not None:
                 table[module.__name__, name] = found
     table["picklable.exceptions", "_rebuild_error"] = exceptions._rebuild_error
+    table["picklable.exceptions", "_rebuild_combined"] = exceptions._rebuild_combined
+    table["picklable.exceptions", "combined"] = exceptions.combined
     table["picklable.exceptions", "PicklingError"] = exceptions.PicklingError
     table["picklable.exceptions", "UnpicklingError"] = exceptions.UnpicklingError
     return table
@@ -318,6 +322,18 @@ _PLAIN = frozenset(
     }
 )
 _CONTAINERS = (list, tuple, set, frozenset, dict)
+# Views of a dict (OrderedDict's too): data like the dict they view, which is checked.
+_DICT_VIEWS: frozenset[type] = frozenset(
+    type(view)
+    for mapping in (dict[Any, Any](), collections.OrderedDict[Any, Any]())
+    for view in (mapping.keys(), mapping.values(), mapping.items())
+)
+# Inert labels whose ``__module__`` names where they were made, not their code:
+# they count as their class's module (typing).
+_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+# The receiver's own standard streams, as ``sys.stdout`` names them: reaching
+# one is admitted with ``sys``; its methods still belong to ``_io``.
+_STANDARD_STREAMS = ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
 _IMMUTABLE = frozenset({type(None), bool, int, float, complex, str, bytes, range, slice})
 # Intermediate steps of a path that run no code when walked (item and index steps).
 _PATH_CONTAINERS = (tuple, list, dict, types.MappingProxyType, types.CellType)
@@ -518,6 +534,9 @@ class Policy:
         if _is_implicit(obj):
             return obj
         t = type(obj)
+        if t in _DICT_VIEWS and not named:
+            self._admit_contents(obj.mapping, what)  # type: ignore[attr-defined]
+            return obj
         if t in _PLAIN:
             if t in _IMMUTABLE:
                 return obj
@@ -549,6 +568,8 @@ class Policy:
                 todo.extend(current.values())
             elif t in (list, tuple, set, frozenset):
                 todo.extend(current)
+            elif t in _DICT_VIEWS:
+                todo.append(current.mapping)
             elif t in _PLAIN or _is_implicit(current):
                 continue
             else:
@@ -575,6 +596,8 @@ class Policy:
                 module = found_in  # an extension type that never set its module (wrapt's)
             if not self.allows(module):
                 raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
+            return
+        if found_in == "sys" and any(obj is getattr(sys, n, None) for n in _STANDARD_STREAMS):
             return
         t = type(obj)
         if t in _DESCRIPTORS:
@@ -613,7 +636,7 @@ class Policy:
             module = getattr(obj, "__module__", None)
         except Exception:
             module = None
-        if type(module) is not str:
+        if type(module) is not str or t in _TYPE_VARIABLES:
             module = None
         if IMPLICIT_TYPES.get(id(t)) is t and (
             module is None or inner is not None or module == _TYPE_MODULE.__get__(t, type)
@@ -707,6 +730,8 @@ class Policy:
     def _check_dunder_step(self, obj: Any, name: str, what: str) -> None:
         """A dunder step: a class's own attribute, or one of the locator's steps."""
         if isinstance(obj, types.ModuleType):
+            if obj is sys and name in _STANDARD_STREAMS:
+                return  # sys.__stdout__: the stream, checked like sys.stdout
             raise self.refuse(
                 what, None, f"{name!r} of a module leads to everything the module imported"
             )

@@ -42,21 +42,23 @@ class, per located reference or per payload, never once per function.
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 import functools
 import importlib
 import sys
 import threading
 import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
-from ._compat import proxy_own_dict
+from ._compat import full_traceback, proxy_own_dict
 from ._paths import Path, format_path, walk
 from ._reads import script_reads
-from .exceptions import UnpicklingError
+from .exceptions import UnpicklingError, make_combined
 
 __all__ = [
     "_bind_descriptor",
@@ -69,13 +71,16 @@ __all__ = [
     "_make_cached_property",
     "_make_cell",
     "_make_class",
+    "_make_dict_view",
     "_make_enum",
     "_make_function",
     "_make_lru_cache",
+    "_make_memoryview",
     "_make_module",
     "_make_property",
     "_make_singledispatch",
     "_make_traceback",
+    "_make_typevar",
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
     "_resolve",
@@ -152,14 +157,18 @@ def _import(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise UnpicklingError(
+        error = _load_error(
+            exc,
             f"Cannot load: module {module!r} is not importable here ({exc}). "
             f"Fix: install the package that provides {module!r} in the receiving "
             "environment, or ship the sender's module by value with "
             "picklable.register_by_value().",
             reason=f"module {module!r} not importable",
             hint="install it where the payload is loaded",
-        ) from exc
+        )
+        error.name = exc.name  # type: ignore[attr-defined]
+    # Outside the handler: one traceback
+    raise error
 
 
 @_rebuilder("reference", "imports an object through a located path", "import")
@@ -170,13 +179,29 @@ def _resolve(module: str, path: Path) -> Any:
         return walk(root, path)
     except (AttributeError, LookupError, TypeError) as exc:
         where = format_path(module, path)
-        raise UnpicklingError(
+        error = _load_error(
+            exc,
             f"Cannot load {where}: {exc}. The sender had an object there; this "
             "environment does not (renamed attribute, or another version of "
             f"{module.partition('.')[0]!r}). Fix: install the same version on both sides.",
             reason=f"{where} not found",
             hint="install the same version on both sides",
-        ) from exc
+        )
+    raise error
+
+
+def _load_error(cause: Exception, message: str, *, reason: str, hint: str) -> UnpicklingError:
+    """An UnpicklingError that is also of ``cause``'s type (``ModuleNotFoundError``,
+    ``AttributeError``...), chained to it as the front door chains errors."""
+    error = make_combined(UnpicklingError, type(cause), message, reason=reason, hint=hint)
+    if error is None:
+        error = UnpicklingError(message, reason=reason, hint=hint)
+    error.__context__ = cause
+    if full_traceback():
+        error.__cause__ = cause
+    else:
+        error.__suppress_context__ = True
+    return error
 
 
 # ----------------------------------------------------------- script objects
@@ -359,6 +384,8 @@ def _make_function(
     code = CODES.get(data)
     if code is None:
         code = _code.load(data, record)
+    if name == code.co_name:
+        name = code.co_name  # as where it was made: shared with the code, not with the payload
     if "__builtins__" not in globals:
         # What every module's globals hold: C code that imports (time.strptime,
         # pickle inside a task) reads __builtins__ from the caller's globals.
@@ -398,9 +425,11 @@ def _make_cell(*contents: Any) -> types.CellType:
 
 @_rebuilder("value", "builds a module in memory", "build")
 def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
-    """Rebuild a module that exists only in memory on the sending side."""
+    """Rebuild a module that exists only in memory on the sending side (or
+    that is registered to ship by value), with this process's builtins."""
     module = types.ModuleType(name)
     module.__dict__.update(namespace)
+    module.__dict__.setdefault("__builtins__", builtins.__dict__)
     return module
 
 
@@ -701,6 +730,88 @@ def _set_instance_state(obj: Any, state: Any) -> Any:
     if state:
         object.__getattribute__(obj, "__dict__").update(state)
     return obj
+
+
+# ------------------------------------------------------------ built-in kinds
+
+_DICT_VIEWS: dict[tuple[str, bool], Callable[[Any], Any]] = {
+    (name, ordered): getattr(collections.OrderedDict if ordered else dict, name)
+    for name in ("keys", "values", "items")
+    for ordered in (False, True)
+}
+
+
+@_rebuilder("part", "makes a view of a dict (keys, values or items)", "build")
+def _make_dict_view(mapping: Any, method: str, ordered: bool = False) -> Any:
+    """``mapping.keys()`` (or values, items) of the dict the payload carries;
+    ``ordered``: the view of an ``OrderedDict``."""
+    make = _DICT_VIEWS.get((method, ordered)) if type(method) is str else None
+    if make is None or not isinstance(mapping, collections.OrderedDict if ordered else dict):
+        raise UnpicklingError(
+            f"Cannot load a dict view: the payload asks for {method!r} of a "
+            f"{type(mapping).__name__}. The payload is damaged or was not made by picklable.",
+            reason="damaged payload: bad dict view",
+            hint="check that the bytes arrive unchanged",
+        )
+    return make(mapping)
+
+
+@_rebuilder("part", "makes a memoryview of a copy of its bytes", "build")
+def _make_memoryview(data: Any, format: str, shape: tuple[int, ...]) -> memoryview:
+    """A view with ``format`` and ``shape`` of ``data`` (bytes: read-only;
+    a bytearray: writable; an out-of-band buffer: as given)."""
+    view = memoryview(data)
+    try:
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        rebuilt: memoryview = view.cast(format, shape)  # type: ignore[call-overload]
+        return rebuilt
+    except (TypeError, ValueError) as exc:
+        error = UnpicklingError(
+            f"Cannot load a memoryview of format {format!r} and shape {shape!r} from "
+            f"{view.nbytes} bytes ({exc}). The payload is damaged, or an out-of-band "
+            "buffer given to loads is not the one the payload was made with.",
+            reason="bad memoryview data",
+            hint="give loads the buffers in the order dumps made them",
+        )
+    raise error
+
+
+_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+
+
+@_rebuilder("value", "builds a type variable by value", "call")
+def _make_typevar(
+    factory: Any,
+    name: str,
+    constraints: tuple[Any, ...],
+    options: dict[str, Any],
+    module: str | None,
+    tracker_id: str,
+) -> Any:
+    """A ``TypeVar`` (``ParamSpec``, ``TypeVarTuple``) shipped by value; in the
+    process that made it (or one that built it before), that very object."""
+    if factory not in _TYPE_VARIABLES:
+        raise UnpicklingError(
+            f"Cannot load a type variable made by {factory!r}: the payload is damaged or "
+            "was not made by picklable.",
+            reason="damaged payload: not a type variable's class",
+            hint="check that the bytes arrive unchanged",
+        )
+    known = _tracker.known_object(tracker_id)
+    if known is not None:
+        return known
+    variable = factory(name, *constraints, **options)
+    if module is not None:
+        try:
+            variable.__module__ = module  # else it says picklable._reconstruct
+        except (AttributeError, TypeError):
+            pass
+    try:
+        _tracker.track_object(variable, tracker_id)
+    except TypeError:  # not weakly referenceable: identity within one payload only
+        pass
+    return variable
 
 
 # ---------------------------------------------------------------- exceptions

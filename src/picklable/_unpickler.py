@@ -15,7 +15,7 @@ import pickle
 from collections.abc import Iterable
 from typing import IO, Any
 
-from .exceptions import UnpicklingError
+from .exceptions import UnpicklingError, make_combined
 
 __all__ = ["Unpickler", "unpickling_error"]
 
@@ -85,9 +85,19 @@ def unpickling_error(exc: BaseException, data: Any = None) -> UnpicklingError:
     -------
     UnpicklingError
         Saying which module, attribute or rebuild failed here, with the fix
-        (``.reason`` and ``.hint`` too); chain it to ``exc``.
+        (``.reason`` and ``.hint`` too); also of ``exc``'s type when that is
+        not a pickle error (``ModuleNotFoundError``, ``EOFError``, a
+        ``__setstate__``'s ``ValueError``: see
+        :func:`picklable.exceptions.combined`). Chain it to ``exc``.
     """
     from ._hints import load_failure
 
     message, reason, hint = load_failure(exc, data)
-    return UnpicklingError(message, reason=reason, hint=hint)
+    error = None
+    if isinstance(exc, Exception) and not isinstance(exc, pickle.UnpicklingError):
+        error = make_combined(UnpicklingError, type(exc), message, reason=reason, hint=hint)
+    if error is None:
+        return UnpicklingError(message, reason=reason, hint=hint)
+    if isinstance(exc, ImportError):
+        error.name = exc.name  # type: ignore[attr-defined]  # an ImportError too
+    return error

@@ -1341,6 +1341,68 @@ def _attacks() -> list[Attack]:
             reached=lambda result: json.loads is json.dumps,
         ),
         Attack(
+            "_make_dict_view of sys.modules",
+            ("_make_dict_view", "STACK_GLOBAL"),
+            "reach",
+            payload(
+                call(rebuilder("_make_dict_view"), stack_global("sys", "modules"), text("values"))
+            ),
+            allowed=("sys",),
+            reached=lambda result: any(module is os for module in result),
+        ),
+        Attack(
+            "_make_dict_view asked for a method that writes",
+            ("_make_dict_view",),
+            "modify",
+            payload(call(rebuilder("_make_dict_view"), dict_(a=integer(1)), text("clear"))),
+        ),
+        Attack(
+            "_make_memoryview over sys.modules' keys",
+            ("_make_memoryview", "STACK_GLOBAL"),
+            "reach",
+            payload(
+                call(
+                    rebuilder("_make_memoryview"),
+                    stack_global("sys", "modules"),
+                    text("B"),
+                    tuple_(),
+                )
+            ),
+            allowed=("sys",),
+        ),
+        Attack(
+            "_make_typevar with os.system as the factory",
+            ("_make_typevar", "STACK_GLOBAL"),
+            "run code",
+            payload(
+                call(
+                    rebuilder("_make_typevar"),
+                    stack_global("os", "system"),
+                    text(COMMAND),
+                    tuple_(),
+                    dict_(),
+                    NONE,
+                    text("attack"),
+                )
+            ),
+        ),
+        Attack(
+            "_make_typevar with an allowed callable as the factory",
+            ("_make_typevar", "STACK_GLOBAL"),
+            "run code",
+            payload(
+                call(
+                    rebuilder("_make_typevar"),
+                    stack_global("json", "loads"),
+                    text("[1]"),
+                    tuple_(),
+                    dict_(),
+                    NONE,
+                    text("attack"),
+                )
+            ),
+        ),
+        Attack(
             "a name of picklable._reconstruct that is no rebuilder",
             ("STACK_GLOBAL",),
             "run code",
