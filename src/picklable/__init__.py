@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from ._api import dump, dumps, load, loads
 from ._caches import clear_caches
 from ._pickler import DEFAULT_PROTOCOL, Pickler
-from ._reduce.registry import list_registry_by_value, register_by_value, unregister_by_value
+from ._reduce.registry import (
+    list_registry_by_value,
+    list_registry_pickle_by_value,
+    register_by_value,
+    register_pickle_by_value,
+    unregister_by_value,
+    unregister_pickle_by_value,
+)
 from ._unpickler import Unpickler
 from .exceptions import PicklingError, UnpicklingError
 
@@ -25,6 +32,7 @@ __all__ = [
     "Explanation",
     "Pickler",
     "PicklingError",
+    "Policy",
     "Pool",
     "ProcessPoolExecutor",
     "RemoteError",
@@ -39,13 +47,16 @@ __all__ = [
     "dumps",
     "explain",
     "list_registry_by_value",
+    "list_registry_pickle_by_value",
     "load",
     "loads",
     "new_key",
     "register_by_value",
+    "register_pickle_by_value",
     "ship",
     "state_left_behind",
     "unregister_by_value",
+    "unregister_pickle_by_value",
     "with_state",
     "without_state",
     "worker_index",
@@ -54,6 +65,7 @@ __all__ = [
 # Heavier parts load on first use, so a worker that only loads payloads
 # imports the serializer alone.
 if TYPE_CHECKING:  # the lazy names, for type checkers
+    from ._allow import Policy
     from ._decorators import Wrapper, decorator
     from ._diagnose import state_left_behind
     from ._envelope import Envelope, ship
@@ -71,6 +83,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     )
 
 _LAZY: dict[str, str] = {
+    "Policy": "._allow",
     "Explanation": "._explain",
     "explain": "._explain",
     "Wrapper": "._decorators",

@@ -1,34 +1,51 @@
-"""The allow-list of ``loads(data, allowed=[...])``: defence in depth, not a sandbox.
+"""The allow-list of ``loads(data, allowed=[...])``: what a payload may reach, call and modify.
 
-With an allow-list, a payload may only name objects of the listed modules (a
-name covers its submodules: ``"numpy"`` admits ``numpy.core.multiarray``), plus
-a fixed set that picklable's own formats and pickle's standard reductions need
-(:data:`IMPLICIT`: plain data types, builtin exceptions, ``copyreg``'s
-reconstructors, ``functools.partial``, ...). Every way a payload can reach an
-object by name is checked:
+Under an allow-list the payload is read by :class:`GuardedUnpickler`, pickle's
+pure-Python unpickler with every opcode that reaches, calls or modifies an
+object replaced by a checked one; the C unpickler (which cannot be checked
+opcode by opcode) is never used. What holds, for every payload:
 
-* pickle's ``GLOBAL``/``STACK_GLOBAL`` opcodes (``find_class``);
-* picklable's rebuilders that import or look up by name: ``_import``,
-  ``_resolve`` (each path step, and the object it ends at), by-value classes
-  found again by tracker id or in the receiver's ``__main__``;
-* by-value code: a function shipped by value counts as an object of the module
-  its globals name (``__main__`` for a script's functions), a class as one of
-  its ``__module__``; bare code objects are refused (they belong to no module);
-* ``getattr``/``setattr`` named in the payload are replaced by guarded ones
-  (no ``_private`` or dunder names but ``__new__``, no module attributes;
-  ``setattr`` only fills closure cells, which is all picklable needs).
+* **What it reaches** belongs to an allowed module (a name covers its
+  submodules: ``"numpy"`` admits ``numpy.core.multiarray``), or is one of
+  :data:`IMPLICIT` (plain types, builtin exceptions, ``copyreg``'s
+  reconstructors and the few objects picklable's own formats of functions,
+  dataclasses and enums name). That is checked for every object a name leads
+  to (``GLOBAL``, ``STACK_GLOBAL``, ``INST``, ``EXT1/2/4`` -- through
+  ``copyreg``'s registry, never its cache --, ``PERSID``), for every step of
+  a dotted name or a located path (modules in between included), and for
+  every result of a call (``REDUCE``, ``NEWOBJ``, ``NEWOBJ_EX``, ``OBJ``,
+  ``INST``, picklable's rebuilders), containers of results included. An
+  object belongs to the module its ``__module__`` names; one without a
+  ``__module__`` (a dict, ``sys.modules``, a list) is not admitted by name,
+  and a module's namespace never at all. Descriptors and builtin methods
+  belong to their class or ``__self__``; of builtin types, only dunders of
+  :data:`SAFE_DUNDERS` (operators, ``__new__``...) are admitted, never
+  ``__setattr__``, ``__subclasses__``, ``__reduce_ex__``, ``__globals__``...
+* **What it calls** is what it reached: admitted objects only. Of the builtin
+  types whose methods write to their object (dict, list, set, bytearray,
+  memoryview, exceptions), only methods that read are admitted (the others
+  would write to whatever the payload hands them, through ``map`` or a
+  ``partial``); ``str.format`` never (its fields read any attribute).
+* **What it modifies**: ``BUILD`` (without the object's own
+  ``__setstate__``), ``SETITEM(S)``, ``APPEND(S)``, ``ADDITEMS`` and
+  picklable's state rebuilders only modify objects the payload made: never a
+  module, a class (but one built from payloads), an object it reached by
+  name, or an object a call returned that something else already held (a
+  class's member, a cached singleton). Writes through a proxy or a
+  memoryview are checked on the object they land on; ``BUILD`` writes only
+  into the object's own ``__dict__``, not one a hook of its class hands out.
+* **By-value code** (functions, code objects) is arbitrary code, refused
+  unless the caller opts in with ``Policy(..., by_value_code=True)``; then
+  it must claim an allowed module (``"__main__"`` for a script's), and runs
+  with the real builtins: the allow-list limits what the payload's *opcodes*
+  reach, not what its code does once it runs.
 
-An object reached from an allowed module must itself belong to an allowed
-module (its ``__module__``): ``mypkg.system`` after ``from os import system``
-is refused unless ``os``/``posix`` is allowed too.
-
-Why it is not a sandbox: an allowed callable is called with the arguments the
-payload chooses (REDUCE), and pickle's BUILD sets attributes on any object the
-payload holds, including allowed classes and modules. A payload limited to
-``numpy`` still runs whatever numpy does with hostile arguments, and one that
-may carry ``__main__`` code runs that code. Use the allow-list to narrow what a
-trusted-but-buggy peer can reach; use signed payloads (``key=``) to know who
-made a payload. Never load payloads from an untrusted source.
+What it does not do (see docs/safety.md): an admitted callable runs with the
+arguments the payload chooses, and does whatever it does with them (a
+numpy function with hostile arguments, ``logging.disable``, a class's own
+``__setstate__`` on an object a call returned). Use the allow-list to narrow
+what a trusted-but-buggy peer can reach; use signed payloads (``key=``) to
+know who made a payload.
 """
 
 from __future__ import annotations
@@ -36,25 +53,54 @@ from __future__ import annotations
 import _codecs
 import _compat_pickle
 import builtins
+import collections
 import copyreg
 import dataclasses
+import enum
 import functools
 import inspect
+import io
 import operator
+import pickle
+import struct
+import sys
 import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import IO, Any, ClassVar, TypeVar
 
 from . import _reconstruct, exceptions
 from ._compat import MAIN_MODULES
-from ._paths import format_path
+from ._paths import Path, format_path
 from .exceptions import UnpicklingError
 
-__all__ = ["IMPLICIT", "Policy"]
+__all__ = ["IMPLICIT", "SAFE_DUNDERS", "GuardedUnpickler", "Policy"]
 
 T = TypeVar("T")
 
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
+# Modules an error never suggests listing: they hold eval, exec, open, import.
+_NEVER_WORTH_ALLOWING = frozenset(
+    {
+        "builtins",
+        "__builtin__",
+        "os",
+        "posix",
+        "nt",
+        "sys",
+        "subprocess",
+        "importlib",
+        "ctypes",
+        "marshal",
+        "pickle",
+        "types",
+        "code",
+        "runpy",
+        "shutil",
+        "socket",
+        "pty",
+    }
+)
 
 _SAFE_BUILTINS = [
     "object",
@@ -79,7 +125,70 @@ _SAFE_BUILTINS = [
     "memoryview",
     "Ellipsis",
     "NotImplemented",
+    # Functions of values: they read their arguments (and call only what the
+    # payload gives them: a key=, a __len__), import nothing, write nothing.
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "callable",
+    "chr",
+    "divmod",
+    "format",
+    "hash",
+    "hex",
+    "isinstance",
+    "issubclass",
+    "len",
+    "max",
+    "min",
+    "oct",
+    "ord",
+    "pow",
+    "repr",
+    "round",
+    "sorted",
+    "sum",
+    "enumerate",
+    "filter",
+    "map",
+    "reversed",
+    "zip",
 ]
+
+# What a by-value dataclass carries in __dataclass_fields__ / __dataclass_params__
+# and its annotations: records, sentinels, the frozen error, InitVar(...).
+_DATACLASS_NAMES = (
+    "Field",
+    "_DataclassParams",
+    "MISSING",
+    "_HAS_DEFAULT_FACTORY",
+    "KW_ONLY",
+    "_FIELD",
+    "_FIELD_CLASSVAR",
+    "_FIELD_INITVAR",
+    "FrozenInstanceError",
+    "InitVar",
+    "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__
+)
+# An Enum by value names its metaclass and base, a Flag its boundary and the
+# operators Flag defines (IntFlag's namespace holds Flag's own functions).
+_ENUM_NAMES = (
+    "EnumType",
+    "EnumMeta",
+    "Enum",
+    "IntEnum",
+    "Flag",
+    "IntFlag",
+    "StrEnum",
+    "ReprEnum",
+    "FlagBoundary",
+    "Flag.__or__",
+    "Flag.__and__",
+    "Flag.__xor__",
+    "Flag.__invert__",
+)
 
 
 def _implicit() -> dict[tuple[str, str], Any]:
@@ -93,50 +202,187 @@ def _implicit() -> dict[tuple[str, str], Any]:
     table["copyreg", "__newobj__"] = copyreg.__newobj__  # type: ignore[attr-defined]
     table["copyreg", "__newobj_ex__"] = copyreg.__newobj_ex__  # type: ignore[attr-defined]
     table["functools", "partial"] = functools.partial
+    table["functools", "cached_property"] = functools.cached_property
     table["_codecs", "encode"] = _codecs.encode  # bytes under protocols 0-2
     table["operator", "itemgetter"] = operator.itemgetter  # picklable's _FIRST
-    for name in ("MethodType", "MappingProxyType", "FunctionType", "CellType", "SimpleNamespace"):
-        table["types", name] = getattr(types, name)
-    # What a by-value dataclass carries in __dataclass_fields__ / __dataclass_params__.
+    # list[int] pickles as getitem(list, int): a subscription, its result checked.
+    table["operator", "getitem"] = table["_operator", "getitem"] = operator.getitem
     for name in (
-        "Field",
-        "_DataclassParams",
-        "MISSING",
-        "_HAS_DEFAULT_FACTORY",
-        "KW_ONLY",
-        "_FIELD",
-        "_FIELD_CLASSVAR",
-        "_FIELD_INITVAR",
+        "MethodType",
+        "MappingProxyType",
+        "FunctionType",
+        "CellType",
+        "SimpleNamespace",
+        "GenericAlias",
     ):
-        if hasattr(dataclasses, name):
-            table["dataclasses", name] = getattr(dataclasses, name)
+        table["types", name] = getattr(types, name)
+    for module, names in ((dataclasses, _DATACLASS_NAMES), (enum, _ENUM_NAMES)):
+        for name in names:
+            found: Any = module
+            for step in name.split("."):
+                found = getattr(found, step, None)
+            if found is not None:
+                table[module.__name__, name] = found
     table["picklable.exceptions", "_rebuild_error"] = exceptions._rebuild_error
+    table["picklable.exceptions", "_rebuild_combined"] = exceptions._rebuild_combined
+    table["picklable.exceptions", "combined"] = exceptions.combined
     table["picklable.exceptions", "PicklingError"] = exceptions.PicklingError
     table["picklable.exceptions", "UnpicklingError"] = exceptions.UnpicklingError
     return table
 
 
 IMPLICIT: dict[tuple[str, str], Any] = _implicit()
-"""(module, name) -> object: always admitted under an allow-list."""
+"""(module, name) -> object: always admitted under an allow-list.
+
+Each is safe to call with any arguments: it builds a new object (a type, an
+exception, an instance through ``copyreg``, a partial, a bound method, an
+Enum class), reads (``itemgetter``, ``getitem``; their results are checked
+like any other), or wraps (``_recursive_repr``). None of them imports,
+evaluates text, or modifies its arguments. ``builtins.getattr`` and
+``builtins.setattr`` are admitted as guarded versions.
+"""
 _IMPLICIT_IDS = {id(value): value for value in IMPLICIT.values()}
-_IMPLICIT_MODULES = frozenset(module for module, _ in IMPLICIT)
 
-# Path steps picklable's locator writes (``_resolve``); other dunders (``__globals__``,
-# ``__builtins__``, ``__class__`` ...) lead out of a module and are refused.
-_PATH_DUNDERS = frozenset({"__dict__", "__func__", "__wrapped__", "__closure__"})
-
-# Metadata _with_state may set on an admitted object; other dunders are refused.
-_STATE_DUNDERS = frozenset(
+SAFE_DUNDERS = frozenset(
     {
-        "__doc__",
-        "__wrapped__",
-        "__name__",
-        "__qualname__",
-        "__module__",
-        "__annotations__",
-        "__dict__",
+        "__new__",
+        "__str__",
+        "__repr__",
+        "__format__",
+        "__hash__",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__index__",
+        "__len__",
+        "__contains__",
+        "__getitem__",
+        *(
+            f"__{prefix}{op}__"
+            for op in (
+                "add",
+                "sub",
+                "mul",
+                "truediv",
+                "floordiv",
+                "mod",
+                "pow",
+                "lshift",
+                "rshift",
+                "and",
+                "or",
+                "xor",
+            )
+            for prefix in ("", "r")
+        ),
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__invert__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
     }
 )
+"""Dunders of builtin types a payload may name: operators and conversions, which
+read their operands. Not the ones that set, delete, reduce, walk or re-initialise
+(``__setattr__``, ``__init__``, ``__reduce_ex__``, ``__subclasses__``,
+``__getattribute__``, ``__globals__``, ``__class__``, ``__dict__`` ...)."""
+
+# Path steps picklable's locator writes (``_resolve``): through a wrapper, a
+# classmethod, a closure, a class's own namespace. Other dunders of objects
+# (``__globals__``, ``__builtins__``, ``__class__``, ``__self__`` ...) lead out.
+_PATH_DUNDERS = frozenset({"__func__", "__wrapped__", "__closure__"})
+
+# Plain data: admitted as a value (what a call returns), never by name (a
+# module's dict or list is a name's way to everything the module holds).
+_PLAIN = frozenset(
+    {
+        type(None),
+        bool,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bytearray,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        slice,
+        range,
+        type(Ellipsis),
+        type(NotImplemented),
+    }
+)
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+# Views of a dict (OrderedDict's too): data like the dict they view, which is checked.
+_DICT_VIEWS: frozenset[type] = frozenset(
+    type(view)
+    for mapping in (dict[Any, Any](), collections.OrderedDict[Any, Any]())
+    for view in (mapping.keys(), mapping.values(), mapping.items())
+)
+# Inert labels whose ``__module__`` names where they were made, not their code:
+# they count as their class's module (typing).
+_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+# The receiver's own standard streams, as ``sys.stdout`` names them: reaching
+# one is admitted with ``sys``; its methods still belong to ``_io``.
+_STANDARD_STREAMS = ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
+_IMMUTABLE = frozenset({type(None), bool, int, float, complex, str, bytes, range, slice})
+# Intermediate steps of a path that run no code when walked (item and index steps).
+_PATH_CONTAINERS = (tuple, list, dict, types.MappingProxyType, types.CellType)
+_MUTABLE_BUILTINS = (dict, list, set, bytearray)
+# Builtin types whose methods may write to their object: only these methods are admitted.
+_WRITABLE_BUILTINS = (dict, list, set, bytearray, memoryview, BaseException)
+_READ_ONLY_METHODS = frozenset(
+    {
+        # dict, set, list
+        "get",
+        "keys",
+        "values",
+        "items",
+        "copy",
+        "fromkeys",
+        "index",
+        "count",
+        "union",
+        "intersection",
+        "difference",
+        "symmetric_difference",
+        "issubset",
+        "issuperset",
+        "isdisjoint",
+        # bytearray and memoryview (new objects or reads)
+        "decode",
+        "hex",
+        "find",
+        "rfind",
+        "rindex",
+        "startswith",
+        "endswith",
+        "tobytes",
+        "tolist",
+        "toreadonly",
+        *SAFE_DUNDERS,
+    }
+)
+
+_DESCRIPTORS = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+)
+_BOUND_BUILTINS = (types.BuiltinFunctionType, types.MethodWrapperType)
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_MRO = type.__dict__["__mro__"]
 
 
 def _is_implicit(obj: Any) -> bool:
@@ -147,27 +393,57 @@ def _dunder(name: Any) -> bool:
     return type(name) is str and name.startswith("__") and name.endswith("__")
 
 
+def _refs(value: Any) -> int:
+    return sys.getrefcount(value)
+
+
+def _calibrate() -> int:
+    value = object()
+    return _refs(value)
+
+
+# What _refs() says of an object that only the caller's local variable holds:
+# fresh, made by the call that returned it (CPython reference counts).
+_FRESH_REFS = _calibrate() if hasattr(sys, "getrefcount") else -1
+
+
 class Policy:
     """An allow-list of module names (each also covers its submodules).
+
+    .. versionchanged:: 0.2.0
+       ``by_value_code``; by-value code is refused without it.
 
     Parameters
     ----------
     allowed:
         Module names or module objects. ``"__main__"`` also covers
         ``"__mp_main__"`` (a script re-imported by a spawn worker).
+    by_value_code:
+        Also load code shipped by value (functions of a script, lambdas,
+        closures, code objects) claiming an allowed module. By-value code is
+        arbitrary code, and once it runs the allow-list no longer applies to
+        what it does: opt in only for payloads you would run as a program.
+        Must be ``True`` exactly.
 
     Raises
     ------
     TypeError
-        ``allowed`` is a single string, or holds something else than names and modules.
+        ``allowed`` is a single string, or holds something else than names
+        and modules; ``by_value_code`` is not a bool.
     """
 
-    def __init__(self, allowed: Iterable[Any]) -> None:
+    def __init__(self, allowed: Iterable[Any], *, by_value_code: bool = False) -> None:
         if isinstance(allowed, (str, bytes)):
             raise TypeError(
                 f"allowed must be a list of module names, not a single string: "
                 f"write allowed=[{allowed!r}]"
             )
+        if type(by_value_code) is not bool:
+            raise TypeError(
+                f"by_value_code must be True or False, not {by_value_code!r}: by-value code "
+                "is arbitrary code, opt in with by_value_code=True"
+            )
+        inherited: bool = allowed.by_value_code if isinstance(allowed, Policy) else False
         names: list[str] = []
         for entry in allowed:
             name = entry.__name__ if isinstance(entry, types.ModuleType) else entry
@@ -177,28 +453,45 @@ class Policy:
         if any(n in MAIN_MODULES for n in names):
             names.extend(MAIN_MODULES)
         self.names = tuple(sorted(set(names)))
+        self.by_value_code: bool = by_value_code or inherited
         self._prefixes = tuple(n + "." for n in self.names)
 
     def __iter__(self) -> Iterator[str]:
         """The module names (a Policy is itself a valid ``allowed=``)."""
         return iter(self.names)
 
+    def __repr__(self) -> str:
+        code = ", by_value_code=True" if self.by_value_code else ""
+        return f"Policy({list(self.names)!r}{code})"
+
     def allows(self, module: Any) -> bool:
-        """Whether objects of ``module`` may be loaded."""
-        if type(module) is not str:
+        """Whether objects of ``module`` may be loaded.
+
+        Never picklable's private modules (``picklable._reconstruct`` is named
+        through its guarded rebuilders, the others not at all), even with
+        ``"picklable"`` listed: they build code and classes unchecked.
+        """
+        if type(module) is not str or module.startswith("picklable._"):
             return False
         return module in self.names or module.startswith(self._prefixes)
 
     # ----------------------------------------------------------------- errors
 
     def refuse(self, what: str, module: Any, why: str = "") -> UnpicklingError:
+        """The error for ``what``, refused because of ``module`` (or None: no module helps)."""
         top = module.partition(".")[0] if type(module) is str and module else None
         listed = ", ".join(repr(n) for n in self.names) or "nothing"
+        if top in _NEVER_WORTH_ALLOWING or (
+            type(module) is str and module.startswith("picklable._")
+        ):
+            # Listing these would admit eval and exec, or picklable's unguarded internals.
+            top = None
         fix = (
             f"Fix: add {top!r} to allowed= if you trust what it does with "
             "arguments the payload chooses."
             if top
-            else "Fix: do not load this payload under an allow-list."
+            else "Fix: do not load this payload under an allow-list (load it only if you "
+            "trust whoever made it)."
         )
         return UnpicklingError(
             f"Refusing to load {what}: {why or f'module {module!r} is not in the allow-list'} "
@@ -209,27 +502,179 @@ class Policy:
             else "load it without an allow-list, if you trust it",
         )
 
-    def admit(self, obj: T, what: str) -> T:
-        """Return ``obj`` if it belongs to an allowed module (or is implicit), else raise."""
+    def refuse_code(self, what: str, module: Any) -> UnpicklingError:
+        """The error for by-value code, refused without the opt-in or outside the list."""
+        if not self.by_value_code:
+            listed = ", ".join(repr(n) for n in self.names) or "nothing"
+            names = list(self.names if self.allows(module) else (*self.names, module))
+            return UnpicklingError(
+                f"Refusing to load {what}: code shipped by value is arbitrary code, "
+                f"and this allow-list does not accept any (allowed: {listed}). Fix: if you "
+                "would run this payload as a program, pass "
+                f"allowed=picklable.Policy({names!r}, by_value_code=True).",
+                reason=f"{what} not allowed (by-value code)",
+                hint="opt in with picklable.Policy(..., by_value_code=True)",
+            )
+        return self.refuse(
+            what, module, f"code shipped by value counts as module {module!r}, not allowed"
+        )
+
+    # -------------------------------------------------------------- admission
+
+    def admit(self, obj: T, what: str, *, named: bool = True, found_in: str | None = None) -> T:
+        """Return ``obj`` if it belongs to an allowed module (or is implicit), else raise.
+
+        ``found_in``: the module whose namespace holds ``obj`` (an extension type
+        that says ``builtins`` without being one counts as that module's).
+        ``named``: ``obj`` was reached by a name (a global, a path, ``getattr``);
+        plain data reached so is refused (a module's dict or list leads to all it
+        holds). Otherwise ``obj`` is a value (what a call returned): plain data is
+        admitted if every object inside is, and it is no module's namespace.
+        """
         if _is_implicit(obj):
             return obj
-        if isinstance(obj, types.ModuleType):
-            if not self.allows(obj.__name__):
-                raise self.refuse(
-                    what, obj.__name__, f"it is the module {obj.__name__!r}, not allowed"
-                )
+        t = type(obj)
+        if t in _DICT_VIEWS and not named:
+            self._admit_contents(obj.mapping, what)  # type: ignore[attr-defined]
             return obj
+        if t in _PLAIN:
+            if t in _IMMUTABLE:
+                return obj
+            if named and t not in (tuple, frozenset):
+                # A module's dict or list leads to everything it holds, and
+                # whatever modifies it modifies the module.
+                raise self.refuse(
+                    what, None, f"it is a {t.__name__} that a module holds, not an object of one"
+                )
+            self._admit_contents(obj, what)
+            return obj
+        self._admit_object(obj, what, 0, found_in)
+        return obj
+
+    def _admit_contents(self, root: Any, what: str) -> None:
+        """Every object inside a container a call returned (iteratively, each once)."""
+        seen: set[int] = set()
+        todo = [root]
+        while todo:
+            current = todo.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            t = type(current)
+            if t is dict:
+                if _is_namespace(current):
+                    raise self.refuse(what, None, "it is a module's namespace (or sys.modules)")
+                todo.extend(current.keys())
+                todo.extend(current.values())
+            elif t in (list, tuple, set, frozenset):
+                todo.extend(current)
+            elif t in _DICT_VIEWS:
+                todo.append(current.mapping)
+            elif t in _PLAIN or _is_implicit(current):
+                continue
+            else:
+                self._admit_object(current, f"{what} (an object inside it)", 0)
+
+    def _admit_object(self, obj: Any, what: str, depth: int, found_in: str | None = None) -> None:
+        """The module check for anything but plain data (see :meth:`admit`)."""
+        if _is_implicit(obj):
+            return
+        if depth > 8:
+            raise self.refuse(what, None, "it wraps callables too deeply to check")
+        if type(obj) is types.CodeType:
+            if not self.by_value_code:
+                raise self.refuse_code("a code object", None)
+            return
+        if isinstance(obj, types.ModuleType):
+            name = getattr(obj, "__name__", None)
+            if not self.allows(name):
+                raise self.refuse(what, name, f"it is the module {name!r}, not allowed")
+            return
+        if isinstance(obj, type):
+            module = _TYPE_MODULE.__get__(obj, type)
+            if module == "builtins" and found_in is not None and _misnamed(obj):
+                module = found_in  # an extension type that never set its module (wrapt's)
+            if not self.allows(module):
+                raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
+            return
+        if found_in == "sys" and any(obj is getattr(sys, n, None) for n in _STANDARD_STREAMS):
+            return
+        t = type(obj)
+        if t in _DESCRIPTORS:
+            owner = obj.__objclass__
+            self._admit_object(owner, what, depth + 1)
+            self._check_builtin_name(owner, obj.__name__, what)
+            return
+        if t in _BOUND_BUILTINS:
+            owner = obj.__self__
+            if owner is None or isinstance(owner, types.ModuleType):
+                module = getattr(owner, "__name__", None) or getattr(obj, "__module__", None)
+                if not self.allows(module) and not _is_implicit(obj):
+                    raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
+                return
+            if type(owner) in _PLAIN and type(owner) not in _IMMUTABLE:
+                self.admit(owner, what, named=False)
+            else:
+                self._admit_object(owner, what, depth + 1)
+            self._check_builtin_name(type(owner), obj.__name__, what)
+            return
+        if t is types.MethodType:
+            self._admit_object(obj.__func__, what, depth + 1)
+            owner = obj.__self__
+            if type(owner) not in _PLAIN:
+                self._admit_object(owner, what, depth + 1)
+            return
+        # Wrappers of builtin types call what they wrap: that must belong too.
+        inner = _WRAPPED_CALLABLES.get(t)
+        if inner is not None:
+            for wrapped in inner(obj):
+                if wrapped is not None:
+                    self._admit_object(wrapped, what, depth + 1)
         try:
-            # Functions and classes say where they come from; so do instances of
-            # Python classes (through their class), whose __call__ is that code.
+            # Functions, classes' instances and wrappers (functools.wraps copies
+            # it) say which module they belong to.
             module = getattr(obj, "__module__", None)
         except Exception:
             module = None
-        if type(module) is str and not self.allows(module):
+        if type(module) is not str or t in _TYPE_VARIABLES:
+            module = None
+        if IMPLICIT_TYPES.get(id(t)) is t and (
+            module is None or inner is not None or module == _TYPE_MODULE.__get__(t, type)
+        ):
+            return  # an instance of an implicit class (a partial, a cell, an exception)
+        if module is None:
+            module = _TYPE_MODULE.__get__(t, type)  # instances of C types: their type's
+        if not self.allows(module):
             raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
-        return obj
 
-    # ----------------------------------------------------------- find_class
+    def _check_builtin_name(self, owner: Any, name: Any, what: str) -> None:
+        """Of a builtin type's methods, only public ones and :data:`SAFE_DUNDERS`; of
+        the mutable builtins (dict, list, set, bytearray, exceptions), only those that
+        read; never the format methods of str, which walk attributes."""
+        if type(name) is not str:
+            raise self.refuse(what, None, "a method without a name")
+        heap = isinstance(owner, type) and bool(owner.__flags__ & (1 << 9))
+        if name.startswith("_") and name not in SAFE_DUNDERS and not heap:
+            raise self.refuse(
+                what, None, f"{name!r} of a builtin type is not an attribute a payload may use"
+            )
+        if not isinstance(owner, type) or heap:
+            return
+        if issubclass(owner, str) and name in ("format", "format_map"):
+            raise self.refuse(
+                what, None, "a format string reads any attribute of its arguments (__globals__...)"
+            )
+        if issubclass(owner, _WRITABLE_BUILTINS) and name not in _READ_ONLY_METHODS:
+            if self.by_value_code:
+                return  # picklable's copies of functions fill their globals with dict.update
+            raise self.refuse(
+                what,
+                None,
+                f"{owner.__name__}.{name} modifies its object, which a payload may hand it "
+                "(a module's dict a call returned, through map or a partial)",
+            )
+
+    # ------------------------------------------------------------------ names
 
     def find_class(self, module: str, name: str) -> Any:
         """What a GLOBAL opcode naming ``module`` + ``name`` loads, if admitted."""
@@ -240,157 +685,696 @@ class Policy:
         elif module in _PY2_MODULES:
             module = _PY2_MODULES[module]
         what = f"{module}.{name}"
-        if module == "picklable._reconstruct":
-            guarded = self.rebuilders.get(name)
-            if guarded is not None:
-                return guarded
-            raise self.refuse(what, module, "it is not a rebuilder payloads may name")
         implicit = IMPLICIT.get((module, name))
         if implicit is not None:
             return implicit
-        if (module, name) in (("builtins", "getattr"), ("builtins", "setattr")):
-            return self.guarded_getattr if name == "getattr" else self.guarded_setattr
+        if type(module) is not str or type(name) is not str:
+            raise self.refuse(repr(what), None, "a global is named by two strings")
         if not self.allows(module):
             raise self.refuse(what, module)
-        steps = name.split(".")
-        for step in steps:
-            if not step or step == "<locals>" or (_dunder(step) and step != "__new__"):
-                raise self.refuse(what, module, f"the name {name!r} leads outside the module")
+        return self.walk(module, tuple(name.split(".")), what)
+
+    def walk(self, module: str, path: Path, what: str) -> Any:
+        """Follow ``path`` from ``module``, checking every step and every object on the way."""
         obj = _reconstruct._import(module)
-        try:
-            for step in steps:
-                obj = getattr(obj, step)
-        except AttributeError as exc:
-            raise UnpicklingError(
-                f"Cannot load {what}: {exc}. Fix: install the same version on both sides.",
-                reason=f"{what} not found",
-                hint="install the same version on both sides",
-            ) from exc
-        return self.admit(obj, what)
+        if not path:
+            raise self.refuse(what, None, "a reference names an object in the module")
+        home = None
+        for step in path:
+            home = obj.__name__ if isinstance(obj, types.ModuleType) else None
+            obj = self._step(obj, step, what, home)
+        return self.admit(obj, what, found_in=home)
 
-    # --------------------------------------------------- guarded builtins
+    def _step(self, obj: Any, step: Any, what: str, home: str | None = None) -> Any:
+        """One step of a path: allowed on ``obj``? Then the object it leads to, checked."""
+        if type(step) is str:
+            if not step or step == "<locals>":
+                raise self.refuse(what, None, f"the name {step!r} leads nowhere")
+            if _dunder(step):
+                self._check_dunder_step(obj, step, what)
+                found = vars(obj) if step == "__dict__" else _getattr(obj, step, what)
+            else:
+                found = _getattr(obj, step, what)
+        elif type(step) is int and isinstance(obj, (tuple, list)):
+            found = _item(obj, step, what)
+        elif type(step) is tuple and len(step) == 1 and isinstance(obj, types.MappingProxyType):
+            found = _item(obj, step[0], what)
+        else:
+            raise self.refuse(what, None, f"the step {step!r} is no step of a located path")
+        # Walking a container's items runs no code; anything else on the way
+        # (a module in between included) must belong to an allowed module.
+        if isinstance(found, types.ModuleType) or not isinstance(found, _PATH_CONTAINERS):
+            self._admit_object(found, what, 0, home)
+        return found
 
-    def guarded_getattr(self, obj: Any, name: str, *default: Any) -> Any:
-        """``getattr`` for payloads: public names of non-module objects, and ``__new__``."""
-        if (
-            type(name) is not str
-            or isinstance(obj, types.ModuleType)
-            or (name.startswith("_") and name != "__new__")
-        ):
+    def _check_dunder_step(self, obj: Any, name: str, what: str) -> None:
+        """A dunder step: a class's own attribute, or one of the locator's steps."""
+        if isinstance(obj, types.ModuleType):
+            if obj is sys and name in _STANDARD_STREAMS:
+                return  # sys.__stdout__: the stream, checked like sys.stdout
             raise self.refuse(
-                f"getattr(<{type(obj).__name__}>, {name!r})", None, "the attribute is not public"
+                what, None, f"{name!r} of a module leads to everything the module imported"
             )
-        return self.admit(
-            getattr(obj, name, *default), f"getattr(<{type(obj).__name__}>, {name!r})"
+        if isinstance(obj, type):
+            if name == "__dict__":
+                return  # a class's namespace (read-only); its items are checked
+            self._check_class_attribute(obj, name, what)
+            return
+        if name in _PATH_DUNDERS:
+            return
+        raise self.refuse(what, None, f"the step {name!r} leads outside the module")
+
+    def _check_class_attribute(self, cls: type, name: str, what: str) -> None:
+        """A class's dunder attribute: defined by an allowed class, or a safe builtin one."""
+        if name == "__new__":
+            return
+        for klass in _TYPE_MRO.__get__(cls, type):
+            if name in vars(klass):
+                if klass.__flags__ & (1 << 9) and self.allows(_TYPE_MODULE.__get__(klass, type)):
+                    return  # the allowed module's own code
+                if name in SAFE_DUNDERS:
+                    return
+                break
+        raise self.refuse(
+            what, None, f"{name!r} of {cls.__qualname__} is not an attribute a payload may use"
         )
 
-    def guarded_setattr(self, obj: Any, name: str, value: Any) -> None:
-        """``setattr`` for payloads: only fills closure cells (picklable's use)."""
-        if type(obj) is not types.CellType or name != "cell_contents":
-            raise self.refuse(
-                f"setattr(<{type(obj).__name__}>, {name!r}, ...)",
-                None,
-                "it only fills closure cells",
-            )
-        obj.cell_contents = value
-
-    # ------------------------------------------------ guarded rebuilders
-
-    @functools.cached_property
-    def rebuilders(self) -> dict[str, Any]:
-        """picklable._reconstruct name -> what a payload gets under this policy.
-
-        Plain functions (closures), not bound methods: ``type(_make_function)``
-        is how payloads name ``types.FunctionType``.
-        """
-        return _guarded_rebuilders(self)
-
     def by_value(self, module: Any, what: str) -> None:
-        """Refuse code shipped by value unless its module is allowed."""
+        """A class built by value counts as its ``__module__``."""
         if not self.allows(module):
             raise self.refuse(
                 f"{what} shipped by value",
                 module,
-                f"code shipped by value counts as module {module!r}, not allowed",
+                f"it counts as module {module!r}, not allowed",
             )
 
 
-def _arguments(rebuilder: _reconstruct.Rebuilder, args: tuple[Any, ...]) -> dict[str, Any]:
-    """The payload's positional arguments of ``rebuilder``, by parameter name."""
-    return dict(zip(_PARAMETERS[rebuilder.name], args))
+def _misnamed(cls: type) -> bool:
+    """An extension type that says ``builtins`` without being one of builtins' own."""
+    return (
+        not cls.__flags__ & (1 << 9)
+        and _TYPE_MODULE.__get__(cls, type) == "builtins"
+        and getattr(builtins, cls.__name__, None) is not cls
+    )
 
 
-_PARAMETERS = {
+class _NotThere(UnpicklingError):
+    """A name of a path that this environment does not have (not a refusal)."""
+
+
+def _getattr(obj: Any, name: str, what: str) -> Any:
+    try:
+        return getattr(obj, name)
+    except AttributeError as exc:
+        raise _NotThere(
+            f"Cannot load {what}: {exc}. Fix: install the same version on both sides.",
+            reason=f"{what} not found",
+            hint="install the same version on both sides",
+        ) from exc
+
+
+def _item(obj: Any, key: Any, what: str) -> Any:
+    try:
+        return obj[key]
+    except (LookupError, TypeError) as exc:
+        raise _NotThere(
+            f"Cannot load {what}: no item {key!r} there ({exc}). Fix: install the same "
+            "version on both sides.",
+            reason=f"{what} not found",
+            hint="install the same version on both sides",
+        ) from exc
+
+
+# Implicit types whose instances call other objects (when called, or when the
+# attribute they implement is read): what they call.
+_WRAPPED_CALLABLES: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    staticmethod: lambda obj: (obj.__func__,),
+    classmethod: lambda obj: (obj.__func__,),
+    functools.partial: lambda obj: (obj.func,),
+    property: lambda obj: (obj.fget, obj.fset, obj.fdel),
+    functools.cached_property: lambda obj: (getattr(obj, "func", None),),
+    types.GenericAlias: lambda obj: (obj.__origin__,),
+}
+
+IMPLICIT_TYPES: dict[int, type] = {
+    id(value): value
+    for value in (*IMPLICIT.values(), types.TracebackType)
+    if isinstance(value, type)
+}
+"""The implicit classes, by id: their instances need no module of their own
+(tracebacks are made by picklable's ``_make_traceback`` only)."""
+
+# id(module.__dict__) -> that dict, for the modules of sys.modules; rebuilt when
+# sys.modules grows or shrinks.
+_namespaces: dict[int, Any] = {}  # swapped whole, never changed in place
+_namespaces_of = -1
+
+
+def _is_namespace(obj: dict[Any, Any]) -> bool:
+    """Whether ``obj`` is a module's ``__dict__`` or ``sys.modules`` itself."""
+    global _namespaces, _namespaces_of
+    if obj is sys.modules:
+        return True
+    namespaces = _namespaces
+    if len(sys.modules) != _namespaces_of:
+        # Rebuilt aside and swapped in one assignment: a load in another thread
+        # never sees it half-built.
+        namespaces = {}
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if type(namespace) is dict:
+                namespaces[id(namespace)] = namespace
+        _namespaces, _namespaces_of = namespaces, len(sys.modules)
+    return namespaces.get(id(obj)) is obj
+
+
+# ------------------------------------------------------------ the unpickler
+
+
+_ARGUMENTS: dict[str, tuple[str, ...]] = {
     name: tuple(inspect.signature(rebuilder.function).parameters)
     for name, rebuilder in _reconstruct.REBUILDERS.items()
 }
 
-Guard = Callable[[Policy, _reconstruct.Rebuilder], Callable[..., Any]]
+
+def _arguments(rebuilder: _reconstruct.Rebuilder, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The payload's positional arguments of ``rebuilder``, by parameter name."""
+    return dict(zip(_ARGUMENTS[rebuilder.name], args))
 
 
-def _guard_import(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
-    """``_import`` and ``_resolve``: the module, every path step and the result."""
+# pickle's pure-Python unpickler: one handler per opcode, which this one replaces
+# where an opcode reaches, calls or modifies an object. (Untyped in typeshed.)
+_PythonUnpickler: Any = pickle._Unpickler
+
+
+class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
+    """pickle's pure-Python unpickler with every reach, call and write checked.
+
+    Parameters
+    ----------
+    file:
+        A binary file to read one or more payloads from.
+    policy:
+        What the payloads may reach (a :class:`Policy`, or module names).
+    fix_imports, encoding, errors, buffers:
+        As for :class:`pickle.Unpickler`.
+    persistent_load:
+        A receiver's own ``persistent_load`` (a :class:`picklable.Unpickler`
+        subclass's); what it returns is checked like any named object.
+    """
+
+    dispatch: ClassVar[dict[int, Any]] = dict(_PythonUnpickler.dispatch)
+
+    def __init__(
+        self,
+        file: IO[bytes],
+        policy: Iterable[Any],
+        *,
+        fix_imports: bool = True,
+        encoding: str = "ASCII",
+        errors: str = "strict",
+        buffers: Iterable[Any] | None = None,
+        persistent_load: Callable[[Any], Any] | None = None,
+        _shared: GuardedUnpickler | None = None,
+    ) -> None:
+        super().__init__(
+            file, fix_imports=fix_imports, encoding=encoding, errors=errors, buffers=buffers
+        )
+        self.policy = policy if isinstance(policy, Policy) else Policy(policy)
+        self._receiver_persistent_load = persistent_load
+        # pickle's pure-Python reader takes what a short read gives (a truncated
+        # bytes object outside a frame would load short): read exactly, as C does.
+        self._file_read = _exact_reader(file.read)
+        self._file_readline = _line_reader(file.readline)
+        if _shared is not None:
+            # A nested payload (a script object's copy): one load, one record.
+            self._named: dict[int, Any] = _shared._named
+            self._made: dict[int, Any] = _shared._made
+            self._seen: dict[int, Any] = _shared._seen
+            self._classes: dict[int, Any] = _shared._classes
+        else:
+            self._named = {}  # reached by name: a module's, never modified
+            self._made = {}  # built by an opcode, or new from a call: the payload's
+            self._seen = {}  # returned by a call, held elsewhere too: not the payload's
+            self._classes = {}  # what this payload's class rebuilders returned
+        self.rebuilders = {
+            name: _guard(self, rebuilder) for name, rebuilder in _reconstruct.REBUILDERS.items()
+        }
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def named(self, obj: T, what: str, *, admitted: bool = False) -> T:
+        """Admit ``obj``, reached by a name (``admitted``: the walk to it checked it
+        already), and remember it is not the payload's to modify."""
+        if not admitted:
+            self.policy.admit(obj, what)
+        if type(obj) not in _IMMUTABLE:
+            self._named[id(obj)] = obj
+        return obj
+
+    def result(self, value: T, what: str) -> T:
+        """Admit what a call returned; it is the payload's if nothing else holds it."""
+        if type(value) in _IMMUTABLE:
+            return value
+        key = id(value)
+        if self._named.get(key) is value or self._made.get(key) is value:
+            return value  # checked when it was reached or made
+        self.policy.admit(value, what, named=False)
+        if isinstance(value, type):
+            return value
+        if _refs(value) <= _FRESH_REFS:
+            self._made[key] = value  # only this call's caller holds it: new
+        else:
+            self._seen[key] = value
+        return value
+
+    def made_class(self, cls: T) -> T:
+        """Record a class one of this payload's class rebuilders returned."""
+        self._classes[id(cls)] = cls
+        return cls
+
+    def check_target(
+        self,
+        obj: Any,
+        what: str,
+        *,
+        own_setstate: bool = False,
+        classes: bool = False,
+        through: bool = True,
+    ) -> None:
+        """Refuse to modify ``obj`` unless the payload made it (see the module doc).
+
+        ``own_setstate``: ``obj``'s own ``__setstate__`` does the writing (its class
+        decides what state means): an object a call returned is accepted even if
+        something else holds it, but still no module, class or object reached by
+        name. ``classes``: a picklable state rebuilder, which may set the state of
+        classes this payload's class rebuilders returned (and leaves alone those
+        that originate here); pickle's own opcodes never modify a class.
+        ``through``: the write goes through ``obj`` if it is a proxy (a setattr),
+        so what it wraps must be the payload's too.
+        """
+        for _ in range(8):
+            key = id(obj)
+            if isinstance(obj, types.ModuleType):
+                raise self.policy.refuse(what, None, "a payload may not modify a module")
+            if isinstance(obj, type):
+                if not classes or self._classes.get(key) is not obj:
+                    raise self.policy.refuse(
+                        what, None, "a payload may only set the state of classes it builds"
+                    )
+                return
+            if self._named.get(key) is obj:
+                raise self.policy.refuse(
+                    what, None, "it is an object of a module, reached by name: not the payload's"
+                )
+            if not own_setstate and self._made.get(key) is not obj:
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    "the payload did not make it (a call returned an object that something "
+                    "else holds: a member, a cached object, a module's)",
+                )
+            # Writes through a proxy or a memoryview land on what it wraps.
+            if not through:
+                return
+            if type(obj) is memoryview:
+                obj = obj.obj
+            elif type(obj) is not getattr(obj, "__class__", type(obj)):
+                obj = getattr(obj, "__wrapped__", None)
+                if obj is None:
+                    return
+            else:
+                return
+        raise self.policy.refuse(what, None, "it wraps objects too deeply to check")
+
+    def _call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> Any:
+        """Call ``func`` (admitted: it is on the stack); a mutating builtin
+        method's ``self`` must be the payload's to modify."""
+        t = type(func)
+        if t in _DESCRIPTORS and issubclass(func.__objclass__, _MUTABLE_BUILTINS) and args:
+            self.check_target(args[0], f"{func.__qualname__}(...) on an object")
+        elif t in _BOUND_BUILTINS and isinstance(func.__self__, _MUTABLE_BUILTINS):
+            self.check_target(func.__self__, f"{func.__qualname__}(...)")
+        return func(*args) if kwargs is None else func(*args, **kwargs)
+
+    # ------------------------------------------------------------- opcodes
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "picklable._reconstruct":
+            guarded = self.rebuilders.get(name) if type(name) is str else None
+            if guarded is None:
+                raise self.policy.refuse(
+                    f"{module}.{name}", None, "it is not a rebuilder payloads may name"
+                )
+            return guarded
+        if (module, name) in (("builtins", "getattr"), ("builtins", "setattr")) or (
+            (module, name) in (("__builtin__", "getattr"), ("__builtin__", "setattr"))
+        ):
+            return self.guarded_getattr if name == "getattr" else self.guarded_setattr
+        return self.named(self.policy.find_class(module, name), name, admitted=True)
+
+    def persistent_load(self, pid: Any) -> Any:
+        receiver = self._receiver_persistent_load
+        if receiver is None:
+            raise self.policy.refuse(
+                "a persistent id", None, "this unpickler resolves no persistent ids"
+            )
+        return self.named(receiver(pid), f"persistent id {pid!r}")
+
+    def get_extension(self, code: int) -> None:
+        # copyreg's registry names a global; its cache (filled by any earlier load,
+        # guarded or not) would bypass the check: never read it, never fill it.
+        key = copyreg._inverted_registry.get(code)  # type: ignore[attr-defined]
+        if not key:
+            raise self.policy.refuse(
+                f"extension code {code}", None, "no extension is registered under it"
+            )
+        self.append(self.find_class(*key))
+
+    def load_reduce(self) -> None:
+        stack = self.stack
+        args = stack.pop()
+        func = stack[-1]
+        what = f"the result of {_name_of(func)}(...)"
+        if type(args) is not tuple:
+            raise pickle.UnpicklingError("REDUCE needs a tuple of arguments")
+        stack[-1] = self.result(self._call(func, args, what), what)
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+
+    def _instantiate(self, klass: Any, args: list[Any]) -> None:
+        what = f"an instance of {_name_of(klass)}"
+        if args or not isinstance(klass, type) or hasattr(klass, "__getinitargs__"):
+            value = self._call(klass, tuple(args), what)
+        else:
+            new: Any = klass.__new__
+            value = new(klass)
+        self.append(self.result(value, what))
+
+    def load_newobj(self) -> None:
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        self.append(self._new(cls, args, None))
+
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+
+    def load_newobj_ex(self) -> None:
+        kwargs = self.stack.pop()
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        self.append(self._new(cls, args, kwargs))
+
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+
+    def _new(self, cls: Any, args: Any, kwargs: Any) -> Any:
+        if not isinstance(cls, type) or type(args) is not tuple:
+            raise pickle.UnpicklingError("NEWOBJ needs a class and a tuple of arguments")
+        if kwargs is not None and type(kwargs) is not dict:
+            raise pickle.UnpicklingError("NEWOBJ_EX needs a dict of keyword arguments")
+        what = f"an instance of {_name_of(cls)}"
+        return self.result(self._call(cls.__new__, (cls, *args), what, kwargs), what)
+
+    def load_build(self) -> None:
+        stack = self.stack
+        state = stack.pop()
+        inst = stack[-1]
+        what = f"state set on {_name_of(type(inst))} object"
+        if isinstance(inst, type):
+            raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
+        setstate = getattr(inst, "__setstate__", None)
+        if setstate is not None:
+            # The object's own class decides what its state means (an allowed
+            # module's class: numpy's cached dtypes are set so); still never on a
+            # module, a class or an object reached by name, and a builtin or
+            # implicit class's __setstate__ (partial's, an exception's) replaces
+            # whatever it is given: only on objects the payload made.
+            self.check_target(inst, what, own_setstate=self._own_setstate(inst))
+            setstate(state)
+            return
+        self.check_target(inst, what)
+        slotstate = None
+        if isinstance(state, tuple) and len(state) == 2:
+            state, slotstate = state
+        if state:
+            inst_dict = self._instance_dict(inst, what)
+            intern = sys.intern
+            for k, v in state.items():
+                if type(k) is str:
+                    inst_dict[intern(k)] = v
+                else:
+                    inst_dict[k] = v
+        if slotstate:
+            for k, v in slotstate.items():
+                setattr(inst, k, v)
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def _own_setstate(self, inst: Any) -> bool:
+        """Whether ``inst``'s ``__setstate__`` is an allowed module's own code."""
+        for klass in _TYPE_MRO.__get__(type(inst), type):
+            if "__setstate__" in vars(klass):
+                module = _TYPE_MODULE.__get__(klass, type)
+                return IMPLICIT_TYPES.get(id(klass)) is not klass and self.policy.allows(module)
+        return False
+
+    def _instance_dict(self, inst: Any, what: str) -> dict[Any, Any]:
+        """``inst.__dict__``, where BUILD writes: never a dict the payload got otherwise.
+
+        A class the payload makes can answer ``__dict__`` (a property, a
+        ``__getattribute__``) with any object it holds: a module's dict a call
+        returned, say. The object's real dict is one the payload never saw.
+        """
+        found: dict[Any, Any] = inst.__dict__
+        self.check_own_dict(found, what)
+        return found
+
+    def check_own_dict(self, found: Any, what: str) -> None:
+        """Refuse to write into ``found``, an object's ``__dict__``, unless it can be
+        its own: a dict the payload never got otherwise, and no module's namespace."""
+        key = id(found)
+        if (
+            type(found) is not dict
+            or self._named.get(key) is found
+            or self._seen.get(key) is found
+            or _is_namespace(found)
+        ):
+            raise self.policy.refuse(
+                what, None, "its __dict__ is not its own (a hook hands out another object)"
+            )
+
+    def check_written(self, obj: Any, how: str, what: str) -> None:
+        """Check one write a picklable rebuilder declares (``Rebuilder.writes``)."""
+        if how == "dict":
+            self.check_own_dict(obj, what)
+        else:
+            self.check_target(obj, what, classes=True, through=how == "through")
+
+    def load_append(self) -> None:
+        self.check_target(self.stack[-2], "an item appended to an object")
+        super().load_append()
+
+    dispatch[pickle.APPEND[0]] = load_append
+
+    def load_appends(self) -> None:
+        self.check_target(self.metastack[-1][-1], "items appended to an object")
+        super().load_appends()
+
+    dispatch[pickle.APPENDS[0]] = load_appends
+
+    def load_setitem(self) -> None:
+        self.check_target(self.stack[-3], "an item set on an object")
+        super().load_setitem()
+
+    dispatch[pickle.SETITEM[0]] = load_setitem
+
+    def load_setitems(self) -> None:
+        self.check_target(self.metastack[-1][-1], "items set on an object")
+        super().load_setitems()
+
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
+    def load_additems(self) -> None:
+        self.check_target(self.metastack[-1][-1], "items added to an object")
+        super().load_additems()
+
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def _made_here(self) -> None:
+        obj = self.stack[-1]
+        self._made[id(obj)] = obj
+
+    def load_empty_dictionary(self) -> None:
+        self.append({})
+        self._made_here()
+
+    dispatch[pickle.EMPTY_DICT[0]] = load_empty_dictionary
+
+    def load_empty_list(self) -> None:
+        self.append([])
+        self._made_here()
+
+    dispatch[pickle.EMPTY_LIST[0]] = load_empty_list
+
+    def load_empty_set(self) -> None:
+        self.append(set())
+        self._made_here()
+
+    dispatch[pickle.EMPTY_SET[0]] = load_empty_set
+
+    def load_list(self) -> None:
+        super().load_list()
+        self._made_here()
+
+    dispatch[pickle.LIST[0]] = load_list
+
+    def load_dict(self) -> None:
+        super().load_dict()
+        self._made_here()
+
+    dispatch[pickle.DICT[0]] = load_dict
+
+    def load_bytearray8(self) -> None:
+        # pickle's version allocates the announced size before reading it.
+        (size,) = struct.unpack("<Q", self.read(8))
+        data = self.read(size)
+        if len(data) != size:
+            raise pickle.UnpicklingError("pickle data was truncated")
+        self.append(bytearray(data))
+        self._made_here()
+
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
+    def nested_load(self, data: bytes) -> Any:
+        """Load a payload nested in this one (a copy to fall back on) under the same policy."""
+        return GuardedUnpickler(io.BytesIO(data), self.policy, _shared=self).load()
+
+    # ---------------------------------------------------- guarded builtins
+
+    def guarded_getattr(self, obj: Any, name: str, *default: Any) -> Any:
+        """``getattr`` for payloads: public attributes, a class's own and safe dunders."""
+        what = f"getattr(<{type(obj).__name__}>, {name!r})"
+        if type(name) is not str or isinstance(obj, types.ModuleType) or len(default) > 1:
+            raise self.policy.refuse(what, None, "a payload reads no module attribute this way")
+        if name.startswith("_"):
+            if not (_dunder(name) and isinstance(obj, type)):
+                raise self.policy.refuse(what, None, "the attribute is not public")
+            self.policy._check_class_attribute(obj, name, what)
+        return self.named(getattr(obj, name, *default), what)
+
+    def guarded_setattr(self, obj: Any, name: str, value: Any) -> None:
+        """``setattr`` for payloads: only fills closure cells the payload made."""
+        what = f"setattr(<{type(obj).__name__}>, {name!r}, ...)"
+        if type(obj) is not types.CellType or name != "cell_contents":
+            raise self.policy.refuse(what, None, "it only fills closure cells")
+        self.check_target(obj, what)
+        obj.cell_contents = value
+
+
+def _exact_reader(read: Callable[[int], bytes]) -> Callable[[int], bytes]:
+    def read_exactly(size: int) -> bytes:
+        data = read(size)
+        if len(data) != size and (data or size != 1):  # b"" for 1: EOFError, as in C
+            raise pickle.UnpicklingError("pickle data was truncated")
+        return data
+
+    return read_exactly
+
+
+def _line_reader(readline: Callable[[], bytes]) -> Callable[[], bytes]:
+    def read_line() -> bytes:
+        line = readline()
+        if not line.endswith(b"\n"):
+            raise pickle.UnpicklingError("pickle data was truncated")
+        return line
+
+    return read_line
+
+
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+# Types whose instances' names can be read without running any of their code.
+_NAMED_INSTANCES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    *_DESCRIPTORS,
+)
+
+
+def _name_of(obj: Any) -> str:
+    """``module.qualname`` of ``obj`` for messages, read without looking anything
+    up on an instance (its class's ``__getattr__`` could run, or recurse)."""
+    if isinstance(obj, type):
+        module, name = _TYPE_MODULE.__get__(obj, type), _TYPE_QUALNAME.__get__(obj, type)
+    elif type(obj) in _NAMED_INSTANCES:
+        name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "?")
+        module = getattr(obj, "__module__", None)
+    else:
+        t = type(obj)
+        module, name = _TYPE_MODULE.__get__(t, type), f"{_TYPE_QUALNAME.__get__(t, type)} object"
+    return f"{module}.{name}" if type(module) is str and module != "builtins" else str(name)
+
+
+# -------------------------------------------------- guarded rebuilders
+
+Guard = Callable[[GuardedUnpickler, _reconstruct.Rebuilder], Callable[..., Any]]
+
+
+def _guard_import(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """``_import`` and ``_resolve``: the module, every step of the path and the result."""
     function = rebuilder.function
+    policy = load.policy
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
         module = arguments.get("module")
-        path = arguments.get("path")
-        if path is None:
+        if type(module) is not str:
+            raise policy.refuse(f"a reference to {module!r}", None, "malformed reference")
+        if "path" not in arguments:
             if not policy.allows(module):
                 raise policy.refuse(f"import of {module!r}", module)
-            return function(*args)
-        if type(module) is not str or type(path) is not tuple:
+            return load.named(function(*args), f"module {module!r}")
+        path = arguments["path"]
+        if type(path) is not tuple:
             raise policy.refuse(f"reference {module!r}:{path!r}", None, "malformed reference")
-        for step in path:
-            if type(step) is tuple and len(step) != 1:
-                raise policy.refuse(f"reference {module!r}:{path!r}", None, "malformed path")
         where = format_path(module, path)
-        allowed = policy.allows(module)
-        if not allowed and module not in _IMPLICIT_MODULES:
+        if all(type(step) is str for step in path):
+            implicit = IMPLICIT.get((module, ".".join(path)))
+            if implicit is not None:
+                return implicit
+        if not policy.allows(module):
             raise policy.refuse(where, module)
-        if allowed and path and path[0] == "__dict__":
-            raise policy.refuse(
-                where, module, "a module's namespace leads to everything it imported"
-            )
-        for step in path:
-            key = step[0] if type(step) is tuple else step
-            if type(key) is str and key.startswith("__") and key not in _PATH_DUNDERS:
-                raise policy.refuse(where, module, f"the step {key!r} leads outside the module")
-        obj = function(*args)
-        if allowed:
-            return policy.admit(obj, where)
-        if _is_implicit(obj):  # a module of IMPLICIT: its listed objects only
-            return obj
-        raise policy.refuse(where, module)
+        return load.named(policy.walk(module, path, where), where, admitted=True)
 
     return guarded
 
 
-def _guard_code(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
-    """By-value code counts as the module its globals name; bare code, as none."""
+def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """By-value code: refused without the opt-in; then it counts as the module its globals name."""
     function = rebuilder.function
+    policy = load.policy
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
-        if "globals" not in arguments:
-            raise policy.refuse(
-                "a code object",
-                None,
-                "a bare code object belongs to no module an allow-list can name",
-            )
-        namespace = arguments["globals"]
-        module = namespace.get("__name__") if type(namespace) is dict else None
-        policy.by_value(module, f"function {arguments.get('name')!r}")
+        namespace = arguments.get("globals")
+        if namespace is None:
+            what = "a code object shipped by value"
+            module = None
+        else:
+            module = namespace.get("__name__") if type(namespace) is dict else None
+            what = f"function {arguments.get('name')!r} shipped by value"
+        if not policy.by_value_code or (namespace is not None and not policy.allows(module)):
+            raise policy.refuse_code(what, module)
         return function(*args)
 
     return guarded
 
 
-def _guard_class(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
     """A class by value counts as its ``__module__``; what its tracker id finds too."""
     function = rebuilder.function
-    origin_at = _PARAMETERS[rebuilder.name].index("origin")
+    policy = load.policy
+    origin_at = _ARGUMENTS[rebuilder.name].index("origin")
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
@@ -403,39 +1387,122 @@ def _guard_class(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[
             args = (*args[:origin_at], None, *args[origin_at + 1 :])
         cls = function(*args)
         # A tracker id may name any class this process knows: check what it found.
-        return policy.admit(cls, f"class {name!r}")
+        return load.made_class(policy.admit(cls, f"class {name!r}"))
 
     return guarded
 
 
-def _guard_state(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
-    """Rebuilders that set attributes: only the targets and names picklable writes."""
+def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """Rebuilders that set state: only on objects the payload made (see ``check_target``)."""
+    policy = load.policy
     function = rebuilder.function
-    name = rebuilder.name
+    target_name = rebuilder.target
+    state_name = rebuilder.state
+    writes = rebuilder.writes
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
-        if name == "_with_state":
-            state = arguments.get("state")
-            for key in state or ():
-                if type(key) is not str or (key.startswith("_") and key not in _STATE_DUNDERS):
-                    raise policy.refuse(
-                        f"state {key!r} of a with_state object", None, "not a public attribute"
-                    )
-        elif name == "_exception_setstate" and not isinstance(arguments.get("exc"), BaseException):
-            target = type(arguments.get("exc")).__name__
-            raise policy.refuse(
-                f"exception state on a {target}", None, "the target is not an exception"
-            )
+        target = arguments.get(target_name)  # type: ignore[arg-type]
+        if state_name is not None and not arguments.get(state_name):
+            return function(*args)  # nothing to set
+        what = f"state set on {_name_of(target)}"
+        if writes is None:
+            load.check_target(target, what, classes=True)
+        else:
+            try:
+                written = list(writes(**arguments))
+            except Exception as exc:  # a malformed state: the rebuilder would fail too
+                raise policy.refuse(what, None, f"malformed state ({exc})") from exc
+            for obj, how in written:
+                if how != "dict" and load._named.get(id(obj)) is obj:
+                    raise _state_on_named(policy, target, what)
+                load.check_written(obj, how, what)
         return function(*args)
 
     return guarded
 
 
-def _pass_through(policy: Policy, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
-    """Rebuilders that build from their arguments or call what the payload holds
-    (each of which an allow-list has admitted already)."""
+def _guard_origin(
+    load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder, guard: Callable[..., Any]
+) -> Callable[..., Any]:
+    """A rebuilder that returns this process's own script object where it runs the
+    sender's script (``Rebuilder.origin``): only with the script's module listed,
+    its path checked as any name's; otherwise the copy, as its reach's ``guard``
+    allows (or, for a reference alone, a refusal)."""
+    function = rebuilder.function
+    policy = load.policy
+    at = _ARGUMENTS[rebuilder.name].index(rebuilder.origin or "origin")
+
+    def guarded(*args: Any) -> Any:
+        origin = args[at] if len(args) > at else None
+        if origin is None:
+            return guard(*args)
+        if (
+            type(origin) is not tuple
+            or len(origin) != 4
+            or type(origin[0]) is not str
+            or type(origin[1]) is not tuple
+        ):
+            raise policy.refuse(f"a script reference {origin!r}", None, "malformed reference")
+        module, path, _, line = origin
+        where = format_path(module, path)
+        if policy.allows(module):
+            found = _script_object(load, origin, where)
+            if found is not _reconstruct._MISSING:
+                return found  # the rebuilder would return it too, and build nothing
+        elif rebuilder.reach == "import":
+            raise policy.refuse(where, module)
+        # Not this script, or not allowed: the copy (an origin that matches no script).
+        copy_args = (*args[:at], (module, path, None, line), *args[at + 1 :])
+        if rebuilder.reach == "import":
+            return function(*copy_args)  # raises: no copy could travel
+        return guard(*copy_args)
+
+    return guarded
+
+
+def _script_object(load: GuardedUnpickler, origin: Any, where: str) -> Any:
+    """This process's own object for a script ``origin`` (or ``_MISSING``), its
+    path walked with the policy's checks in every script module that could hold it."""
+    _, path, filename, _ = origin
+    for name in MAIN_MODULES:
+        script = sys.modules.get(name)
+        if script is None or filename is None or getattr(script, "__file__", None) != filename:
+            continue
+        try:
+            load.policy.walk(name, path, where)
+        except _NotThere:
+            continue  # another version of the script: the rebuilder finds nothing here
+    found = _reconstruct._script_original(origin)
+    if found is _reconstruct._MISSING:
+        return found
+    return load.named(found, where)
+
+
+def _state_on_named(policy: Policy, target: Any, what: str) -> UnpicklingError:
+    """The refusal of state the sender carried to this process's own object."""
+    return UnpicklingError(
+        f"Refusing to load {what}: the payload carries state to set on this process's own "
+        f"{_name_of(target)} (reached by name), and under an allow-list a payload never "
+        "modifies an object of a module (allowed: "
+        f"{', '.join(repr(n) for n in policy.names) or 'nothing'}). Fix: on the sending "
+        "side, ship picklable.without_state(obj) (the reference alone), or load it "
+        "without an allow-list.",
+        reason=f"{what} not allowed",
+        hint="ship picklable.without_state(obj), or load without an allow-list",
+    )
+
+
+def _guard_call(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """Rebuilders that call or build from what the payload holds (all of it admitted
+    already); the unpickler checks what they return like any call's result."""
     return rebuilder.function
+
+
+def _guard(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
+    """The guarded ``rebuilder``: its reach's guard, behind its script origin's if any."""
+    guard = _GUARDS[rebuilder.reach](load, rebuilder)
+    return guard if rebuilder.origin is None else _guard_origin(load, rebuilder, guard)
 
 
 # What each reach (declared with each rebuilder) is guarded by.
@@ -444,14 +1511,7 @@ _GUARDS: dict[str, Guard] = {
     "code": _guard_code,
     "class": _guard_class,
     "state": _guard_state,
-    "call": _pass_through,
-    "build": _pass_through,
+    "call": _guard_call,
+    "build": _guard_call,
 }
-
-
-def _guarded_rebuilders(policy: Policy) -> dict[str, Any]:
-    """Every rebuilder a payload may name, guarded as its declared reach requires."""
-    return {
-        name: _GUARDS[rebuilder.reach](policy, rebuilder)
-        for name, rebuilder in _reconstruct.REBUILDERS.items()
-    }
+assert set(_GUARDS) == set(_reconstruct.REACHES), "every reach has a guard"

@@ -6,8 +6,18 @@ This is where the options meet: pooled picklers for the default protocol (a
 the allow-list (``allowed=``, :mod:`picklable._allow`), the one retry after a
 stale "importable by name" answer, and the errors users read: a failure to
 dump is located (:mod:`picklable._diagnose`) and raised as one
-:class:`~picklable.PicklingError` that names the path; a failure to load says
-what is missing here.
+:class:`~picklable.PicklingError` that names the path, and that is also of the
+type the pickler raised (``TypeError``, an object's own ``ValueError``...); a
+failure to load says what is missing here, as an
+:class:`~picklable.UnpicklingError` that is also of its cause's type
+(``ModuleNotFoundError``, ``AttributeError``, ``EOFError``...).
+
+**One traceback per error.** The located error is raised with picklable's
+internal chain (the C pickler's exception, the retry) suppressed: a failed
+``dumps`` prints the caller's line, one frame of ``dumps`` and the message.
+The exception the pickler raised stays reachable as ``__context__``.
+``PICKLABLE_TRACEBACK=full`` in the environment prints the whole chain;
+:func:`picklable.explain` tells every part of the object.
 
 Signing, the deterministic pickler and the diagnostics are imported on first
 use: a worker that only loads, and never fails, imports none of them.
@@ -17,14 +27,14 @@ from __future__ import annotations
 
 import io
 import pickle
-import sys
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from . import _caches, _locator
+from ._compat import full_traceback
 from ._pickler import DEFAULT_PROTOCOL, Pickler
 from ._unpickler import Unpickler, unpickling_error
-from .exceptions import PicklingError, UnpicklingError
+from .exceptions import UnpicklingError
 
 __all__ = ["dump", "dumps", "load", "loads", "signing_module"]
 
@@ -50,11 +60,43 @@ def signing_module() -> Any:
     return module
 
 
-def _pickling_error(obj: Any, exc: BaseException) -> PicklingError:
-    """The located error for a failed dump (the diagnostics load on first failure)."""
-    from ._diagnose import pickling_error
+def _dump_error(obj: Any, exc: BaseException) -> BaseException:
+    """What a failed dump raises: located, of the type users catch, its chain
+    suppressed (the diagnostics load on first failure)."""
+    from . import _diagnose
 
-    return pickling_error(obj, exc)
+    if isinstance(exc, RecursionError):
+        error = _diagnose.recursion_error(obj, exc)
+    elif _is_located(exc):
+        error = exc  # already located by a reducer
+    else:
+        error = _diagnose.dump_error(obj, exc)
+    return _chained(error, exc)
+
+
+def _is_located(exc: BaseException) -> bool:
+    path = getattr(exc, "path", None)
+    return isinstance(path, str) and bool(path) and isinstance(exc, pickle.PicklingError)
+
+
+def _chained(error: BaseException, exc: BaseException) -> BaseException:
+    """``error``, to be raised for ``exc``: with ``exc`` as its context, printed
+    only under ``PICKLABLE_TRACEBACK=full``."""
+    if error is exc:
+        return error
+    error.__context__ = exc
+    if full_traceback():
+        error.__cause__ = exc
+    else:
+        error.__suppress_context__ = True
+    return error
+
+
+def _stale_reference(exc: BaseException) -> bool:
+    """Whether ``exc`` may come from a stale "importable by name" answer: the
+    C pickler refusing a reference (its own PicklingError, "not the same
+    object", "attribute lookup ... failed"), once names are cached."""
+    return type(exc) is pickle.PicklingError and bool(_locator.by_name)
 
 
 class _Sink:
@@ -101,11 +143,17 @@ def dumps(
     key: bytes | None = None,
     deterministic: bool = False,
     scripts: str = "auto",
+    fix_imports: bool = True,
 ) -> bytes:
     # The options are not keyword-only on purpose: CPython fills each missing
     # keyword-only default with a dict lookup, positional ones from a tuple,
     # and this call is measured against pickle.dumps. Pass them by keyword.
+    # (protocol and buffer_callback are positional in cloudpickle.dumps too.)
     """Serialize ``obj`` to bytes (see :class:`Pickler` for the rule).
+
+    .. versionchanged:: 0.2.0
+        ``fix_imports``; errors are also of the type the pickler raised, with
+        one traceback (``PICKLABLE_TRACEBACK=full`` for the internal chain).
 
     Parameters
     ----------
@@ -133,6 +181,8 @@ def dumps(
         :class:`Pickler`.
 
         .. versionadded:: 0.2.0
+    fix_imports:
+        As for :func:`pickle.dumps` (protocols 0-2 only).
 
     Returns
     -------
@@ -142,7 +192,10 @@ def dumps(
     Raises
     ------
     picklable.PicklingError
-        With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship.
+        With ``.path``, ``.reason`` and ``.hint`` naming what cannot ship. When
+        the pickler failed because code raised another exception (``TypeError``
+        from the C pickler, an object's ``__reduce__`` raising ``ValueError``),
+        the error is also of that type (see :func:`picklable.exceptions.combined`).
     TypeError, ValueError
         ``key`` is not bytes, or shorter than 16 bytes.
     """
@@ -151,8 +204,9 @@ def dumps(
         or deterministic
         or (protocol is not None and protocol != DEFAULT_PROTOCOL)
         or scripts != "auto"
+        or fix_imports is not True
     ):
-        return _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts)
+        return _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts, fix_imports)
     # The success path is what pickle.dumps is measured against: no finally,
     # and the resets are slot stores; failures leave through _dump_failed.
     try:
@@ -167,7 +221,11 @@ def dumps(
         pickler.dump(obj)
     except Exception as exc:
         # The pickler is not put back: it may hold a half-written payload.
-        return _dump_failed(obj, pickler, chunks, exc)
+        retried = _dump_failed(obj, pickler, chunks, exc)
+        if isinstance(retried, bytes):
+            return retried
+        # One traceback: the cause is set (or not) as the module doc says.
+        raise retried from retried.__cause__
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     if len(data) <= _SMALL_MEMO_BYTES:
@@ -181,27 +239,36 @@ def dumps(
     return data
 
 
-def _dump_failed(obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception) -> bytes:
-    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``.
+def _dump_failed(
+    obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception
+) -> bytes | BaseException:
+    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``:
+    the payload, or the error for dumps to raise.
 
-    A cached "importable by name" answer may have gone stale (a module
-    attribute reassigned): forget them all and try once more. Otherwise, or if
-    that fails too, raise a :class:`PicklingError` that names the path.
+    Try once more when the failure may come from a cached "importable by name"
+    answer gone stale (a module attribute reassigned, which makes the C
+    pickler refuse the reference: the cache is forgotten), or from a copied
+    object of the script that cannot be copied (the second try sends those as
+    references alone). Any other failure is not retried: an object's failing
+    ``__reduce__`` runs once, as with pickle (the error's walk to it pickles
+    nothing).
     """
-    if isinstance(exc, RecursionError):
-        raise _recursion_error(obj) from exc
-    if isinstance(exc, PicklingError) and (exc.path or isinstance(exc.__cause__, RecursionError)):
-        raise exc  # already located by a reducer, or too deep to walk again
     scripts = _copied_script_objects(pickler)
-    if not _locator.by_name and not scripts:
-        raise _pickling_error(obj, exc) from exc
+    if (
+        isinstance(exc, RecursionError)
+        or _is_located(exc)
+        or (not _stale_reference(exc) and not scripts)
+    ):
+        return _dump_error(obj, exc)
     _locator.by_name.clear()
     chunks.clear()
     pickler.clear_memo()
     pickler._payload = None
     pickler._check_copies = scripts
     try:
-        _dump(obj, pickler)
+        pickler.dump(obj)
+    except Exception as again:
+        return _dump_error(obj, again)
     finally:
         pickler._check_copies = False
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -221,9 +288,10 @@ def _dumps_with(
     key: Any,
     deterministic: bool,
     scripts: str = "auto",
+    fix_imports: bool = True,
 ) -> bytes:
-    """dumps with a key, deterministic bytes, another protocol or another script
-    mode (the slower branch)."""
+    """dumps with a key, deterministic bytes, another protocol, another script
+    mode or fix_imports (the slower branch)."""
     signing_key = None
     oob: list[pickle.PickleBuffer] = []
     if key is not None:
@@ -242,6 +310,7 @@ def _dumps_with(
         and buffer_callback is None
         and (protocol is None or protocol == DEFAULT_PROTOCOL)
         and scripts == "auto"
+        and fix_imports is True
     ):
         data = dumps(obj)  # signed, otherwise the default: the pooled picklers
     else:
@@ -252,12 +321,21 @@ def _dumps_with(
         else:
             make = Pickler
         buffer = io.BytesIO()
-        _dump_fresh(
+        error = _dump_fresh(
             obj,
             buffer,
-            lambda file: make(file, protocol, buffer_callback=buffer_callback, scripts=scripts),
+            lambda file: make(
+                file,
+                protocol,
+                fix_imports=fix_imports,
+                buffer_callback=buffer_callback,
+                scripts=scripts,
+            ),
             oob.clear,  # a retry calls the callback for every buffer again
         )
+        if error is not None:
+            # One traceback: see the module doc
+            raise error
         data = buffer.getvalue()
     if signing_key is None:
         return data
@@ -269,17 +347,22 @@ def dump(
     obj: Any,
     file: IO[bytes],
     protocol: int | None = None,
-    *,
     buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+    *,
     key: bytes | None = None,
     deterministic: bool = False,
     scripts: str = "auto",
+    fix_imports: bool = True,
 ) -> None:
     """Serialize ``obj`` into the binary ``file``.
 
-    Parameters are as for :func:`dumps`. Without ``key`` and ``deterministic``
-    the pickler writes into ``file`` as it goes; with either, the payload is
-    made in memory first and written in one call.
+    .. versionchanged:: 0.2.0
+        ``buffer_callback`` may be passed by position; ``fix_imports``.
+
+    Parameters are as for :func:`dumps` (``buffer_callback`` is the fourth
+    positional, as in ``cloudpickle.dump``). Without ``key`` and
+    ``deterministic`` the pickler writes into ``file`` as it goes; with either,
+    the payload is made in memory first and written in one call.
 
     Raises
     ------
@@ -287,13 +370,20 @@ def dump(
         As for :func:`dumps`.
     """
     if key is not None or deterministic:
-        file.write(_dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts))
+        file.write(
+            _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts, fix_imports)
+        )
         return
-    _dump_fresh(
+    error = _dump_fresh(
         obj,
         file,
-        lambda out: Pickler(out, protocol, buffer_callback=buffer_callback, scripts=scripts),
+        lambda out: Pickler(
+            out, protocol, fix_imports, buffer_callback=buffer_callback, scripts=scripts
+        ),
     )
+    if error is not None:
+        # One traceback: see the module doc
+        raise error
 
 
 class _Watched:
@@ -315,14 +405,14 @@ def _dump_fresh(
     file: IO[bytes],
     make_pickler: Callable[[Any], Any],
     on_retry: Callable[[], Any] | None = None,
-) -> None:
-    """Pickle ``obj`` into ``file`` with a new pickler.
+) -> BaseException | None:
+    """Pickle ``obj`` into ``file`` with a new pickler; the error to raise, if any.
 
-    As in :func:`dumps`, a failure while "importable by name" answers are cached
-    gets one retry with the cache cleared (a module attribute reassigned since
-    makes pickle refuse the stale reference), provided the file can be put back
-    as it was: nothing written yet (the C pickler writes in 64 KiB frames), or
-    seekable.
+    As in :func:`dumps`, a failure that may come from a stale "importable by
+    name" answer gets one retry with the cache cleared (a module attribute
+    reassigned since makes pickle refuse the stale reference), provided the
+    file can be put back as it was: nothing written yet (the C pickler writes
+    in 64 KiB frames), or seekable.
     """
     start = None
     try:
@@ -334,13 +424,16 @@ def _dump_fresh(
     first = make_pickler(watched)
     try:
         first.dump(obj)
-        return
-    except RecursionError as exc:
-        raise _recursion_error(obj) from exc
+        return None
     except Exception as exc:
         scripts = _copied_script_objects(first)
-        if (not _locator.by_name and not scripts) or (watched.written and start is None):
-            raise _pickling_error(obj, exc) from exc
+        if (
+            isinstance(exc, RecursionError)
+            or _is_located(exc)
+            or (not _stale_reference(exc) and not scripts)
+            or (watched.written and start is None)
+        ):
+            return _dump_error(obj, exc)
     if watched.written:
         assert start is not None
         file.seek(start)
@@ -350,28 +443,11 @@ def _dump_fresh(
         on_retry()
     again = make_pickler(file)
     again._check_copies = scripts
-    _dump(obj, again)
-
-
-def _dump(obj: Any, pickler: Pickler) -> None:
     try:
-        pickler.dump(obj)
-    except RecursionError as exc:
-        raise _recursion_error(obj) from exc
-    except Exception as exc:
-        raise _pickling_error(obj, exc) from exc
-
-
-def _recursion_error(obj: Any) -> PicklingError:
-    return PicklingError(
-        f"Cannot pickle {type(obj).__module__}.{type(obj).__qualname__}: the object "
-        "graph is nested deeper than the recursion limit "
-        f"({sys.getrecursionlimit()}). Fix: flatten the structure, or "
-        "raise the limit with sys.setrecursionlimit() on both sides.",
-        type_name=f"{type(obj).__module__}.{type(obj).__qualname__}",
-        reason="nested deeper than the recursion limit",
-        hint="flatten the structure or raise sys.setrecursionlimit() on both sides",
-    )
+        again.dump(obj)
+    except Exception as failed:
+        return _dump_error(obj, failed)
+    return None
 
 
 def loads(
@@ -380,11 +456,18 @@ def loads(
     buffers: Iterable[Any] | None = None,
     key: bytes | None = None,
     allowed: Iterable[Any] | None = None,
+    fix_imports: bool | None = None,
+    encoding: str | None = None,
+    errors: str | None = None,
 ) -> Any:
     # The options are not keyword-only on purpose: CPython fills each missing
     # keyword-only default with a dict lookup, positional ones from a tuple,
     # and this call is measured against pickle.loads. Pass them by keyword.
+    # pickle's own three default to None here: one identity test each.
     """Load an object from ``data``.
+
+    .. versionchanged:: 0.2.0
+        ``fix_imports``, ``encoding`` and ``errors``; errors keep their cause's type.
 
     Parameters
     ----------
@@ -397,10 +480,16 @@ def loads(
         unsigned, truncated, altered or otherwise signed payload is refused
         before anything is unpickled.
     allowed:
-        Module names whose objects the payload may name (each covers its
-        submodules). Code shipped by value counts as its module's (``"__main__"``
-        for a script's functions). Defence in depth, not a sandbox: see
-        :mod:`picklable._allow`.
+        Module names whose objects the payload may reach, call or modify (each
+        covers its submodules), or a :class:`picklable.Policy`. Code shipped by
+        value is refused unless the policy opts in
+        (``Policy([...], by_value_code=True)``). The payload is then read by a
+        guarded pure-Python unpickler (several times slower than the default);
+        see docs/safety.md for exactly what it guarantees.
+    fix_imports, encoding, errors:
+        As for :func:`pickle.loads` (for pickles made by Python 2:
+        ``encoding="latin1"`` or ``"bytes"``); default ``True``, ``"ASCII"``,
+        ``"strict"``.
 
     Returns
     -------
@@ -410,24 +499,46 @@ def loads(
     ------
     picklable.UnpicklingError
         Naming what could not be imported or built in this interpreter, or why
-        the payload was refused.
+        the payload was refused; also of its cause's type when loading failed
+        with another exception (``ModuleNotFoundError``, ``AttributeError``,
+        ``EOFError``, ...), so that what catches ``pickle.loads``'s errors
+        catches it.
     """
-    if key is None and allowed is None:
+    if key is None and allowed is None and encoding is None and errors is None:
         try:
-            if buffers is None:
+            if buffers is None and fix_imports is None:
                 return _loads(data)  # positional: the cheapest call into C
-            return _loads(data, buffers=buffers)
+            return _loads(data, buffers=buffers, fix_imports=fix_imports is not False)
         except UnpicklingError:
             raise
         except Exception as exc:
-            raise _load_error(exc, data) from exc
-    return _loads_checked(data, buffers, key, allowed)
+            error = _load_error(exc, data)
+        # Outside the handler: one traceback (see the module doc)
+        raise error
+    options = _unpickler_options(fix_imports, encoding, errors)
+    return _loads_checked(data, buffers, key, allowed, options)
+
+
+def _unpickler_options(
+    fix_imports: bool | None, encoding: str | None, errors: str | None
+) -> dict[str, Any]:
+    """pickle's own loading options, with their defaults filled in."""
+    return {
+        "fix_imports": fix_imports is not False,
+        "encoding": "ASCII" if encoding is None else encoding,
+        "errors": "strict" if errors is None else errors,
+    }
 
 
 def _loads_checked(
-    data: Any, buffers: Iterable[Any] | None, key: Any, allowed: Iterable[Any] | None
+    data: Any,
+    buffers: Iterable[Any] | None,
+    key: Any,
+    allowed: Iterable[Any] | None,
+    options: dict[str, Any],
 ) -> Any:
-    """loads with a key and/or an allow-list (bad options raise TypeError/ValueError)."""
+    """loads with a key, an allow-list or pickle's options (bad options raise
+    TypeError/ValueError)."""
     policy = None
     if allowed is not None:
         from ._allow import Policy
@@ -438,23 +549,21 @@ def _loads_checked(
         data, buffers = signing.verify(signing.check_key(key), data, buffers)
     try:
         if policy is not None:
-            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy).load()
-        if buffers is None:
-            return _loads(data)
-        return _loads(data, buffers=buffers)
+            return Unpickler(io.BytesIO(data), buffers=buffers, allowed=policy, **options).load()
+        return _loads(data, buffers=buffers, **options)
     except UnpicklingError:
         raise
     except Exception as exc:
-        raise unpickling_error(exc) from exc
+        error = _chained(unpickling_error(exc, data), exc)
+    raise error
 
 
-def _load_error(exc: Exception, data: Any) -> UnpicklingError:
+def _load_error(exc: Exception, data: Any) -> BaseException:
     if isinstance(exc, pickle.UnpicklingError):
         signing = signing_module()
         if signing.is_signed(data):
-            error: UnpicklingError = signing.signed_without_key()
-            return error
-    return unpickling_error(exc)
+            return _chained(signing.signed_without_key(), exc)
+    return _chained(unpickling_error(exc, data), exc)
 
 
 def load(
@@ -463,31 +572,55 @@ def load(
     buffers: Iterable[Any] | None = None,
     key: bytes | None = None,
     allowed: Iterable[Any] | None = None,
+    fix_imports: bool = True,
+    encoding: str = "ASCII",
+    errors: str = "strict",
+    max_size: int | None = None,
 ) -> Any:
     """Load an object from the binary ``file`` (one payload; the file stays open).
 
+    .. versionchanged:: 0.2.0
+        ``fix_imports``, ``encoding`` and ``errors``.
+
     Parameters are as for :func:`loads`. With ``key``, the signed payload is
-    read whole (its header says how long it is) and checked before loading.
+    read and checked before loading: its header says how long it is, and the
+    pickle is read in bounded chunks and fed to the signature as it arrives.
+
+    .. versionchanged:: 0.2.0
+       ``max_size``; signed payloads are read in bounded chunks.
+
+    Parameters
+    ----------
+    max_size:
+        With ``key``: the largest signed pickle to read, in bytes (default
+        :data:`picklable._signing.MAX_STREAM_SIZE`, 1 GiB). A header announcing
+        more is refused before anything else is read: the header's length
+        cannot be checked before the pickle it covers has arrived.
 
     Raises
     ------
     picklable.UnpicklingError
-        As for :func:`loads`.
+        As for :func:`loads` (at the end of the file: also an ``EOFError``, as
+        :func:`pickle.load` raises); with ``key``, also a payload larger than
+        ``max_size``.
+    OSError
+        Reading ``file`` failed.
     """
+    options: dict[str, Any] = {"fix_imports": fix_imports, "encoding": encoding, "errors": errors}
     if key is not None:
         signing = signing_module()
-        signing.check_key(key)
-        try:
-            data = signing.read_signed(file)
-        except Exception as exc:
-            raise unpickling_error(exc) from exc
-        return _loads_checked(data, buffers, key, allowed)
-    unpickler = Unpickler(file, buffers=buffers, allowed=allowed)
+        checked = signing.check_key(key)
+        limit = signing.MAX_STREAM_SIZE if max_size is None else max_size
+        data, buffers = signing.read_verified(file, checked, buffers, limit)
+        return _loads_checked(data, buffers, None, allowed, options)
+    unpickler = Unpickler(file, buffers=buffers, allowed=allowed, **options)
     try:
         return unpickler.load()
     except UnpicklingError:
         raise
     except Exception as exc:
         if isinstance(exc, pickle.UnpicklingError) and str(exc) == "invalid load key, '\\x00'.":
-            raise signing_module().signed_without_key() from exc
-        raise unpickling_error(exc) from exc
+            error = _chained(signing_module().signed_without_key(), exc)
+        else:
+            error = _chained(unpickling_error(exc), exc)
+    raise error

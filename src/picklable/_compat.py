@@ -8,10 +8,18 @@ whether a class is a heap type, or how to reach a wrapt proxy's own
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from typing import Any
 
-__all__ = ["HEAPTYPE", "MAIN_MODULES", "PY_311", "is_heap_type", "proxy_own_dict"]
+__all__ = [
+    "HEAPTYPE",
+    "MAIN_MODULES",
+    "PY_311",
+    "full_traceback",
+    "is_heap_type",
+    "proxy_own_dict",
+]
 
 # A script is ``__main__`` in the process that runs it and ``__mp_main__`` in a
 # spawn worker that re-imports it (multiprocessing.spawn): both name a script.
@@ -22,6 +30,12 @@ MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
 HEAPTYPE = 1 << 9
 
 PY_311 = sys.version_info >= (3, 11)
+
+
+def full_traceback() -> bool:
+    """Whether errors keep picklable's internal exception chain: the environment
+    variable ``PICKLABLE_TRACEBACK`` is ``full`` (read at each error)."""
+    return os.environ.get("PICKLABLE_TRACEBACK", "").strip().lower() == "full"
 
 
 def is_heap_type(t: type) -> bool:

@@ -63,7 +63,7 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
         A binary file-like object with a ``write`` method.
     protocol:
         Pickle protocol; defaults to 5.
-    buffer_callback:
+    fix_imports, buffer_callback:
         As for :class:`pickle.Pickler`.
     """
 
@@ -74,11 +74,12 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
         file: Any,
         protocol: int | None = None,
         *,
+        fix_imports: bool = True,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
         scripts: str = "auto",
     ) -> None:
         protocol = resolve_protocol(protocol)
-        super().__init__(file, protocol, buffer_callback=buffer_callback)
+        super().__init__(file, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback)
         # The reducers read code bytes and class ids through this policy: the
         # only two answers of the default pickler that vary between processes.
         self._start(protocol, _CANONICAL, scripts)
@@ -276,6 +277,27 @@ def tracker_id(cls: type) -> str:
     return found
 
 
+def object_tracker_id(obj: Any) -> str:
+    """A tracker id for a type variable made of what defines it (see :func:`tracker_id`)."""
+    known = _tracker.known_id_of_object(obj)
+    if known is not None and known.startswith(_DETERMINISTIC_PREFIX):
+        return known
+    h = hashlib.sha256()
+    for part in (
+        _name_of(type(obj)),
+        getattr(obj, "__module__", ""),
+        getattr(obj, "__name__", ""),
+        *(repr(getattr(obj, f"__{key}__", None)) for key in _TYPEVAR_FIELDS),
+    ):
+        data = str(part).encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little") + data)
+    return _tracker.claim_object(obj, _DETERMINISTIC_PREFIX + h.hexdigest()[:32])
+
+
+# What makes a type variable that one (reprs of classes hold no address).
+_TYPEVAR_FIELDS = ("bound", "constraints", "covariant", "contravariant", "infer_variance")
+
+
 class _Canonical:
     """The deterministic answers the reducers ask the pickler for."""
 
@@ -288,6 +310,10 @@ class _Canonical:
     @staticmethod
     def class_id(klass: type) -> str:
         return tracker_id(klass)
+
+    @staticmethod
+    def object_id(obj: Any) -> str:
+        return object_tracker_id(obj)
 
 
 _CANONICAL = _Canonical()
@@ -307,11 +333,14 @@ def class_digest(cls: type) -> str:
     put(cls.__module__, cls.__qualname__, origin[2] if origin else "", _name_of(type(cls)))
     for base in cls.__bases__:
         put(_name_of(base))
-    for key, value in vars(cls).items():
+    namespace = vars(cls)
+    # Sorted: a class rebuilt from a payload has its attributes in another
+    # order (its skeleton's first), and must get the same id.
+    for key in sorted(namespace):
         if key in ("__dict__", "__weakref__", "_abc_impl"):
             continue
         put(key)
-        _digest_value(value, put, 0)
+        _digest_value(namespace[key], put, 0)
     return h.hexdigest()[:32]
 
 

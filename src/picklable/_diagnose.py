@@ -19,10 +19,15 @@ they name is declared to mean: it never decides again.
 
 from __future__ import annotations
 
+import collections
+import copyreg
 import dataclasses
+import os
+import pickle
 import sys
+import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import _hints, _reconstruct
@@ -39,15 +44,17 @@ from ._reduce.table import (
     verdict,
 )
 from ._reduce.wrappers import WithState
-from .exceptions import PicklingError
+from .exceptions import PicklingError, make_combined
 
 __all__ = [
     "Decision",
     "Shipping",
     "children",
     "decide",
+    "dump_error",
     "find_culprit",
     "pickling_error",
+    "recursion_error",
     "root_name",
     "shipping",
     "state_left_behind",
@@ -80,9 +87,8 @@ type_name = _hints.type_name
 def root_name(obj: Any) -> str:
     """The name a path starts with: the object's own name for functions,
     classes and modules, else ``obj``."""
-    if (callable(obj) and not isinstance(obj, types.MethodType)) or isinstance(
-        obj, types.ModuleType
-    ):
+    t = type(obj)  # not isinstance: it asks obj.__class__, which may raise or recurse
+    if (callable(obj) and not issubclass(t, types.MethodType)) or issubclass(t, types.ModuleType):
         try:
             name = obj.__name__
         except Exception:
@@ -178,7 +184,8 @@ def decide(obj: Any) -> Decision:
     decided a second time here.
     """
     kind = kind_for(type(obj))
-    if not kind.by_name and kind is not DATA_KIND:
+    # A reducer registered for its type (copyreg.pickle) decides, not the kind.
+    if not kind.by_name and kind is not DATA_KIND and type(obj) not in copyreg.dispatch_table:
         known = _hints.unshippable(obj)
         if known is not None:
             return Decision(kind, None, Shipping("fails", why=known[0], fix=known[1]))
@@ -317,6 +324,14 @@ def find_culprit(
 ) -> tuple[str, Any, BaseException]:
     """Return (path, culprit, its error) for an object that fails to pickle.
 
+    When the error says which object failed (the ``self`` of the ``__reduce__``
+    or ``__getstate__`` that raised, or the type the C pickler names in "cannot
+    pickle 'X' object"), the path to it is found by walking the graph in
+    pickling order without pickling anything: the culprit's own reduction is
+    not run again (stdlib pickle runs it once; a walk that pickles each piece
+    alone would run it once per level). Otherwise each piece is pickled alone,
+    descending into the one that fails.
+
     Parameters
     ----------
     root:
@@ -327,8 +342,14 @@ def find_culprit(
         The name the path starts with (default: :func:`root_name`).
     """
     path = name or root_name(root)
-    current = root
     current_error = error if error is not None else _pickles(root)
+    assert current_error is not None
+    target = _named_by(current_error)
+    if target is not None:
+        found = _search(root, path, target)
+        if found is not None:
+            return (*found, current_error)
+    current = root
     above: dict[int, Any] = {}
     while current_error is not None and id(current) not in above:
         above[id(current)] = current
@@ -346,6 +367,87 @@ def find_culprit(
     return path, current, current_error
 
 
+# Objects visited at most by the walk that looks for a named culprit.
+_SEARCH_LIMIT = 100_000
+
+
+def _named_by(error: BaseException) -> Callable[[Any], bool] | None:
+    """A test for the object ``error`` says failed, or None when it does not say.
+
+    The innermost frame of a pickling method (``__reduce__``, ``__getstate__``,
+    ...) in its traceback ran on that object (its ``self``); the C pickler's
+    "cannot pickle 'X' object" names its type.
+    """
+    for frame, _ in reversed(list(traceback.walk_tb(error.__traceback__))):
+        if frame.f_code.co_name in _hints.REDUCE_METHODS and "self" in frame.f_locals:
+            culprit = frame.f_locals["self"]
+            return lambda obj: obj is culprit
+    if isinstance(error, TypeError):
+        named = _hints.CANNOT_PICKLE.match(_hints.first_line(error))
+        if named is not None:
+            wanted = named.group(1)
+
+            def of_named_type(obj: Any) -> bool:
+                t = type(obj)
+                return wanted in (t.__name__, t.__qualname__, type_name(obj))
+
+            return of_named_type
+    return None
+
+
+def _search(root: Any, path: str, is_culprit: Callable[[Any], bool]) -> tuple[str, Any] | None:
+    """(path, object) of the first object in pickling order that ``is_culprit``
+    or cannot ship by itself, or None (not found within :data:`_SEARCH_LIMIT`).
+
+    Depth first over each kind's pieces, as the pickler goes; pieces that ship
+    by reference are not entered (their insides stay behind), and each object
+    is visited once (pickle's memo).
+    """
+    seen: set[int] = set()
+    stack: list[tuple[str, Iterator[tuple[str, Any]]]] = []
+    node: tuple[str, Any] | None = (path, root)
+    visited = 0
+    while True:
+        if node is not None:
+            where, obj = node
+            node = None
+            visited += 1
+            if visited > _SEARCH_LIMIT:
+                return None
+            seen.add(id(obj))
+            if is_culprit(obj):
+                return where, obj
+            if type(obj) not in PLAIN_TYPES:
+                decided = decide(obj)
+                if decided.shipping.how == "fails":
+                    if _pickles(obj) is not None:  # decided alone: check it really fails
+                        return where, obj
+                    continue  # it ships, and so does all it holds
+                pieces = children(obj, decided)
+            else:
+                pieces = children(obj)
+            stack.append((where, pieces))
+        if not stack:
+            return None
+        where, pieces = stack[-1]
+        try:
+            suffix, child = next(pieces)
+        except StopIteration:
+            stack.pop()
+            continue
+        except Exception:  # a piece that cannot even be listed: not this way
+            stack.pop()
+            continue
+        if id(child) not in seen and type(child) not in _LEAVES:
+            node = (where + suffix, child)
+
+
+# Saved by the C pickler as they are: never a culprit, nothing inside.
+_LEAVES = frozenset(
+    {type(None), bool, int, float, complex, str, bytes, bytearray, pickle.PickleBuffer}
+)
+
+
 def message(what: str, path: str, reason: str, hint: str) -> str:
     """``Cannot pickle <what> - at <path>: <reason>. Fix: <hint>.``"""
     text = f"Cannot pickle {what} - at {path}: {reason}."
@@ -354,23 +456,10 @@ def message(what: str, path: str, reason: str, hint: str) -> str:
     return text
 
 
-def pickling_error(root: Any, error: BaseException, name: str | None = None) -> PicklingError:
-    """Build the error that ``dumps`` raises: what, where, why, fix.
-
-    Parameters
-    ----------
-    root:
-        The object given to ``dumps``.
-    error:
-        What the pickler raised.
-    name:
-        The name the path starts with (default: :func:`root_name`).
-
-    Returns
-    -------
-    PicklingError
-        With ``.path``, ``.type_name``, ``.reason`` and ``.hint``.
-    """
+def _located(
+    root: Any, error: BaseException, name: str | None
+) -> tuple[str, str, str, str, BaseException]:
+    """(what, path, reason, hint, cause) for a failed dump of ``root``."""
     try:
         path, culprit, cause = find_culprit(root, error, name)
     except Exception:  # the walk itself must never hide the original error
@@ -389,6 +478,159 @@ def pickling_error(root: Any, error: BaseException, name: str | None = None) -> 
     else:
         what = type_name(culprit)
         reason, hint = _hints.explain_failure(culprit, cause)
+    return what, path, reason, hint, cause
+
+
+def pickling_error(root: Any, error: BaseException, name: str | None = None) -> PicklingError:
+    """Build the error that says why ``root`` cannot be dumped: what, where, why, fix.
+
+    Parameters
+    ----------
+    root:
+        The object given to ``dumps``.
+    error:
+        What the pickler raised.
+    name:
+        The name the path starts with (default: :func:`root_name`).
+
+    Returns
+    -------
+    PicklingError
+        With ``.path``, ``.type_name``, ``.reason`` and ``.hint`` (``dumps``
+        raises :func:`dump_error`'s, which also keeps the type of ``error``).
+    """
+    what, path, reason, hint, _cause = _located(root, error, name)
     return PicklingError(
         message(what, path, reason, hint), path=path, type_name=what, reason=reason, hint=hint
     )
+
+
+def dump_error(root: Any, error: BaseException, name: str | None = None) -> BaseException:
+    """The exception ``dumps`` raises when pickling ``root`` raised ``error``.
+
+    A :class:`PicklingError` that names the path (as :func:`pickling_error`),
+    and that is also of ``error``'s type when code raised something else than
+    a pickling error (``TypeError`` from the C pickler, an object's own
+    ``ValueError``): callers that catch what ``pickle.dumps`` raises still catch
+    it (:func:`picklable.exceptions.combined`); ``error``'s own message stays in
+    the text. When the two types cannot be combined, ``error`` itself, with the
+    located message as a note (PEP 678) and ``.path``, ``.reason``, ``.hint``.
+    """
+    what, path, reason, hint, _cause = _located(root, error, name)
+    if isinstance(error, PicklingError) or type(error) is pickle.PicklingError:
+        return PicklingError(
+            message(what, path, reason, hint),
+            path=path,
+            type_name=what,
+            reason=reason,
+            hint=hint,
+        )
+    said = _hints.first_line(error)
+    if (
+        said
+        and said not in reason
+        and not _hints.CANNOT_PICKLE.match(said)
+        and _raised_by_python_code(error)
+    ):
+        # A library's own words (multiprocessing's "only be shared between
+        # processes through inheritance"), which callers may match; a C
+        # type's "cannot pickle 'x' object" is what the reason already says.
+        reason = f"{reason} ({type(error).__name__}: {said})"
+    text = message(what, path, reason, hint)
+    fields = {"path": path, "type_name": what, "reason": reason, "hint": hint}
+    combined = make_combined(PicklingError, type(error), text, **fields)
+    if combined is not None:
+        return combined
+    return _annotated(error, text, fields)
+
+
+def _raised_by_python_code(error: BaseException) -> bool:
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        module = frame.f_globals.get("__name__")
+        if not (isinstance(module, str) and module.startswith("picklable.")):
+            return True
+    return False
+
+
+def _annotated(error: BaseException, text: str, fields: dict[str, str]) -> BaseException:
+    """``error`` itself, carrying the located message and fields."""
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        add_note(text)
+    for key, value in fields.items():
+        try:
+            setattr(error, key, value)
+        except Exception:  # slots, or a frozen exception class
+            pass
+    return error
+
+
+# Frames of the pickling machinery: a recursion through them is the graph's depth.
+_MACHINERY = ("picklable.", "pickle", "copyreg", "copy")
+# A frame that is this many of a RecursionError's frames recursed without end.
+_RECURSING = 50
+
+
+def recursion_error(root: Any, error: RecursionError) -> BaseException:
+    """The exception ``dumps`` raises when pickling ``root`` hit the recursion limit.
+
+    Either some code called itself without end while the object was pickled
+    (an infinitely recursive ``__getattribute__``, ``__reduce__``, ...): "deep
+    recursion", naming that code; or the graph is nested deeper than the
+    limit. Both are a :class:`PicklingError` and a :class:`RecursionError`.
+    """
+    limit = sys.getrecursionlimit()
+    what = type_name(root)
+    path = root_name(root)
+    counts = collections.Counter(
+        frame.f_code for frame, _ in traceback.walk_tb(error.__traceback__)
+    )
+    recursing = None
+    for code, times in counts.most_common(3):
+        module = _module_of(error, code)
+        if times >= _RECURSING and not module.startswith(_MACHINERY):
+            recursing = (code, module)
+            break
+    if recursing is not None:
+        code, module = recursing
+        culprit = _self_of(error, code)
+        if culprit is not None and culprit is not root:
+            try:
+                found = _search(root, path, lambda obj: obj is culprit)
+            except Exception:  # the walk must never hide the original error
+                found = None
+            if found is not None:
+                path, what = found[0], type_name(culprit)
+        qualname = getattr(code, "co_qualname", code.co_name)
+        where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+        reason = f"deep recursion: {qualname} ({where}) calls itself without end"
+        if code.co_name in ("__getattribute__", "__getattr__"):
+            hint = (
+                f"make {qualname} look its own attributes up with "
+                "object.__getattribute__(self, name), not getattr(self, name)"
+            )
+        else:
+            hint = f"make {qualname} stop calling itself"
+    else:
+        reason = f"nested deeper than the recursion limit ({limit})"
+        hint = "flatten the structure, or raise sys.setrecursionlimit() on both sides"
+    fields = {"path": path, "type_name": what, "reason": reason, "hint": hint}
+    made = make_combined(PicklingError, RecursionError, message(what, path, reason, hint), **fields)
+    assert made is not None  # RecursionError is a plain Python-level exception type
+    return made
+
+
+def _self_of(error: BaseException, code: types.CodeType) -> Any:
+    """The ``self`` of the first frame running ``code`` in ``error``'s traceback, or None."""
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        if frame.f_code is code:
+            return frame.f_locals.get("self")
+    return None
+
+
+def _module_of(error: BaseException, code: types.CodeType) -> str:
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        if frame.f_code is code:
+            name = frame.f_globals.get("__name__")
+            return name if isinstance(name, str) else ""
+    return ""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-import sys
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -347,12 +346,21 @@ def _html(node: Node) -> str:
 
 def _describe(obj: Any) -> str:
     t = type(obj)
-    if t is types.FunctionType or isinstance(obj, type):
+    if t is types.FunctionType or _is_a(obj, type):
         kind = "function" if t is types.FunctionType else "class"
         return f"{kind} {getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
     if t is types.ModuleType:
         return f"module {obj.__name__}"
     return _diagnose.type_name(obj)
+
+
+def _is_a(obj: Any, classes: Any) -> bool:
+    """``isinstance``, for objects whose ``__class__`` raises or recurses without end
+    (then what their type says)."""
+    try:
+        return isinstance(obj, classes)
+    except Exception:  # RecursionError too
+        return issubclass(type(obj), classes)
 
 
 def _trivial(obj: Any) -> bool:
@@ -365,7 +373,7 @@ def _trivial(obj: Any) -> bool:
     if t in (list, tuple, dict, set, frozenset):
         return not obj
     return bool(
-        t is types.BuiltinFunctionType or (isinstance(obj, type) and obj.__module__ == "builtins")
+        t is types.BuiltinFunctionType or (_is_a(obj, type) and obj.__module__ == "builtins")
     )
 
 
@@ -374,7 +382,7 @@ def _opaque(obj: Any, how: Shipping) -> bool:
     if how.how != "data":
         return False
     t = type(obj)
-    if t in PLAIN_TYPES or isinstance(obj, BaseException):
+    if t in PLAIN_TYPES or _is_a(obj, BaseException):
         return False
     module = getattr(t, "__module__", "") or ""
     if module.partition(".")[0] in _OPAQUE_PACKAGES:
@@ -555,9 +563,9 @@ class _Builder:
         node.size = None
         if isinstance(exc, PicklingError) and exc.reason:
             node.why, node.fix = exc.reason, exc.hint
-        elif isinstance(exc, RecursionError):
-            node.why = f"nested deeper than the recursion limit ({sys.getrecursionlimit()})"
-            node.fix = "flatten the structure, or raise sys.setrecursionlimit() on both sides"
+        elif isinstance(exc, RecursionError):  # as dumps says it: recursing code, or depth
+            said = _diagnose.recursion_error(obj, exc)
+            node.why, node.fix = getattr(said, "reason", ""), getattr(said, "hint", "")
         else:
             node.why, node.fix = _hints.explain_failure(obj, exc)
 
@@ -565,7 +573,7 @@ class _Builder:
 def _left_behind(obj: Any) -> list[str]:
     """Attributes of a by-reference function or wrapper object that stay here
     (a class's or a module's namespace is its definition, not state)."""
-    if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+    if _is_a(obj, (type, types.ModuleType)) or not callable(obj):
         return []
     try:
         return _diagnose.state_left_behind(obj)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _caches
+from ._compat import is_heap_type
 
 Hint = tuple[str, str]  # (reason, fix)
 
@@ -36,7 +37,9 @@ _LOCK = (
     "locks hold OS state",
     "create it inside the worker (e.g. in the pool initializer)",
 )
-_FILE_STREAMS = ("stdin", "stdout", "stderr")
+# sys.stdout and sys.stderr ship as the receiver's own (picklable._reduce.builtins).
+_FILE_STREAMS = ("stdin",)
+_SHIPPED_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
 # Words that mark a class as a database API object when its methods agree.
 _DB_CONNECTION_WORDS = ("connection", "conn", "database", "client")
 _DB_CURSOR_WORDS = ("cursor",)
@@ -182,21 +185,9 @@ def _os_resources(obj: Any) -> Hint | None:
                     f"it is this process's sys.{stream}",
                     f"use sys.{stream} inside the worker (each process has its own)",
                 )
-        name = getattr(obj, "name", None)
-        if isinstance(name, str):
-            return (
-                f"open file {name!r} holds an OS file descriptor",
-                f"pass the path {name!r} and open it inside the worker",
-            )
-        if isinstance(name, int):
-            return (
-                f"open file descriptor {name} belongs to this process",
-                "pass the path (or the data) and open it inside the worker",
-            )
-        return (
-            "open files hold an OS file descriptor",
-            "pass the path and open the file inside the worker",
-        )
+        if any(obj is getattr(sys, name, None) for name in _SHIPPED_STREAMS):
+            return None
+        return _file(obj)
     if _instance_of(obj, "mmap", "mmap"):
         return (
             "a memory map holds an OS mapping of this process",
@@ -215,6 +206,56 @@ def _os_resources(obj: Any) -> Hint | None:
             "configure logging inside the worker (e.g. in the pool initializer)",
         )
     return None
+
+
+def _file(obj: Any) -> Hint:
+    """Why a file object does not ship, by its state and mode.
+
+    cloudpickle ships a file open for reading as an ``io.StringIO`` of its
+    whole content: a snapshot that no longer follows the file, and the whole
+    file in the payload. picklable refuses, and says what to pass instead
+    (docs/cloudpickle.md shows how to get the snapshot on purpose).
+    """
+    name = getattr(obj, "name", None)
+    try:
+        closed = bool(obj.closed)
+    except Exception:
+        closed = False
+    if closed:
+        what = f"file {name!r}" if isinstance(name, (str, int)) else "the file"
+        return (
+            f"{what} is closed: it has nothing left to read or write",
+            "pass the path and open the file inside the worker",
+        )
+    if isinstance(name, int):
+        return (
+            f"open file descriptor {name} belongs to this process",
+            "pass the path (or the data) and open it inside the worker",
+        )
+    mode = getattr(obj, "mode", "")
+    mode = mode if isinstance(mode, str) else ""
+    path = f"the path {name!r}" if isinstance(name, str) else "the path"
+    if any(flag in mode for flag in "wax+"):
+        return (
+            (
+                f"open file {name!r} is open for writing: a copy would not write to the file"
+                if isinstance(name, str)
+                else "an open file is open for writing: a copy would not write to the file"
+            ),
+            f"pass {path} and open it inside the worker, or send the data back and write it here",
+        )
+    if isinstance(name, str):
+        return (
+            (
+                f"open file {name!r} holds an OS file descriptor; a copy of its content would "
+                "not follow the file"
+            ),
+            f"pass {path} and open it inside the worker, or ship its content (f.read())",
+        )
+    return (
+        "open files hold an OS file descriptor",
+        "pass the path and open the file inside the worker",
+    )
 
 
 def _running_code(obj: Any) -> Hint | None:
@@ -359,7 +400,10 @@ def _weak(obj: Any) -> Hint | None:
         return None
     if issubclass(t, (weakref.ref, weakref.ProxyType, weakref.CallableProxyType)):
         return ("a weak reference points into this process without owning its target", _WEAK_FIX)
-    if issubclass(t, (weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet)):
+    collections = (weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet)
+    # The collections themselves ship (over the members the payload carries);
+    # a subclass may keep more than its members.
+    if issubclass(t, collections) and t not in collections:
         return (f"a {t.__name__} holds weak references into this process", _WEAK_FIX)
     return None
 
@@ -395,11 +439,6 @@ def _other(obj: Any) -> Hint | None:
         return (
             f"a closed {t.__name__} has no contents left to ship",
             "ship its contents (getvalue() before it is closed), or leave it out",
-        )
-    if t is memoryview:
-        return (
-            "a memoryview is a window on another object's memory",
-            "ship bytes(view) or the object it views",
         )
     if _instance_of(obj, "contextvars", "ContextVar", "Context", "Token"):
         return (
@@ -449,7 +488,7 @@ def unshippable(obj: Any) -> Hint | None:
 
 # --------------------------------------------------------- from the failure
 
-_CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
+CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
 # pickle's own words when a name it would write does not lead back to the object.
 _BY_NAME = re.compile(
     r"Can't pickle (?P<what>.+?): (?:attribute lookup (?P<attr>\S+) on (?P<module>\S+) "
@@ -458,7 +497,7 @@ _BY_NAME = re.compile(
 )
 # Type names a culprit may hold that are kinds with a reason and fix of their own.
 _HELD_KINDS = {"_thread.lock": _LOCK, "_thread.RLock": _LOCK}
-_REDUCE_METHODS = (
+REDUCE_METHODS = (
     "__reduce_ex__",
     "__reduce__",
     "__getstate__",
@@ -478,20 +517,29 @@ def _raising_method(culprit: Any, cause: BaseException) -> tuple[str, str] | Non
     frames = [frame for frame, _ in traceback.walk_tb(cause.__traceback__)]
     for frame in reversed(frames):
         code = frame.f_code
-        if code.co_name not in _REDUCE_METHODS:
+        if code.co_name not in REDUCE_METHODS:
             continue
         for klass in t.__mro__:
             raw = vars(klass).get(code.co_name)
             raw = getattr(raw, "__func__", raw)
             if getattr(raw, "__code__", None) is code:
                 return klass.__qualname__, code.co_name
-    for name in _REDUCE_METHODS[:3]:
+    for name in REDUCE_METHODS[:3]:
         for klass in t.__mro__:
             if klass is object:
                 break
             if name in vars(klass):
                 return klass.__qualname__, name
     return None
+
+
+# Py_TPFLAGS_IMMUTABLETYPE: static types, and the heap types of C extensions
+# (PyType_FromSpec); never a class statement's class.
+_IMMUTABLETYPE = 1 << 8
+
+
+def _written_in_c(t: type) -> bool:
+    return not is_heap_type(t) or bool(t.__flags__ & _IMMUTABLETYPE)
 
 
 # The interpreter's own modules (their C parts are _io, _thread, _collections ...).
@@ -534,7 +582,7 @@ def _by_name(culprit: Any, message: str) -> Hint | None:
     )
 
 
-def _first_line(cause: BaseException) -> str:
+def first_line(cause: BaseException) -> str:
     text = str(cause).strip()
     return text.splitlines()[0] if text else ""
 
@@ -558,14 +606,15 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
     if known is not None:
         return known
     kind = type(cause).__name__
-    message = _first_line(cause)
+    message = first_line(cause)
     said = f"{kind}: {message}" if message else kind
-    named = _CANNOT_PICKLE.match(message) if kind == "TypeError" else None
+    named = CANNOT_PICKLE.match(message) if kind == "TypeError" else None
     if named is not None:
         t = type(culprit)
         if named.group(1) in (t.__name__, t.__qualname__, type_name(culprit)):
+            what = "a C type" if _written_in_c(t) else "a subclass of a C type"
             return (
-                f"{type_name(culprit)} is a C type without pickle support",
+                f"{type_name(culprit)} is {what} without pickle support",
                 (
                     "ship what it is made from and rebuild it inside the worker, or register a "
                     "reducer with copyreg.pickle()"
@@ -663,13 +712,85 @@ def _frame_name(frame: types.FrameType) -> str:
     return f"{module}.{qualname}"
 
 
-def load_failure(exc: BaseException) -> tuple[str, str, str]:
+def opcode_damage(data: Any) -> str | None:
+    """What is wrong with ``data`` at the level of pickle opcodes, or None.
+
+    Reads the opcodes (without running any) and follows the stack, the marks and
+    the memo as an unpickler would: an unknown opcode, an argument that does not
+    decode (a flipped bit in a string), a stream that ends early, an opcode that
+    pops more than was pushed, a memo entry read before it was written, or no
+    single object left at ``STOP``. Called on failures only.
+    """
+    import pickletools  # only ever needed to explain a failure
+
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:
+        return None
+    stack = 0  # objects above the innermost mark
+    marks: list[int] = []
+    memo: set[Any] = set()
+    position = 0
+    try:
+        for opcode, arg, at in pickletools.genops(io.BytesIO(view)):
+            position = at or 0
+            name = opcode.name
+            before = opcode.stack_before
+            if pickletools.markobject in before or (name == "POP" and not stack and marks):
+                if not marks:
+                    return f"{name} at byte {position} needs a MARK that was never set"
+                stack = marks.pop()
+                # What the opcode takes from under the mark (SETITEMS: the dict).
+                below = before.index(pickletools.markobject) if name != "POP" else 0
+            else:
+                below = len(before)
+            if stack < below:
+                return f"{name} at byte {position} takes more objects than the stream holds"
+            if name == "STOP":
+                if marks or stack != 1:
+                    return f"STOP at byte {position} leaves an unfinished object"
+                return None
+            stack -= below
+            if name == "PROTO" and type(arg) is int and arg > pickle.HIGHEST_PROTOCOL + 3:
+                return f"PROTO at byte {position} announces protocol {arg}"
+            if name == "MARK":
+                marks.append(stack)
+                stack = 0
+                continue
+            if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo.add(arg)
+            elif name == "MEMOIZE":
+                memo.add(len(memo))
+            elif name in ("GET", "BINGET", "LONG_BINGET") and arg not in memo:
+                return f"{name} at byte {position} reads memo entry {arg}, never written"
+            stack += len(opcode.stack_after)
+    except ValueError as exc:  # genops: bad opcode, bad argument, truncated stream
+        return f"{exc}"
+    finally:
+        view.release()
+    return f"the stream ends at byte {position} without STOP"
+
+
+def _plausible_protocol(text: str) -> bool:
+    """Whether "unsupported pickle protocol: N" can come from a newer Python (a few
+    versions past this one's highest), rather than from a damaged first bytes."""
+    number = text.rpartition(" ")[2]
+    return number.isdigit() and int(number) <= pickle.HIGHEST_PROTOCOL + 3
+
+
+def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
     """(message, reason, hint) for an exception raised while loading a payload.
+
+    .. versionchanged:: 0.2.0
+       ``data``.
 
     Parameters
     ----------
     exc:
         What the unpickler raised.
+    data:
+        The payload, when the caller has it: if its opcodes do not even parse
+        (:func:`opcode_damage`), it is damaged, whatever ``exc`` says.
 
     Returns
     -------
@@ -677,7 +798,33 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
         The message of the :class:`~picklable.UnpicklingError` that replaces
         it: what could not be imported or built here, and the fix.
     """
-    text = _first_line(exc)
+    text = first_line(exc)
+    if (
+        isinstance(exc, ValueError)
+        and text.startswith("unsupported pickle protocol")
+        and _plausible_protocol(text)
+    ):
+        return (
+            (
+                f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
+                "Python version, or dump with a protocol this Python knows (protocol=5)."
+            ),
+            text,
+            "dump with a protocol both sides know",
+        )
+    if data is not None:
+        damage = opcode_damage(data)
+        if damage is not None:
+            said = f"{type(exc).__name__}: {first_line(exc)}".rstrip(": ")
+            return (
+                (
+                    f"Cannot load: the payload is damaged or not a pickle ({damage}; {said}). "
+                    "Fix: check that the bytes arrive unchanged (and whole); sign payloads "
+                    "with key= to have any change refused before loading."
+                ),
+                "damaged or truncated payload",
+                "check that the bytes arrive unchanged",
+            )
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         name = exc.name
         top = name.partition(".")[0]
@@ -714,15 +861,6 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
             ),
             f"{module}.{attribute} not found here ({installed})",
             f"install the sender's version of {top!r}",
-        )
-    if isinstance(exc, ValueError) and text.startswith("unsupported pickle protocol"):
-        return (
-            (
-                f"Cannot load: {text} (made by a newer Python). Fix: load it with the sender's "
-                "Python version, or dump with a protocol this Python knows (protocol=5)."
-            ),
-            text,
-            "dump with a protocol both sides know",
         )
     if isinstance(exc, (pickle.UnpicklingError, EOFError)):
         kind = type(exc).__name__
@@ -763,12 +901,14 @@ def load_failure(exc: BaseException) -> tuple[str, str, str]:
             f"{name} raised {said}",
             f"install the sender's version of {top!r}",
         )
+    intact = "The payload's opcodes are intact, so" if data is not None else "Either"
     return (
         (
-            f"Cannot load: rebuilding an object raised {said}. Its class here differs from the "
-            "sender's (another version of its package?). Fix: install the same versions on both "
-            "sides."
+            f"Cannot load: rebuilding an object raised {said}. {intact} a value inside the "
+            "payload was damaged on the way, or the class here differs from the sender's "
+            "(another version of its package?). Fix: check that the bytes arrive unchanged "
+            "(sign them with key=), and install the same versions on both sides."
         ),
         f"{said} while rebuilding",
-        "install the same versions of the packages on both sides",
+        "check the bytes arrive unchanged; install the same versions on both sides",
     )

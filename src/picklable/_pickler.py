@@ -51,6 +51,10 @@ class Pickler(pickle.Pickler):
     Usable wherever a pickler class is expected; loky loads it by module name
     (``LOKY_PICKLER=picklable``).
 
+    .. versionchanged:: 0.2.0
+        ``fix_imports`` and ``buffer_callback`` may be passed by position, as
+        to :class:`pickle.Pickler` and to ``cloudpickle.Pickler``.
+
     Parameters
     ----------
     file:
@@ -58,7 +62,10 @@ class Pickler(pickle.Pickler):
     protocol:
         Pickle protocol; defaults to 5 (out-of-band buffers).
     fix_imports:
-        As for :class:`pickle.Pickler`.
+        As for :class:`pickle.Pickler` (protocols 0-2 only). A callable given
+        here, the third positional, is taken as ``buffer_callback``: that is
+        ``cloudpickle.Pickler``'s third positional (``fix_imports`` is never
+        callable).
     buffer_callback:
         As for :class:`pickle.Pickler`: called with each
         :class:`pickle.PickleBuffer`; when it returns a false value the buffer
@@ -90,11 +97,17 @@ class Pickler(pickle.Pickler):
         self,
         file: IO[bytes],
         protocol: int | None = None,
-        *,
-        fix_imports: bool = True,
+        fix_imports: Any = True,
         buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None,
+        *,
         scripts: str = "auto",
     ) -> None:
+        if callable(fix_imports):  # cloudpickle.Pickler(file, protocol, buffer_callback)
+            if buffer_callback is not None:
+                raise TypeError("buffer_callback given twice (third positional and keyword)")
+            fix_imports, buffer_callback = True, fix_imports
+        elif fix_imports is None:
+            fix_imports = True  # cloudpickle.Pickler(file, protocol, None): no callback
         protocol = resolve_protocol(protocol)
         super().__init__(
             file,

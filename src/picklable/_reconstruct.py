@@ -21,6 +21,18 @@ one place that says what loading through it means. The readers:
   (sets attributes on an object the payload gives it), ``call`` (calls
   objects the payload gives it), ``build`` (builds a new object from its
   arguments alone).
+* ``target`` / ``state`` (``state`` reach) -- the parameter whose object the
+  call modifies, and the parameter holding what it sets (an empty state
+  modifies nothing); ``writes``, when that is not the whole story, says
+  exactly what it writes to: ``writes(**arguments)`` yields ``(object, how)``
+  pairs, ``how`` being ``"through"`` (attributes set on it, landing on what a
+  proxy wraps), ``"on"`` (set past any proxy: ``object.__setattr__``, its own
+  dict) or ``"dict"`` (the object is the ``__dict__`` it found and updates).
+  Nothing yielded: the call leaves its target as it is.
+* ``origin`` -- the parameter holding a script object's origin ``(module,
+  path, file, first line)``: the call returns this process's own object where
+  it runs that script (:func:`_script_original`), and builds (or refuses)
+  otherwise; an origin whose file is None matches no script.
 
 Most of a by-value function is rebuilt by C code alone (``marshal.loads``,
 ``types.FunctionType``, pickle's BUILD). The Python frames here run once per
@@ -30,21 +42,23 @@ class, per located reference or per payload, never once per function.
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 import functools
 import importlib
 import sys
 import threading
 import types
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
-from ._compat import proxy_own_dict
+from ._compat import full_traceback, proxy_own_dict
 from ._paths import Path, format_path, walk
 from ._reads import script_reads
-from .exceptions import UnpicklingError
+from .exceptions import UnpicklingError, make_combined
 
 __all__ = [
     "_bind_descriptor",
@@ -57,19 +71,23 @@ __all__ = [
     "_make_cached_property",
     "_make_cell",
     "_make_class",
+    "_make_dict_view",
     "_make_enum",
     "_make_function",
     "_make_lru_cache",
+    "_make_memoryview",
     "_make_module",
     "_make_property",
     "_make_singledispatch",
     "_make_traceback",
+    "_make_typevar",
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
     "_resolve",
     "_script_or_build",
     "_set_instance_state",
     "_set_proxy_state",
+    "_update_globals",
     "_with_state",
 ]
 
@@ -88,18 +106,34 @@ class Rebuilder:
     role: str
     label: str
     reach: str
+    target: str | None = None
+    state: str | None = None
+    writes: Callable[..., Iterable[tuple[Any, str]]] | None = None
+    origin: str | None = None
 
 
 REBUILDERS: dict[str, Rebuilder] = {}
 """Rebuilder name -> its declaration; every name of ``__all__``, nothing else."""
 
 
-def _rebuilder(role: str, label: str, reach: str) -> Callable[[F], F]:
+def _rebuilder(
+    role: str,
+    label: str,
+    reach: str,
+    *,
+    target: str | None = None,
+    state: str | None = None,
+    writes: Callable[..., Iterable[tuple[Any, str]]] | None = None,
+    origin: str | None = None,
+) -> Callable[[F], F]:
     assert role in ROLES and reach in REACHES, (role, reach)
+    assert (reach == "state") == (target is not None), "a state rebuilder names its target"
 
     def declare(function: F) -> F:
         name = function.__name__
-        REBUILDERS[name] = Rebuilder(name, function, role, label, reach)
+        REBUILDERS[name] = Rebuilder(
+            name, function, role, label, reach, target, state, writes, origin
+        )
         return function
 
     return declare
@@ -123,14 +157,18 @@ def _import(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise UnpicklingError(
+        error = _load_error(
+            exc,
             f"Cannot load: module {module!r} is not importable here ({exc}). "
             f"Fix: install the package that provides {module!r} in the receiving "
             "environment, or ship the sender's module by value with "
             "picklable.register_by_value().",
             reason=f"module {module!r} not importable",
             hint="install it where the payload is loaded",
-        ) from exc
+        )
+        error.name = exc.name  # type: ignore[attr-defined]
+    # Outside the handler: one traceback
+    raise error
 
 
 @_rebuilder("reference", "imports an object through a located path", "import")
@@ -141,13 +179,29 @@ def _resolve(module: str, path: Path) -> Any:
         return walk(root, path)
     except (AttributeError, LookupError, TypeError) as exc:
         where = format_path(module, path)
-        raise UnpicklingError(
+        error = _load_error(
+            exc,
             f"Cannot load {where}: {exc}. The sender had an object there; this "
             "environment does not (renamed attribute, or another version of "
             f"{module.partition('.')[0]!r}). Fix: install the same version on both sides.",
             reason=f"{where} not found",
             hint="install the same version on both sides",
-        ) from exc
+        )
+    raise error
+
+
+def _load_error(cause: Exception, message: str, *, reason: str, hint: str) -> UnpicklingError:
+    """An UnpicklingError that is also of ``cause``'s type (``ModuleNotFoundError``,
+    ``AttributeError``...), chained to it as the front door chains errors."""
+    error = make_combined(UnpicklingError, type(cause), message, reason=reason, hint=hint)
+    if error is None:
+        error = UnpicklingError(message, reason=reason, hint=hint)
+    error.__context__ = cause
+    if full_traceback():
+        error.__cause__ = cause
+    else:
+        error.__suppress_context__ = True
+    return error
 
 
 # ----------------------------------------------------------- script objects
@@ -171,7 +225,12 @@ def _script_original(origin: Origin) -> Any:
     return found
 
 
-@_rebuilder("reference", "finds an object of the sender's script (it cannot be copied)", "import")
+@_rebuilder(
+    "reference",
+    "finds an object of the sender's script (it cannot be copied)",
+    "import",
+    origin="origin",
+)
 def _main_object(origin: Origin, reason: str) -> Any:
     """An object of the sender's script that could not be copied (it holds a
     lock, a connection...): this process's own, or an error saying why not.
@@ -194,7 +253,7 @@ def _main_object(origin: Origin, reason: str) -> Any:
     )
 
 
-@_rebuilder("wrapper", "finds a script's wrapper, else builds its copy", "call")
+@_rebuilder("wrapper", "finds a script's wrapper, else builds its copy", "call", origin="origin")
 def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any:
     """A wrapper of the sender's script: this process's own, else ``builder(*args)``
     (the copy), remembered as built so that its state applies to it alone.
@@ -209,7 +268,30 @@ def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any
     return obj
 
 
-@_rebuilder("part", "sets a script object's state (on the original: what the sender set)", "state")
+def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any, str]]:
+    """What :func:`_built_setstate` writes to: on this process's own object, what
+    :func:`_with_state` would; on a copy, the copy (and the ``__dict__`` BUILD's
+    way updates)."""
+    inner, setter, carried = state
+    if not _tracker.built(obj):
+        yield from _with_state_writes(obj, carried)
+        return
+    yield obj, "through"
+    if setter is None and inner is not None and getattr(obj, "__setstate__", None) is None:
+        if type(inner) is tuple and len(inner) == 2:
+            inner = inner[0]
+        if inner:
+            yield obj.__dict__, "dict"
+
+
+@_rebuilder(
+    "part",
+    "sets a script object's state (on the original: what the sender set)",
+    "state",
+    target="obj",
+    state="state",
+    writes=_built_state_writes,
+)
 def _built_setstate(obj: Any, state: tuple[Any, ...]) -> Any:
     """Give a copy built by :func:`_script_or_build` (or a script function's copy)
     its state; give this process's own object the attributes the sender set.
@@ -269,7 +351,7 @@ def _load_code(data: bytes, record: str) -> types.CodeType:
     return _code.load(data, record)
 
 
-@_rebuilder("value", "builds a function by value", "code")
+@_rebuilder("value", "builds a function by value", "code", origin="origin")
 def _make_function(
     data: bytes,
     record: str,
@@ -302,6 +384,8 @@ def _make_function(
     code = CODES.get(data)
     if code is None:
         code = _code.load(data, record)
+    if name == code.co_name:
+        name = code.co_name  # as where it was made: shared with the code, not with the payload
     if "__builtins__" not in globals:
         # What every module's globals hold: C code that imports (time.strptime,
         # pickle inside a task) reads __builtins__ from the caller's globals.
@@ -314,6 +398,25 @@ def _make_function(
     return func
 
 
+@_rebuilder(
+    "part",
+    "adds names to a copied function's globals",
+    "state",
+    target="namespace",
+    state="names",
+)
+def _update_globals(namespace: dict[str, Any], names: dict[str, Any]) -> None:
+    """Add ``names`` to the globals a payload shipped for its copied functions
+    (those that lead back to a function, set once it is memoized).
+
+    ``dict.update`` did this before 0.2.0; a rebuilder says what it writes to,
+    so an allow-list admits it where it cannot admit ``dict.update``.
+
+    .. versionadded:: 0.2.0
+    """
+    namespace.update(names)
+
+
 @_rebuilder("part", "builds a closure cell", "build")
 def _make_cell(*contents: Any) -> types.CellType:
     """A closure cell, empty or holding ``contents[0]``."""
@@ -322,9 +425,11 @@ def _make_cell(*contents: Any) -> types.CellType:
 
 @_rebuilder("value", "builds a module in memory", "build")
 def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
-    """Rebuild a module that exists only in memory on the sending side."""
+    """Rebuild a module that exists only in memory on the sending side (or
+    that is registered to ship by value), with this process's builtins."""
     module = types.ModuleType(name)
     module.__dict__.update(namespace)
+    module.__dict__.setdefault("__builtins__", builtins.__dict__)
     return module
 
 
@@ -392,7 +497,13 @@ def _make_enum(
     return cls
 
 
-@_rebuilder("part", "sets the attributes of a class built by value", "state")
+@_rebuilder(
+    "part",
+    "sets the attributes of a class built by value",
+    "state",
+    target="cls",
+    state="state",
+)
 def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
     """Give a class built from payloads the sender's attributes (again, if it was
     built by an earlier payload: the sender may have changed it since); leave a
@@ -416,7 +527,29 @@ def _bind_descriptor(descriptor: Any, instance: Any, owner: Any) -> Any:
     return descriptor.__get__(instance, owner)
 
 
-@_rebuilder("part", "sets a rebuilt wrapt proxy's state", "state")
+def _proxy_state_writes(proxy: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_set_proxy_state` writes to: the proxy itself (its own state:
+    for anything but a wrapt proxy, the dict its own-dict search finds), and,
+    through it, what it wraps (the forwarded state)."""
+    own, forwarded = state
+    if own:
+        if _is_wrapt_proxy(proxy):
+            yield proxy, "on"
+        else:
+            found = proxy_own_dict(proxy)
+            yield (proxy, "on") if found is None else (found, "dict")
+    if forwarded:
+        yield proxy, "through"
+
+
+@_rebuilder(
+    "part",
+    "sets a rebuilt wrapt proxy's state",
+    "state",
+    target="proxy",
+    state="state",
+    writes=_proxy_state_writes,
+)
 def _set_proxy_state(
     proxy: Any, state: tuple[dict[str, Any] | None, dict[str, Any] | None] | None
 ) -> None:
@@ -443,6 +576,14 @@ def _set_proxy_state(
 # wrapt's proxy roots by the names its versions and implementations use.
 _WRAPT_PROXY_ROOTS = ("ObjectProxy", "BaseObjectProxy")
 _WRAPT_MODULES = ("builtins", "_wrappers", "wrapt.wrappers")
+
+
+def _is_wrapt_proxy(obj: Any) -> bool:
+    """Whether ``obj`` is an instance of a wrapt proxy class (by its roots' names)."""
+    return any(
+        klass.__name__ in _WRAPT_PROXY_ROOTS and klass.__module__ in _WRAPT_MODULES
+        for klass in type(obj).__mro__
+    )
 
 
 @_rebuilder("wrapper", "rebuilds a wrapt proxy around what it wraps", "call")
@@ -505,7 +646,37 @@ def _make_singledispatch(base: Any, registrations: list[tuple[Any, Any]]) -> Any
     return dispatcher
 
 
-@_rebuilder("wrapper", "sets the shipped state on an object (with_state)", "state")
+def _differing(obj: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """The shipped attributes whose values ``obj`` does not already have (this
+    very value, or an equal one)."""
+    differ = {}
+    for key, value in state.items():
+        if key == "__dict__":
+            continue
+        try:
+            current = getattr(obj, key, _MISSING)
+            same = current is value or bool(current == value)
+        except Exception:  # an array's ambiguous truth, a hostile __eq__
+            same = False
+        if not same:
+            differ[key] = value
+    return differ
+
+
+def _with_state_writes(obj: Any, state: dict[str, Any] | None) -> Iterator[tuple[Any, str]]:
+    """What :func:`_with_state` writes to: ``obj``, if a shipped value differs."""
+    if state and _differing(obj, state):
+        yield obj, "through"
+
+
+@_rebuilder(
+    "wrapper",
+    "sets the shipped state on an object (with_state)",
+    "state",
+    target="obj",
+    state="state",
+    writes=_with_state_writes,
+)
 def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
     """``obj`` (usually this process's own, by reference) with the shipped attributes set.
 
@@ -517,20 +688,31 @@ def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
        Equal values are no longer set again.
     """
     if state:
-        for key, value in state.items():
-            if key == "__dict__":
-                continue
-            try:
-                current = getattr(obj, key, _MISSING)
-                same = current is value or bool(current == value)
-            except Exception:  # an array's ambiguous truth, a hostile __eq__
-                same = False
-            if not same:
-                setattr(obj, key, value)
+        for key, value in _differing(obj, state).items():
+            setattr(obj, key, value)
     return obj
 
 
-@_rebuilder("part", "sets an instance's __dict__ and slots, past __getattr__", "state")
+def _instance_state_writes(obj: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_set_instance_state` writes to: ``obj`` past any proxy, and
+    the ``__dict__`` it finds on it."""
+    slots = None
+    if type(state) is tuple:
+        state, slots = state
+    if state or slots:
+        yield obj, "on"
+    if state:
+        yield object.__getattribute__(obj, "__dict__"), "dict"
+
+
+@_rebuilder(
+    "part",
+    "sets an instance's __dict__ and slots, past __getattr__",
+    "state",
+    target="obj",
+    state="state",
+    writes=_instance_state_writes,
+)
 def _set_instance_state(obj: Any, state: Any) -> Any:
     """Give a rebuilt instance its state without looking anything up on it.
 
@@ -550,6 +732,88 @@ def _set_instance_state(obj: Any, state: Any) -> Any:
     return obj
 
 
+# ------------------------------------------------------------ built-in kinds
+
+_DICT_VIEWS: dict[tuple[str, bool], Callable[[Any], Any]] = {
+    (name, ordered): getattr(collections.OrderedDict if ordered else dict, name)
+    for name in ("keys", "values", "items")
+    for ordered in (False, True)
+}
+
+
+@_rebuilder("part", "makes a view of a dict (keys, values or items)", "build")
+def _make_dict_view(mapping: Any, method: str, ordered: bool = False) -> Any:
+    """``mapping.keys()`` (or values, items) of the dict the payload carries;
+    ``ordered``: the view of an ``OrderedDict``."""
+    make = _DICT_VIEWS.get((method, ordered)) if type(method) is str else None
+    if make is None or not isinstance(mapping, collections.OrderedDict if ordered else dict):
+        raise UnpicklingError(
+            f"Cannot load a dict view: the payload asks for {method!r} of a "
+            f"{type(mapping).__name__}. The payload is damaged or was not made by picklable.",
+            reason="damaged payload: bad dict view",
+            hint="check that the bytes arrive unchanged",
+        )
+    return make(mapping)
+
+
+@_rebuilder("part", "makes a memoryview of a copy of its bytes", "build")
+def _make_memoryview(data: Any, format: str, shape: tuple[int, ...]) -> memoryview:
+    """A view with ``format`` and ``shape`` of ``data`` (bytes: read-only;
+    a bytearray: writable; an out-of-band buffer: as given)."""
+    view = memoryview(data)
+    try:
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        rebuilt: memoryview = view.cast(format, shape)  # type: ignore[call-overload]
+        return rebuilt
+    except (TypeError, ValueError) as exc:
+        error = UnpicklingError(
+            f"Cannot load a memoryview of format {format!r} and shape {shape!r} from "
+            f"{view.nbytes} bytes ({exc}). The payload is damaged, or an out-of-band "
+            "buffer given to loads is not the one the payload was made with.",
+            reason="bad memoryview data",
+            hint="give loads the buffers in the order dumps made them",
+        )
+    raise error
+
+
+_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+
+
+@_rebuilder("value", "builds a type variable by value", "call")
+def _make_typevar(
+    factory: Any,
+    name: str,
+    constraints: tuple[Any, ...],
+    options: dict[str, Any],
+    module: str | None,
+    tracker_id: str,
+) -> Any:
+    """A ``TypeVar`` (``ParamSpec``, ``TypeVarTuple``) shipped by value; in the
+    process that made it (or one that built it before), that very object."""
+    if factory not in _TYPE_VARIABLES:
+        raise UnpicklingError(
+            f"Cannot load a type variable made by {factory!r}: the payload is damaged or "
+            "was not made by picklable.",
+            reason="damaged payload: not a type variable's class",
+            hint="check that the bytes arrive unchanged",
+        )
+    known = _tracker.known_object(tracker_id)
+    if known is not None:
+        return known
+    variable = factory(name, *constraints, **options)
+    if module is not None:
+        try:
+            variable.__module__ = module  # else it says picklable._reconstruct
+        except (AttributeError, TypeError):
+            pass
+    try:
+        _tracker.track_object(variable, tracker_id)
+    except TypeError:  # not weakly referenceable: identity within one payload only
+        pass
+    return variable
+
+
 # ---------------------------------------------------------------- exceptions
 
 
@@ -559,7 +823,7 @@ def _make_traceback(records: tuple[Any, ...]) -> types.TracebackType | None:
     return _traceback.build(records)
 
 
-@_rebuilder("part", "sets an exception's state", "state")
+@_rebuilder("part", "sets an exception's state", "state", target="exc", state="state")
 def _exception_setstate(
     exc: BaseException, state: tuple[Any, Any, dict[str, Any]]
 ) -> BaseException:

@@ -28,6 +28,14 @@ What signing does not do: it does not encrypt (anyone who sees a payload can
 read it), and it does not stop replay (an old, genuinely signed payload stays
 valid for as long as the key does). Keys are ``bytes`` of at least 16 bytes;
 :func:`new_key` makes a random 32-byte one, e.g. one per process pool.
+
+Reading a signed payload from a stream (``load(file, key=k)``,
+:func:`read_verified`) has to trust the header's length before the MAC can
+be checked, since the MAC covers the pickle that follows. So a length above
+``max_size`` (:data:`MAX_STREAM_SIZE`, 1 GiB, by default) is refused before a
+byte of the pickle is read, and the pickle is read and fed to the MAC in
+chunks of 4 MiB as it arrives: a forged header costs the reader only what the
+writer actually sends, and at most ``max_size``.
 """
 
 from __future__ import annotations
@@ -42,7 +50,16 @@ from typing import IO, Any
 from . import _caches
 from .exceptions import UnpicklingError
 
-__all__ = ["HEADER_SIZE", "MAGIC", "is_signed", "new_key", "sign", "verify"]
+__all__ = [
+    "HEADER_SIZE",
+    "MAGIC",
+    "MAX_STREAM_SIZE",
+    "is_signed",
+    "new_key",
+    "read_verified",
+    "sign",
+    "verify",
+]
 
 MAGIC = b"\x00PKS"
 VERSION = 1
@@ -52,6 +69,9 @@ _MAC_SIZE = 32
 HEADER_SIZE = _HEAD.size + _MAC_SIZE  # 49
 MIN_KEY_BYTES = 16
 _U64 = struct.Struct("<Q")
+MAX_STREAM_SIZE = 1 << 30
+"""The largest signed pickle ``load(file, key=...)`` reads by default, in bytes (1 GiB)."""
+_CHUNK = 1 << 22  # what one read of a signed stream asks for (4 MiB)
 
 
 def new_key() -> bytes:
@@ -117,21 +137,30 @@ def _new_keyed_hmac(key: bytes) -> Any:
     return hmac_new(key, digestmod="sha256")
 
 
-def _mac(
-    key: bytes, head: bytes | memoryview, body: bytes | memoryview, buffers: Sequence[Any]
-) -> bytes:
+def _keyed_mac(key: bytes) -> Any:
+    """A fresh HMAC-SHA256 of ``key``, nothing fed yet."""
     base = _keyed.get(key)
     if base is None:
         if len(_keyed) >= _KEYED_LIMIT:
             _keyed.clear()
         base = _keyed[key] = _new_keyed_hmac(key)
-    mac = base.copy()
-    mac.update(head)
-    mac.update(body)
+    return base.copy()
+
+
+def _feed_buffers(mac: Any, buffers: Sequence[Any]) -> None:
     for buffer in buffers:
         view = _buffer_bytes(buffer)
         mac.update(_U64.pack(view.nbytes))
         mac.update(view)
+
+
+def _mac(
+    key: bytes, head: bytes | memoryview, body: bytes | memoryview, buffers: Sequence[Any]
+) -> bytes:
+    mac = _keyed_mac(key)
+    mac.update(head)
+    mac.update(body)
+    _feed_buffers(mac, buffers)
     digest: bytes = mac.digest()
     return digest
 
@@ -268,25 +297,94 @@ def verify(
     return body, (given if buffers is not None else None)
 
 
-def read_signed(file: IO[bytes]) -> bytes:
-    """Read one signed payload (header, MAC and pickle) from ``file``.
+def read_verified(
+    file: IO[bytes],
+    key: bytes,
+    buffers: Iterable[Any] | None = None,
+    max_size: int = MAX_STREAM_SIZE,
+) -> tuple[bytearray, list[Any] | None]:
+    """Read one signed payload from ``file`` and check it: ``(pickle, buffers)``.
+
+    The header is read first; a pickle longer than ``max_size`` is refused
+    before any of it is read. The pickle is then read in chunks of at most
+    4 MiB, each fed to the MAC as it arrives; nothing is returned (or
+    unpickled) unless the MAC matches.
+
+    Parameters
+    ----------
+    file:
+        A binary stream positioned at a signed payload (``dump(obj, file, key=k)``).
+    key:
+        The key, already checked by :func:`check_key`.
+    buffers:
+        The out-of-band buffers, if any.
+    max_size:
+        The largest pickle to read, in bytes.
+
+    Returns
+    -------
+    tuple
+        The pickle, and the buffers as a list (or None).
 
     Raises
     ------
     picklable.UnpicklingError
-        The stream ends inside the payload, or does not start with a header.
+        Unsigned, truncated, too large, tampered with, or signed with another key.
     """
     head = _read_exactly(file, HEADER_SIZE)
-    if len(head) < _HEAD.size or head[:4] != MAGIC:
-        return head  # verify() says what is wrong with it
-    length = _HEAD.unpack_from(head)[2]
-    return head + _read_exactly(file, length)
+    if len(head) < HEADER_SIZE or head[:5] != _MAGIC_V1:
+        verify(key, head, buffers)  # says precisely what is wrong with it
+        raise _refuse(  # pragma: no cover - verify always raises for these
+            "the stream does not start with a signed payload.",
+            "payload not signed",
+            "sign it with dump(obj, file, key=...) on the sending side",
+        )
+    _, _, length, count = _HEAD.unpack_from(head)
+    if length > max_size:
+        raise _refuse(
+            f"the signed payload's header announces a {length:,}-byte pickle, more than "
+            f"max_size ({max_size:,} bytes). The header cannot be checked before the pickle "
+            "is read (the signature covers both), so nothing was read. Fix: if payloads "
+            f"this large are expected, pass load(file, key=..., max_size={length}).",
+            "signed payload larger than max_size",
+            "raise max_size= if payloads this large are expected",
+        )
+    given = list(buffers) if buffers is not None else []
+    if len(given) != count:
+        raise _refuse(
+            f"the payload was signed with {count} out-of-band buffer(s); {len(given)} given.",
+            "out-of-band buffer count differs",
+            "pass buffers= exactly as the sender's buffer_callback received them",
+        )
+    mac = _keyed_mac(key)
+    mac.update(head[: _HEAD.size])
+    body = bytearray()
+    while len(body) < length:
+        chunk = file.read(min(length - len(body), _CHUNK))
+        if not chunk:
+            raise _refuse(
+                f"the signed payload is truncated: its header announces a {length:,}-byte "
+                f"pickle, {len(body):,} bytes arrived before the stream ended.",
+                "truncated payload",
+                "check that the whole payload arrives (framing, buffer sizes)",
+            )
+        mac.update(chunk)
+        body += chunk
+    _feed_buffers(mac, given)
+    if not hmac.compare_digest(mac.digest(), head[_HEAD.size : HEADER_SIZE]):
+        raise _refuse(
+            "the signature does not match: the payload was changed after signing, or "
+            "signed with another key.",
+            "bad signature",
+            "use the same key on both sides; never load a payload whose signature fails",
+        )
+    return body, (given if buffers is not None else None)
 
 
 def _read_exactly(file: IO[bytes], size: int) -> bytes:
     chunks = []
     while size > 0:
-        chunk = file.read(min(size, 1 << 24))
+        chunk = file.read(min(size, _CHUNK))
         if not chunk:
             break
         chunks.append(chunk)

@@ -15,6 +15,7 @@ import sys
 import threading
 import types
 import weakref
+from typing import Any
 
 from ._compat import MAIN_MODULES
 from ._paths import walk
@@ -22,12 +23,17 @@ from ._paths import walk
 __all__ = [
     "MISSING",
     "built",
+    "claim_object",
     "id_of",
     "known",
+    "known_id_of_object",
+    "known_object",
     "main_original",
     "mark_built",
+    "object_id",
     "script_original",
     "track",
+    "track_object",
 ]
 
 # Reentrant: the garbage collector may free a tracked class (and run the weak
@@ -181,3 +187,57 @@ def main_original(found_origin: Origin | None) -> type | None:
     ):
         return found
     return None
+
+
+# Other objects shipped by value that keep their identity (type variables):
+# apart from classes, under the same lock.
+_object_by_id: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+_id_by_object: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def object_id(obj: Any) -> str:
+    """The id ``obj`` (not a class) travels with: the one it came with, or a new one."""
+    found = _id_by_object.get(obj)
+    if found is not None:
+        return found
+    with _lock:
+        found = _id_by_object.get(obj)
+        if found is None:
+            found = os.urandom(16).hex()
+            _object_by_id[found] = obj
+            _id_by_object[obj] = found
+    return found
+
+
+def claim_object(obj: Any, base: str) -> str:
+    """As :func:`claim`, for an object that is not a class."""
+    with _lock:
+        found = base
+        n = 1
+        while True:
+            holder = _object_by_id.get(found)
+            if holder is None or holder is obj:
+                break
+            n += 1
+            found = f"{base}-{n}"
+        _object_by_id[found] = obj
+        if obj not in _id_by_object:
+            _id_by_object[obj] = found
+    return found
+
+
+def known_id_of_object(obj: Any) -> str | None:
+    """The id ``obj`` already has, or None."""
+    return _id_by_object.get(obj)
+
+
+def known_object(tracker_id: str) -> Any:
+    """The object this process made or sent under ``tracker_id``, if alive, else None."""
+    return _object_by_id.get(tracker_id)
+
+
+def track_object(obj: Any, tracker_id: str) -> None:
+    """Record that ``tracker_id`` names ``obj`` (both ways)."""
+    with _lock:
+        _object_by_id[tracker_id] = obj
+        _id_by_object[obj] = tracker_id

@@ -209,7 +209,8 @@ class TestClosures:
         payload = picklable.dumps(fn, deterministic=True)
         assert payload == picklable.dumps(fn, deterministic=True)
         assert same(call(picklable.loads(payload), 0), call(fn, 0))
-        back = picklable.loads(picklable.dumps(fn, key=KEY), key=KEY, allowed=["__main__"])
+        policy = picklable.Policy(["__main__"], by_value_code=True)
+        back = picklable.loads(picklable.dumps(fn, key=KEY), key=KEY, allowed=policy)
         assert same(call(back, 1), call(fn, 1))
 
 

@@ -9,6 +9,7 @@ callable, containers of all of these.
 
 from __future__ import annotations
 
+import abc
 import collections
 import dataclasses
 import enum
@@ -17,6 +18,8 @@ import io
 import os.path
 import sys
 import types
+import typing
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,6 +63,12 @@ class _LocalEnum(enum.Enum):
     B = 2
 
 
+# Members of the weak collections below (alive as long as the corpus is).
+_MEMBERS = [_Callable(1), _Callable(2)]
+_BYTES = b"Hello!" * 3
+_BUFFER = bytearray(range(12))
+
+
 def corpus() -> Iterator[tuple[str, Any]]:
     """(name, object) for every kind of object the tests know."""
     scale = 3
@@ -96,6 +105,21 @@ def corpus() -> Iterator[tuple[str, Any]]:
     local = Local()
     module = types.ModuleType("in_memory_module")
     module.value = 5  # type: ignore[attr-defined]
+    exec("def absolute(x):\n    return abs(x)\n", module.__dict__)  # gets __builtins__
+
+    T = typing.TypeVar("T", bound=int)
+    P = typing.ParamSpec("P")
+
+    class Box(typing.Generic[T]):
+        pass
+
+    class Abstract(abc.ABC):
+        @abc.abstractclassmethod  # type: ignore[arg-type]
+        def make(cls) -> None:
+            """Make one."""
+
+    mapping = {"a": 1, "f": closure}
+    ordered = collections.OrderedDict([("b", 2)])
     yield from [
         ("module function", api.add),
         ("os.path.join", os.path.join),
@@ -154,4 +178,25 @@ def corpus() -> Iterator[tuple[str, Any]]:
         ("sys.version_info", sys.version_info),
         ("bytes io", io.BytesIO(b"abc")),
         ("nested data", {"f": [closure, (api.plain, {"c": Local})], "n": [1, 2.0, "s"]}),
+        ("dict keys", mapping.keys()),
+        ("dict values", mapping.values()),
+        ("dict items with a closure", mapping.items()),
+        ("OrderedDict keys", ordered.keys()),
+        ("OrderedDict items", ordered.items()),
+        ("memoryview of bytes", memoryview(_BYTES)),
+        ("writable memoryview", memoryview(_BUFFER)),
+        ("sliced memoryview", memoryview(_BYTES)[2:15:2]),
+        ("cast memoryview", memoryview(_BUFFER).cast("H", (2, 3))),
+        ("local TypeVar", T),
+        ("local ParamSpec", P),
+        ("typing's own TypeVar", typing.AnyStr),
+        ("local generic class", Box),
+        ("local generic alias", Box[int]),
+        ("abstract classmethod", vars(Abstract)["make"]),
+        ("class with an abstract classmethod", Abstract),
+        ("WeakSet", weakref.WeakSet(_MEMBERS)),
+        ("WeakKeyDictionary", weakref.WeakKeyDictionary({_MEMBERS[0]: 1})),
+        ("WeakValueDictionary", weakref.WeakValueDictionary({"m": _MEMBERS[1]})),
+        ("sys.stdout", sys.stdout),
+        ("sys.__stderr__", sys.__stderr__),
     ]

@@ -2,7 +2,9 @@
 
 The parent builds a corpus (truncations, bit flips, byte edits, splices, random
 bytes and random opcode sequences made from real payloads), writes it to a
-file, and runs ``python -m support.fuzz CORPUS START [KEY_HEX]``. The child
+file, and runs ``python -m support.fuzz CORPUS START [KEY_HEX|-] [LOADER]``
+(``LOADER``: ``picklable``; ``allowed``: picklable under :data:`ALLOWED`, the
+guarded unpickler; ``pickle``: plain ``pickle.loads``). The child
 loads each case from START on and writes one line per case, ``<index>
 <outcome>``: ``L`` loaded, ``U`` refused with picklable.UnpicklingError,
 ``X:<type>`` any other exception (loading, or formatting a loaded exception
@@ -26,7 +28,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 # ---------------------------------------------------------------- corpus
 
@@ -145,17 +147,102 @@ def base_objects() -> list[Any]:
     ]
 
 
-def base_payloads(*, key: bytes | None = None) -> list[bytes]:
-    """picklable payloads of :func:`base_objects` (signed with ``key`` if given)."""
+ALLOWED = ["__main__", "picklable_testpkg", "support"]
+"""What the base payloads name: under this list (with by-value code) they all load."""
+
+
+def numpy_objects() -> list[Any]:
+    """Arrays whose payloads numpy rebuilds (``_reconstruct`` and ``ndarray.__setstate__``)."""
+    import numpy as np
+
+    record = np.dtype([("id", "<i4"), ("score", "<f8"), ("tag", "S3")])
+    return [
+        np.arange(24, dtype=np.int64).reshape(4, 6),
+        np.linspace(0, 1, 17),
+        np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+        np.array([1 + 2j, 3 - 4j], dtype=np.complex64),
+        np.array([True, False, True]),
+        np.zeros((0, 3)),
+        np.array(7, dtype=np.uint8),
+        np.array([(1, 2.5, b"abc"), (2, -1.0, b"de")], dtype=record),
+        np.array(["x", "yz"], dtype="<U2"),
+        np.array(["2020-01-01", "2021-06-15"], dtype="datetime64[D]"),
+        np.arange(10, dtype=">i2")[::2],
+        {"weights": np.ones((2, 2), dtype=np.float32), "bias": np.array([0.5])},
+        np.array([1, "two", None, 3.0], dtype=object),
+        np.zeros(3, dtype=[("v", "<f4", (3,)), ("n", [("a", "<i2"), ("b", "u1")])]),
+        np.arange(6).reshape(2, 3).T,
+        np.ma.masked_array([1, 2, 3], mask=[0, 1, 0]),
+        np.arange(20_000, dtype=np.float64),
+        [np.float64(3.5), np.int32(-5), np.str_("x"), np.datetime64("2020-01-01"), np.bool_(True)],
+    ]
+
+
+def base_payloads(*, key: bytes | None = None, objects: list[Any] | None = None) -> list[bytes]:
+    """picklable payloads of :func:`base_objects` (or ``objects``; signed with ``key`` if given)."""
     import picklable
 
     payloads = []
-    for obj in base_objects():
+    for obj in base_objects() if objects is None else objects:
         payloads.append(picklable.dumps(obj, key=key))
         if key is None:
             payloads.append(picklable.dumps(obj, protocol=2))
             payloads.append(picklable.dumps(obj, deterministic=True))
     return payloads
+
+
+def reproducible_payloads(
+    workdir: Path, env: dict[str, str], *, kind: str = "picklable", key: bytes | None = None
+) -> list[bytes]:
+    """:func:`base_payloads` made in a child with a fixed hash seed and class ids.
+
+    Set order depends on ``PYTHONHASHSEED`` and by-value classes carry random
+    tracker ids: made here, the same payloads (so the same damaged cases, and
+    the same figures) come out of every run.
+    """
+    path = workdir / f"base-{kind}.bin"
+    command = [sys.executable, "-m", "support.fuzz", "--payloads", kind, str(path)]
+    subprocess.run(
+        [*command, key.hex() if key is not None else "-"],
+        env={**env, "PYTHONHASHSEED": "0"},
+        check=True,
+        timeout=120,
+    )
+    return read_corpus(path)
+
+
+def _write_payloads(kind: str, path: str, key_hex: str) -> None:
+    from picklable import _tracker
+
+    ids = random.Random(0)
+    _tracker.os = type("SeededIds", (), {"urandom": staticmethod(ids.randbytes)})  # type: ignore[assignment]
+    objects = numpy_objects() if kind == "numpy" else None
+    key = None if key_hex == "-" else bytes.fromhex(key_hex)
+    write_corpus(Path(path), base_payloads(key=key, objects=objects))
+
+
+def _report(kind: str, count: int, seed: int) -> None:
+    """``python -m support.fuzz --report numpy 100000 10`` (from tests/): a longer run
+    than the suite's, printed like it (docs/safety.md quotes both)."""
+    import tempfile
+
+    from support.child import child_env
+
+    env = child_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        cases = mutations(reproducible_payloads(workdir, env, kind=kind), count, seed)
+        corpus = workdir / "corpus.bin"
+        write_corpus(corpus, [data for _, data in cases])
+        report = run(corpus, env=env)
+        print(
+            f"{kind}: {count:,} cases (seed {seed}) in {report.seconds:.1f} s: "
+            f"{report.count('L'):,} loaded, {report.count('U'):,} refused, "
+            f"{len(report.unclean) - len(report.crashes) - len(report.hangs)} other exceptions, "
+            f"{len(report.crashes)} crashes, {len(report.hangs)} hangs"
+        )
+        for index, damage, plain, call in crash_culprits(cases, report, workdir, env):
+            print(f"  crash at case {index} ({damage}): last call {call}; pickle.loads: {plain}")
 
 
 def _random_opcodes(rng: random.Random) -> bytes:
@@ -285,9 +372,15 @@ class Report:
 
 
 def run(
-    corpus: Path, *, key: bytes | None = None, hang_after: float = 10.0, env: dict[str, str]
+    corpus: Path,
+    *,
+    key: bytes | None = None,
+    hang_after: float = 10.0,
+    env: dict[str, str],
+    loader: str = "picklable",
 ) -> Report:
-    """Feed every case of ``corpus`` to loads in child interpreters (restarted after a crash or hang)."""
+    """Feed every case of ``corpus`` to loads in child interpreters (restarted after a
+    crash or hang); ``loader="pickle"``: to plain ``pickle.loads`` instead."""
     total = len(read_corpus(corpus))
     outcomes = ["?"] * total
     crashes: list[int] = []
@@ -297,8 +390,7 @@ def run(
     index = 0
     while index < total:
         command = [sys.executable, "-m", "support.fuzz", str(corpus), str(index)]
-        if key is not None:
-            command.append(key.hex())
+        command += [key.hex() if key is not None else "-", loader]
         # stdin: nothing to read, as in a pool's worker (multiprocessing gives its
         # children /dev/null): a random payload that calls input() fails at once
         # instead of waiting on whatever the test runner's stdin is (an xdist pipe).
@@ -355,7 +447,82 @@ def _lines(process: subprocess.Popen[bytes], hang_after: float) -> Iterator[tupl
 # ---------------------------------------------------------------- child side
 
 
-def _serve(corpus: str, start: int, key: bytes | None) -> None:
+def last_call(data: bytes, env: dict[str, str]) -> str:
+    """The last callable a load of ``data`` called before it ended (or killed the process).
+
+    Loads with pickle's pure-Python unpickler in a child, which writes the name of
+    every callable to stderr before calling it (REDUCE, NEWOBJ, and BUILD's
+    ``__setstate__``); the last line names the culprit of a crash.
+    """
+    result = subprocess.run(
+        [sys.executable, "-m", "support.fuzz", "--trace"],
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    calls = [
+        line
+        for line in result.stderr.decode(errors="replace").splitlines()
+        if line.startswith(("call ", "new ", "setstate "))
+    ]
+    return calls[-1] if calls else ""
+
+
+def crash_culprits(
+    cases: list[tuple[str, bytes]], report: Report, workdir: Path, env: dict[str, str]
+) -> list[tuple[int, str, str, str]]:
+    """For each crash of ``report``: (index, damage kind, what plain ``pickle.loads``
+    does with the same bytes, the last call before the crash)."""
+    found = []
+    for index in report.crashes:
+        single = workdir / f"case-{index}.bin"
+        write_corpus(single, [cases[index][1]])
+        plain = run(single, env=env, loader="pickle").outcomes[0]
+        found.append((index, cases[index][0], plain, last_call(cases[index][1], env)))
+    return found
+
+
+def _trace_calls() -> None:
+    import pickle
+
+    def name(obj: Any) -> str:
+        owner = obj if isinstance(obj, type) else type(obj)
+        qualname = getattr(obj, "__qualname__", None) or owner.__qualname__
+        return f"{getattr(obj, '__module__', None) or owner.__module__}.{qualname}"
+
+    class Tracing(pickle._Unpickler):  # type: ignore[name-defined,misc]
+        dispatch: ClassVar[dict[int, Any]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+
+        def _say(self, text: str) -> None:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+        def load_reduce(self) -> None:
+            self._say(f"call {name(self.stack[-2])}")
+            super().load_reduce()
+
+        def load_newobj(self) -> None:
+            self._say(f"new {name(self.stack[-2])}")
+            super().load_newobj()
+
+        def load_build(self) -> None:
+            self._say(f"setstate {name(type(self.stack[-2]))}.__setstate__")
+            super().load_build()
+
+        dispatch[pickle.REDUCE[0]] = load_reduce
+        dispatch[pickle.NEWOBJ[0]] = load_newobj
+        dispatch[pickle.BUILD[0]] = load_build
+
+    import io
+
+    try:
+        Tracing(io.BytesIO(sys.stdin.buffer.read())).load()
+    except Exception:
+        pass
+
+
+def _serve(corpus: str, start: int, key: bytes | None, loader: str = "picklable") -> None:
     import resource
 
     # A damaged length or memo index may ask for gigabytes: fail with MemoryError instead.
@@ -368,13 +535,24 @@ def _serve(corpus: str, start: int, key: bytes | None) -> None:
     sys.stdout = sys.stderr  # anything a rebuilt object prints must not corrupt the channel
     cases = read_corpus(Path(corpus))
     options = {"key": key} if key is not None else {}
+    load: Any = picklable.loads
+    if loader == "pickle":
+        import pickle
+
+        load = pickle.loads
+    elif loader == "allowed":
+        options["allowed"] = picklable.Policy(ALLOWED, by_value_code=True)
     for index in range(start, len(cases)):
         try:
-            loaded = picklable.loads(cases[index], **options)
+            loaded = load(cases[index], **options)
             outcome = "L"
             _exercise(loaded)
         except picklable.UnpicklingError:
             outcome = "U"
+        except Exception as exc:
+            outcome = (
+                "U" if loader == "pickle" else f"X:{type(exc).__module__}.{type(exc).__qualname__}"
+            )
         except BaseException as exc:  # what must never happen: reported, not hidden
             outcome = f"X:{type(exc).__module__}.{type(exc).__qualname__}"
         out.write(f"{index} {outcome}\n")
@@ -392,4 +570,17 @@ def _exercise(obj: Any, depth: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    _serve(sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3]) if len(sys.argv) > 3 else None)
+    if sys.argv[1] == "--trace":
+        _trace_calls()
+    elif sys.argv[1] == "--payloads":
+        _write_payloads(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "--report":
+        _report(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        key_hex = sys.argv[3] if len(sys.argv) > 3 else "-"
+        _serve(
+            sys.argv[1],
+            int(sys.argv[2]),
+            None if key_hex == "-" else bytes.fromhex(key_hex),
+            sys.argv[4] if len(sys.argv) > 4 else "picklable",
+        )

@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "__init__",
             "__main__",
+            "compat",
             "_decorators",
             "_envelope",
             "_cli",

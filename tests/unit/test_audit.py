@@ -369,7 +369,7 @@ class TestFailures:
         report = audit_objects([Target("held", "", (), "callable object", held)], ["picklable"])
         result = report.entries[0].results["picklable"]
         assert result.outcome is Outcome.DUMP
-        assert result.error.startswith("PicklingError: Cannot pickle _thread.lock - at ")
+        assert result.error.startswith("PicklingError[TypeError]: Cannot pickle _thread.lock - at ")
         assert result.hint == "create it inside the worker (e.g. in the pool initializer)"
 
     def test_load_failure_carries_picklables_hint(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -381,6 +381,7 @@ class TestFailures:
         result = report.entry("audit_ghost_module.f").results["picklable"]
         assert result.outcome is Outcome.LOAD
         assert result.error.startswith(
-            "UnpicklingError: Cannot load: module 'audit_ghost_module' is not importable here."
+            "UnpicklingError[ModuleNotFoundError]: Cannot load: module 'audit_ghost_module' "
+            "is not importable here."
         )
         assert result.hint == "install it in the receiving environment"

@@ -238,7 +238,8 @@ class TestReports:
         failure = case.find("failure")
         assert failure is not None and failure.get("type") == "load"
         assert failure.get("message", "").startswith(
-            "load fails: UnpicklingError: Cannot load: module 'cli_ghost_module' is not importable"
+            "load fails: UnpicklingError[ModuleNotFoundError]: Cannot load: module "
+            "'cli_ghost_module' is not importable"
         )
         assert (failure.text or "").endswith("hint: install it in the receiving environment")
 
@@ -254,7 +255,9 @@ class TestReports:
         assert "**FAILED**: picklable has 1 load fails" in text
         assert "| outcome | picklable |" in text and "| load fails | 1 |" in text
         row = next(line for line in text.splitlines() if line.startswith("| `cli_ghost_module.f`"))
-        assert row.startswith("| `cli_ghost_module.f` | function | load fails | UnpicklingError:")
+        assert row.startswith(
+            "| `cli_ghost_module.f` | function | load fails | UnpicklingError[ModuleNotFoundError]:"
+        )
         assert row.endswith("| install it in the receiving environment |")
 
     def test_only_one_report_to_stdout(self, capsys: pytest.CaptureFixture[str]) -> None:

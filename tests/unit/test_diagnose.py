@@ -20,6 +20,7 @@ import threading
 import types
 import weakref
 
+import numpy as np
 import pytest
 
 import picklable
@@ -56,6 +57,8 @@ def sync_message(kind, path="obj"):
 
 
 FILE_FIX = "pass the path {0!r} and open it inside the worker"
+READ_FIX = FILE_FIX + ", or ship its content (f.read())"
+WRITE_FIX = FILE_FIX + ", or send the data back and write it here"
 
 
 class Refuses:
@@ -119,9 +122,9 @@ class TestLocksAndThreads:
         assert message_of([process]) == (
             "Cannot pickle multiprocessing.context.Process - at obj[0]: a Process object belongs "
             "to "
-            "the process that made it (OS handles, authkey). Fix: pass its target and arguments, "
-            "and "
-            "start processes where they are needed."
+            "the process that made it (OS handles, authkey) (TypeError: Pickling an "
+            "AuthenticationString object is disallowed for security reasons). Fix: pass its "
+            "target and arguments, and start processes where they are needed."
         )
 
     def test_multiprocessing_queue(self):
@@ -130,9 +133,9 @@ class TestLocksAndThreads:
         try:
             assert message_of({"q": queue}) == (
                 "Cannot pickle multiprocessing.queues.Queue - at obj['q']: a multiprocessing Queue "
-                "reaches other processes when they start, not by pickling. Fix: give it to the "
-                "pool's "
-                "initializer (initargs) or to Process(args=...), or use "
+                "reaches other processes when they start, not by pickling (RuntimeError: Queue "
+                "objects should only be shared between processes through inheritance). Fix: give "
+                "it to the pool's initializer (initargs) or to Process(args=...), or use "
                 "multiprocessing.Manager().Queue()."
             )
         finally:
@@ -168,37 +171,76 @@ class TestOSResources:
         [
             ("r", -1, "_io.TextIOWrapper"),
             ("rb", -1, "_io.BufferedReader"),
-            ("wb", -1, "_io.BufferedWriter"),
-            ("r+b", -1, "_io.BufferedRandom"),
             ("rb", 0, "_io.FileIO"),
         ],
     )
-    def test_open_files(self, tmp_path, mode, buffering, type_name):
-        """Text, buffered and raw files: the fix names the file's path."""
+    def test_files_open_for_reading(self, tmp_path, mode, buffering, type_name):
+        """Text, buffered and raw files open for reading: the fix names the path."""
         path = tmp_path / "data.csv"
         path.write_text("a,b\n")
         with open(path, mode, buffering=buffering) as handle:
             assert message_of({"log": handle}) == (
                 f"Cannot pickle {type_name} - at obj['log']: open file {str(path)!r} holds an OS "
-                "file "
-                f"descriptor. Fix: {FILE_FIX.format(str(path))}."
+                "file descriptor; a copy of its content would not follow the file. "
+                f"Fix: {READ_FIX.format(str(path))}."
             )
 
-    def test_standard_stream(self):
-        """sys.__stderr__ is this process's own stream: use the worker's."""
-        assert message_of([sys.__stderr__]) == (
-            "Cannot pickle _io.TextIOWrapper - at obj[0]: it is this process's sys.stderr. Fix: "
-            "use "
-            "sys.stderr inside the worker (each process has its own)."
+    @pytest.mark.parametrize(
+        ("mode", "type_name"),
+        [("wb", "_io.BufferedWriter"), ("r+b", "_io.BufferedRandom"), ("a", "_io.TextIOWrapper")],
+    )
+    def test_files_open_for_writing(self, tmp_path, mode, type_name):
+        """A file open for writing: a copy would not write to the file."""
+        path = tmp_path / "data.csv"
+        path.write_text("a,b\n")
+        with open(path, mode) as handle:
+            assert message_of({"log": handle}) == (
+                f"Cannot pickle {type_name} - at obj['log']: open file {str(path)!r} is open for "
+                f"writing: a copy would not write to the file. Fix: {WRITE_FIX.format(str(path))}."
+            )
+
+    def test_closed_file(self, tmp_path):
+        """A closed file: it is closed, whatever it held before."""
+        path = tmp_path / "data.csv"
+        with open(path, "w") as handle:
+            handle.write("a,b\n")
+        assert message_of([handle]) == (
+            f"Cannot pickle _io.TextIOWrapper - at obj[0]: file {str(path)!r} is closed: it has "
+            "nothing left to read or write. Fix: pass the path and open the file inside the worker."
         )
 
-    def test_memoryview(self):
-        """A memoryview: ship bytes or the object it views."""
-        assert message_of(memoryview(b"abc")) == (
-            "Cannot pickle memoryview - at obj: a memoryview is a window on another object's "
-            "memory. "
-            "Fix: ship bytes(view) or the object it views."
+    def test_standard_input(self):
+        """sys.stdin is this process's own stream: use the worker's."""
+        assert message_of([sys.__stdin__]) == (
+            "Cannot pickle _io.TextIOWrapper - at obj[0]: it is this process's sys.stdin. Fix: "
+            "use sys.stdin inside the worker (each process has its own)."
         )
+
+    def test_standard_output_ships_as_the_receivers(self):
+        """sys.stdout and sys.stderr load as the receiver's own (a reference)."""
+        assert shipping(sys.__stderr__).how == "reference"
+        assert shipping(sys.__stderr__).via == "sys:__stderr__"
+        assert picklable.loads(picklable.dumps([sys.stdout]))[0] is sys.stdout
+
+    def test_released_memoryview(self):
+        """A released memoryview views nothing: it cannot ship."""
+        view = memoryview(b"abc")
+        view.release()
+        assert message_of([view]) == (
+            "Cannot pickle memoryview - at obj[0]: the memoryview is released: it views nothing "
+            "any more. Fix: ship the object it viewed, or bytes(view) before releasing it."
+        )
+
+    def test_memoryview_of_a_struct_format(self):
+        """A view whose format memoryview.cast cannot make again is refused, not bent."""
+        record = np.zeros(3, dtype=[("a", "<i4"), ("b", "<f8")])
+        sliced = memoryview(record)[1:]
+        assert message_of([sliced]) == (
+            f"Cannot pickle memoryview - at obj[0]: a memoryview of format {sliced.format!r} "
+            "cannot be rebuilt exactly (memoryview.cast knows single native formats only). "
+            "Fix: ship the object it views (view.obj), or bytes(view)."
+        )
+        assert picklable.loads(picklable.dumps(memoryview(record))).obj.tolist() == record.tolist()
 
 
 class TestRunningCode:
@@ -452,12 +494,13 @@ class TestWeakReferences:
     @pytest.mark.parametrize(
         "kind", [weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet]
     )
-    def test_weak_containers_are_the_culprit(self, kind):
-        """Weak containers are named themselves, not `_remove.__defaults__[0]`."""
-        assert message_of({"cache": kind()}) == (
-            f"Cannot pickle {_hints.type_name(kind())} - at obj['cache']: a {kind.__name__} holds "
-            "weak "
-            f"references into this process. Fix: {WEAK_FIX}."
+    def test_weak_container_subclasses_are_the_culprit(self, kind):
+        """A subclass of a weak container is named itself, not `_remove.__defaults__[0]`
+        (the containers themselves ship over their members)."""
+        subclass = type(f"My{kind.__name__}", (kind,), {})
+        assert message_of({"cache": subclass()}) == (
+            f"Cannot pickle {_hints.type_name(subclass())} - at obj['cache']: a "
+            f"{subclass.__name__} holds weak references into this process. Fix: {WEAK_FIX}."
         )
 
 
@@ -1025,35 +1068,52 @@ class TestLoadErrors:
     @pytest.mark.parametrize(
         ("data", "said"),
         [
-            (b"\x80\x05garbage", "UnpicklingError: pickle data was truncated"),
-            (b"", "EOFError: Ran out of input"),
+            (
+                b"\x80\x05garbage",
+                (
+                    "no newline found when trying to read stringnl; "
+                    "UnpicklingError: pickle data was truncated"
+                ),
+            ),
+            (b"", "pickle exhausted before seeing STOP; EOFError: Ran out of input"),
+            (b"\x80\x04\x8c\x02\xff\xfe.", "'utf-8' codec can't decode byte 0xff"),
+            (b"\x80\x04N0h\x07.", "BINGET at byte 4 reads memo entry 7, never written"),
+            (b"\x80\x04Nu.", "SETITEMS at byte 3 needs a MARK that was never set"),
         ],
     )
     def test_damaged(self, data, said):
-        """Damaged or truncated bytes: check the transport."""
-        assert str(load_error(data)) == (
-            f"Cannot load: the payload is damaged or not a pickle ({said}). Fix: check that the "
-            "bytes "
-            "arrive unchanged (and whole)."
+        """Bytes whose opcodes do not parse: damaged, whatever the unpickler raised."""
+        error = load_error(data)
+        assert str(error).startswith("Cannot load: the payload is damaged or not a pickle (")
+        assert said in str(error)
+        assert str(error).endswith(
+            "Fix: check that the bytes arrive unchanged (and whole); sign payloads with key= "
+            "to have any change refused before loading."
         )
+        assert error.reason == "damaged or truncated payload"
 
     def test_newer_protocol(self):
-        """A protocol this Python does not know."""
-        assert str(load_error(b"\x80\x09.")) == (
-            "Cannot load: unsupported pickle protocol: 9 (made by a newer Python). Fix: load it "
+        """A protocol a few versions past this Python's: made by a newer Python."""
+        assert str(load_error(b"\x80\x06.")) == (
+            "Cannot load: unsupported pickle protocol: 6 (made by a newer Python). Fix: load it "
             "with the "
             "sender's Python version, or dump with a protocol this Python knows (protocol=5)."
         )
+
+    def test_implausible_protocol_is_damage(self):
+        """Protocol 117 is no newer Python's: a damaged first byte."""
+        error = load_error(b"\x80\x75N.")
+        assert "damaged or not a pickle (PROTO at byte 0 announces protocol 117" in str(error)
 
     def test_constructor_raises_in_c(self):
         """A call that fails in C code (no frame to name): the generic rebuild message."""
         err = load_error(b"cbuiltins\nint\n(S'x'\ntR.")
         assert str(err) == (
             "Cannot load: rebuilding an object raised ValueError: invalid literal for int() with "
-            "base 10: "
-            "'x'. Its class here differs from the sender's (another version of its package?). Fix: "
-            "install "
-            "the same versions on both sides."
+            "base 10: 'x'. The payload's opcodes are intact, so a value inside the payload was "
+            "damaged on the way, or the class here differs from the sender's (another version "
+            "of its package?). Fix: check that the bytes arrive unchanged (sign them with key=), "
+            "and install the same versions on both sides."
         )
 
     def test_load_from_a_file_says_the_same(self, sent):

@@ -205,3 +205,87 @@ class TestFiles:
         stream.seek(0)
         with pytest.raises(picklable.UnpicklingError, match="this payload is signed"):
             picklable.load(stream)
+
+
+class _CountingStream(io.BytesIO):
+    """A stream that records the size of every read."""
+
+    def __init__(self, data=b""):
+        super().__init__(data)
+        self.reads = []
+
+    def read(self, size=-1):
+        self.reads.append(size)
+        return super().read(size)
+
+
+def forged_header(length, count=0):
+    """A signed-payload header announcing ``length`` bytes, with a MAC nobody checked."""
+    return struct.pack("<4sBQI", b"\x00PKS", 1, length, count) + bytes(32)
+
+
+class TestStreamLimits:
+    def test_huge_length_refused_before_reading(self):
+        """A header announcing 2**64 - 1 bytes is refused; nothing after the header is read."""
+        stream = _CountingStream(forged_header(2**64 - 1) + b"\x80\x05" * 1000)
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.load(stream, key=KEY)
+        assert info.value.reason == "signed payload larger than max_size"
+        assert "announces a 18,446,744,073,709,551,615-byte pickle, more than max_size" in str(
+            info.value
+        )
+        assert "another version" not in str(info.value)
+        assert stream.tell() == 49 and sum(stream.reads) == 49
+
+    def test_default_maximum_is_documented(self):
+        """The default limit is _signing.MAX_STREAM_SIZE (1 GiB); max_size= changes it."""
+        assert _signing.MAX_STREAM_SIZE == 1 << 30
+        stream = io.BytesIO(forged_header((1 << 30) + 1))
+        with pytest.raises(picklable.UnpicklingError, match="max_size=1073741825"):
+            picklable.load(stream, key=KEY)
+        data = signed(list(range(1000)))
+        with pytest.raises(picklable.UnpicklingError, match="more than max_size"):
+            picklable.load(io.BytesIO(data), key=KEY, max_size=100)
+        assert picklable.load(io.BytesIO(data), key=KEY, max_size=len(data)) == list(range(1000))
+
+    def test_read_in_bounded_chunks(self):
+        """A large payload is read 4 MiB at a time, each chunk fed to the MAC as it comes."""
+        blob = bytes(range(256)) * (10 * 4096)  # 10 MiB
+        stream = _CountingStream(signed(blob))
+        assert picklable.load(stream, key=KEY) == blob
+        assert max(stream.reads) <= 4 << 20 and len(stream.reads) >= 4
+
+    def test_forged_length_costs_only_what_arrives(self):
+        """A header announcing 1 GiB followed by 10 bytes: truncated, after reading 10 bytes."""
+        stream = _CountingStream(forged_header(1 << 30) + b"x" * 10)
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.load(stream, key=KEY)
+        assert info.value.reason == "truncated payload"
+        assert "announces a 1,073,741,824-byte pickle, 10 bytes arrived" in str(info.value)
+
+    def test_tampered_stream_never_unpickled(self, monkeypatch):
+        """A changed byte in a streamed payload: bad signature, the unpickler never runs."""
+        calls = []
+        monkeypatch.setattr("picklable._api._loads", lambda *a, **k: calls.append(a))
+        data = bytearray(signed(api.make_closure(2)))
+        data[60] ^= 1
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.load(io.BytesIO(bytes(data)), key=KEY)
+        assert info.value.reason == "bad signature" and calls == []
+
+    def test_stream_with_buffers(self):
+        """Out-of-band buffers of a streamed payload are covered too."""
+        buffers = []
+        array = np.arange(100)
+        stream = io.BytesIO(picklable.dumps(array, key=KEY, buffer_callback=buffers.append))
+        raw = [bytearray(b.raw()) for b in buffers]
+        assert np.array_equal(picklable.load(stream, key=KEY, buffers=raw), array)
+        stream.seek(0)
+        with pytest.raises(picklable.UnpicklingError, match="1 out-of-band buffer"):
+            picklable.load(stream, key=KEY)
+
+    def test_unsigned_stream_with_key(self):
+        """A stream of an unsigned pickle: refused as not signed."""
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.load(io.BytesIO(picklable.dumps([1])), key=KEY)
+        assert info.value.reason == "payload not signed"

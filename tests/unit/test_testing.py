@@ -70,7 +70,8 @@ class TestAssertShips:
             "testing_ghost_module.f did not ship as expected (identity) into a fresh interpreter",
             "  outcome: load fails",
             (
-                "  error:   UnpicklingError: Cannot load: module 'testing_ghost_module' is not importable here. "
+                "  error:   UnpicklingError[ModuleNotFoundError]: Cannot load: module "
+                "'testing_ghost_module' is not importable here. "
                 "Fix: install it in the receiving environment, or ship the sender's module by value with "
                 "picklable.register_by_value()."
             ),

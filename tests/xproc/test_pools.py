@@ -145,6 +145,19 @@ class TestPoolAPI:
         with pytest.raises(ZeroDivisionError):
             pool.map(lambda x: 1 / x, [1, 0, 2])
 
+    def test_map_unpicklable_argument(self, pool):
+        """An argument whose __reduce__ raises: that exception's type, no hang (as the
+        stdlib Pool's test_map_unplicklable expects), and the pool goes on."""
+
+        class Refuses:
+            def __reduce__(self):
+                raise RuntimeError("cannot pickle")
+
+        with pytest.raises(RuntimeError, match="cannot pickle") as info:
+            pool.map(lambda x: x, [Refuses()] * 10)
+        assert isinstance(info.value, picklable.PicklingError)
+        assert pool.map(lambda x: x * x, [1, 2]) == [1, 4]
+
     def test_large_payloads_both_ways(self, pool):
         """Arguments and results far larger than socket buffers, many at once, never deadlock."""
         blobs = [bytes([i]) * 8_000_000 for i in range(4)]

@@ -38,6 +38,7 @@ try:
 except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
+from .._compat import full_traceback
 from . import _launch
 from . import _protocol as P
 from ._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
@@ -1046,32 +1047,38 @@ def _load_error(
     return error
 
 
-def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]]) -> Exception:
+def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]]) -> BaseException:
     """The error for arguments that cannot ship, naming the one that fails.
 
     ``pieces`` are (name in the user's terms, object): the first that fails
     alone is diagnosed again under its name, e.g. ``item 1 of map(work)['c']``
     rather than a path into the payload (``obj[0][1]['c']``).
     """
-    from .._diagnose import pickling_error
+    from .._diagnose import dump_error
     from ..exceptions import PicklingError
 
     for name, piece in pieces:
         try:
             codec.encode(piece)
         except Exception as piece_exc:
-            cause = piece_exc.__cause__ if isinstance(piece_exc, PicklingError) else None
-            error = pickling_error(
-                piece, cause if isinstance(cause, Exception) else piece_exc, name
-            )
-            error.__cause__ = piece_exc.__cause__ or piece_exc
+            # What the pickler raised: the cause, or the context dumps kept unprinted.
+            cause = piece_exc.__cause__ or piece_exc.__context__
+            if not isinstance(piece_exc, PicklingError) or not isinstance(cause, Exception):
+                cause = piece_exc
+            error = dump_error(piece, cause, name)  # of the type users catch, as dumps's
+            # One traceback, as dumps prints (PICKLABLE_TRACEBACK=full: the chain).
+            error.__context__ = cause
+            if full_traceback():
+                error.__cause__ = cause
+            else:
+                error.__suppress_context__ = True
             return error
     return exc
 
 
 def result_error(task: str, error: BaseException) -> BaseException:
     """A result that could not be pickled in the worker, said as the result of ``task``."""
-    from ..exceptions import PicklingError
+    from ..exceptions import PicklingError, relocated
 
     if not isinstance(error, PicklingError) or not error.path:
         return error
@@ -1082,7 +1089,8 @@ def result_error(task: str, error: BaseException) -> BaseException:
         "return what the parent needs as data that pickles (results travel back to the "
         "parent), or give the result's class a __reduce__ that rebuilds it there"
     )
-    rebuilt = PicklingError(
+    rebuilt = relocated(  # of the type users catch, as the worker's error was
+        error,
         f"Cannot pickle {error.type_name or 'the result'} - at {where}: "
         f"{error.reason or _first_line(error)}. Fix: {hint}.",
         path=where,

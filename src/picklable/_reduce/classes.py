@@ -31,6 +31,7 @@ from .scripts import note_copy, same_in_workers, script_location, script_referen
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
+    from .state import PayloadState
 
 __all__ = ["class_by_value", "class_pieces", "locate_misnamed_type", "reduce_class"]
 
@@ -60,6 +61,8 @@ _caches.register("classes.builtin_type_refs", _seed_builtin_refs)
 def reduce_class(pickler: Pickler, cls: type) -> Any:
     """The rule for a class: own name, located path, misnamed type, else a copy."""
     # As for functions, classes in the by_name cache never get here.
+    if type(cls) in pickler._table:
+        return NotImplemented  # its metaclass has a reducer (copyreg.pickle): pickle's own way
     known = _builtin_type_refs.get(id(cls))
     if known is not None and known[0] is cls:
         return known[1]
@@ -165,7 +168,16 @@ def _search_misnamed(cls: type) -> tuple[str, tuple[str, ...]] | None:
 
 # Made by ``type`` itself for every class; never shipped.
 _CLASS_SKIP = frozenset(
-    {"__dict__", "__weakref__", "__module__", "__qualname__", "__doc__", "__slots__", "_abc_impl"}
+    {
+        "__dict__",
+        "__weakref__",
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__slots__",
+        "_abc_impl",
+        "__orig_bases__",  # in the skeleton
+    }
 )
 _ENUM_SKIP = frozenset(
     {
@@ -183,7 +195,9 @@ _ENUM_SKIP = frozenset(
 )
 
 
-def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+def _class_attributes(
+    cls: type, payload: PayloadState, skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     namespace = cls.__dict__
     slots = namespace.get("__slots__", ())
     if isinstance(slots, str):
@@ -201,7 +215,7 @@ def _class_attributes(cls: type, skip: frozenset[str] = frozenset()) -> dict[str
             continue
         if key in slot_names and isinstance(value, types.MemberDescriptorType):
             continue
-        attributes[key] = value
+        attributes[payload.name(key)] = value  # see PayloadState.name
     return attributes
 
 
@@ -233,22 +247,30 @@ def _script_origin(cls: type) -> Any:
 def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
+    payload = pickler._state()
+    # The payload's copies (see PayloadState.name): a class loaded from an earlier
+    # payload keeps that payload's __module__, its functions this one's.
     namespace: dict[str, Any] = {
-        "__module__": cls.__module__,
-        "__qualname__": cls.__qualname__,
+        "__module__": payload.name(cls.__module__),
+        "__qualname__": payload.name(cls.__qualname__),
     }
     doc = cls.__dict__.get("__doc__")
     if doc is not None:
         namespace["__doc__"] = doc
     if "__slots__" in cls.__dict__:
         namespace["__slots__"] = cls.__dict__["__slots__"]
+    if "__orig_bases__" in cls.__dict__:
+        # Generic.__init_subclass__ reads it while the class is created: a
+        # class C(Generic[T]) made without it is refused ("Cannot inherit
+        # from plain Generic") in a process that never saw C.
+        namespace["__orig_bases__"] = cls.__dict__["__orig_bases__"]
     canonical = pickler._canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     origin = _script_origin(cls)
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
-        attributes = _class_attributes(cls, _ENUM_SKIP | set(members))
+        attributes = _class_attributes(cls, payload, _ENUM_SKIP | set(members))
         return (
             _reconstruct._make_enum,
             (
@@ -268,7 +290,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     return (
         _reconstruct._make_class,
         (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, origin),
-        (_class_attributes(cls), _abc_registry(cls)),
+        (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,
         _reconstruct._class_setstate,

@@ -11,16 +11,17 @@ A copy becomes::
     REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells[, annotations])
     BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
-``code_bytes`` is ``marshal.dumps(code)`` and its CRC32 (computed once per code
-object; see :func:`picklable._code.seal`), and ``record`` names the interpreter
+``code_bytes`` is the marshal bytes of the code (of a copy whose bytes depend on
+the code alone: :func:`picklable._code.unshared`) and their CRC32, computed once
+per code object (see :func:`picklable._code.seal`); ``record`` names the interpreter
 that compiled it: another Python version is refused before marshal sees the
 bytes. Loading costs one small Python frame per function and, per payload, one
 global lookup -- at load a global costs about ten frames, so the format is
 built to name as few globals as possible.
 
 Globals and cells that could lead back to the function being pickled are filled
-after it is memoized, by C calls hidden in the state (``_FIRST((qualname,
-dict.update(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
+after it is memoized, by calls hidden in the state (``_FIRST((qualname,
+_update_globals(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
 recurses into a function it is still building. Functions of one module share one
 globals dict per payload, as they share their module's namespace at home.
 
@@ -32,6 +33,7 @@ In deterministic mode the pickler carries a ``_canonical`` policy whose
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import dis
 import functools
 import marshal
@@ -73,7 +75,6 @@ __all__ = [
 _FIRST = operator.itemgetter(0)
 
 _setattr = setattr
-_dict_update = dict.update
 _RECORD = _code.HERE
 
 _SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
@@ -128,13 +129,19 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
 
 
 def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None) -> Any:
-    """A copy: a singledispatch function keeps its registry, any other is copied.
+    """A copy: a singledispatch function keeps its registry, dataclasses' repr
+    guard is made again by the receiver's dataclasses, any other is copied.
 
     ``origin``: where the function lives in the sender's script (see
     :mod:`.scripts`): a receiver that runs the script uses its own.
     """
     if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
         reduction = _reduce_singledispatch(pickler, func)
+        if origin is None:
+            return reduction
+        return with_origin(pickler, func, reduction, carry_state=False)
+    if func.__code__ is _RECURSIVE_REPR_CODE and "__wrapped__" in func.__dict__:
+        reduction = _reduce_recursive_repr(func)
         if origin is None:
             return reduction
         return with_origin(pickler, func, reduction, carry_state=False)
@@ -158,6 +165,36 @@ def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
     return (func, args, (rest[0], None, None), None, None, _reconstruct._built_setstate)
 
 
+# dataclasses wraps every generated __repr__ in a guard against recursion, a
+# closure of its own module: rebuilt by the receiver's dataclasses around the
+# copied __repr__, rather than copied as dataclasses' code (which an
+# allow-list would have to admit as by-value code of 'dataclasses').
+_RECURSIVE_REPR: Any = getattr(dataclasses, "_recursive_repr", None)
+_RECURSIVE_REPR_CODE: types.CodeType | None = (
+    _RECURSIVE_REPR(lambda self: "").__code__ if _RECURSIVE_REPR is not None else None
+)
+_WRAPS_SETS = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
+def _reduce_recursive_repr(func: types.FunctionType) -> Any:
+    """``_recursive_repr(inner)``, plus what differs from what ``functools.wraps`` sets."""
+    inner = func.__wrapped__  # type: ignore[attr-defined]
+    slots = {
+        name: getattr(func, name)
+        for name in _WRAPS_SETS
+        if getattr(func, name) != getattr(inner, name, None)
+    }
+    own = vars(inner)
+    attributes = {
+        key: value
+        for key, value in vars(func).items()
+        if key != "__wrapped__" and own.get(key, _NOTHING) is not value
+    }
+    if not slots and not attributes:
+        return (_RECURSIVE_REPR, (inner,))
+    return (_RECURSIVE_REPR, (inner,), (attributes or None, slots or None))
+
+
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
     """A singledispatch function by value: the base function plus its registrations."""
     registry = dict(func.registry)  # type: ignore[attr-defined]
@@ -179,7 +216,7 @@ def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
 # -------------------------------------------------------------- code objects
 
 # id(code) -> (code, marshal bytes, names of globals it may read, ...)
-CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str]
+CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str, str, str]
 _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
@@ -210,8 +247,9 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
 
 def code_info(code: types.CodeType) -> CodeInfo:
     """What shipping a code object needs, computed once per code object:
-    ``(code, sealed marshal bytes, global names it may read, and the __doc__ and
-    __qualname__ that FunctionType derives from it)``."""
+    ``(code, sealed marshal bytes, global names it may read, the __doc__ and
+    __qualname__ that FunctionType derives from it, its co_name and the copy of
+    it that functions of this code ship as their name)``."""
     info = _code_cache.get(id(code))
     if info is not None and info[0] is code:
         return info
@@ -221,10 +259,15 @@ def code_info(code: types.CodeType) -> CodeInfo:
     default_qualname = getattr(code, "co_qualname", code.co_name)
     info = (
         code,
-        _code.seal(marshal.dumps(code)),
+        # Of an unshared copy: the same bytes in every process (see _code.unshared).
+        _code.seal(marshal.dumps(_code.unshared(code))),
         _global_names(code),
         default_doc,
         default_qualname,
+        code.co_name,
+        # Unshared (see PayloadState.name), and one per code object: functions
+        # of one code share it, in the payload as where it is loaded.
+        code.co_name[:1] + code.co_name[1:],
     )
     if len(_code_cache) >= _CODE_CACHE_LIMIT:
         _code_cache.clear()
@@ -256,6 +299,7 @@ def function_by_value(
     _missing: Any = _MISSING,
     _id: Any = id,
     _type: Any = type,
+    _module: Any = types.ModuleType,
 ) -> tuple[Any, ...]:
     """Reduce a function by value, keeping every piece of its metadata.
 
@@ -270,21 +314,22 @@ def function_by_value(
     info = _code_cache.get(_id(code))
     if info is None or info[0] is not code:
         info = code_info(code)
-    _, data, names, default_doc, default_qualname = info
+    _, data, names, default_doc, default_qualname, code_name, name_copy = info
     canonical = pickler._canonical
     if canonical is not None:
         data = canonical.code_bytes(code)
     home = func.__globals__
     module_name = home.get("__name__")
     effects: list[Any] | None = None
+    modules: list[types.ModuleType] | None = None  # modules among its globals and cells
     payload = pickler._payload
     if payload is None:
         payload = pickler._state()
     shipped = payload.globals_map.get(_id(home))
     if shipped is None:
-        refs = {}
+        refs: dict[str, Any] = {}
         if module_name is not None:
-            refs["__name__"] = module_name
+            refs["__name__"] = payload.name(module_name)  # shared as the class's __module__
         package = home.get("__package__")
         if package:
             refs["__package__"] = package
@@ -292,6 +337,8 @@ def function_by_value(
             value = home.get(name, _missing)
             if value is not _missing:
                 refs[name] = value
+                if _type(value) is _module:
+                    modules = [value] if modules is None else [*modules, value]
         # First function of its namespace in this payload: its globals travel in
         # the arguments, except a reference to itself, which would make pickle
         # build it twice (it is not memoized until its arguments are saved).
@@ -306,6 +353,8 @@ def function_by_value(
         missing = None
         for name in names:
             value = home.get(name, _missing)
+            if _type(value) is _module:
+                modules = [value] if modules is None else [*modules, value]
             if value is not _missing and known.get(name, _missing) is not value:
                 if missing is None:
                     missing = {}
@@ -326,6 +375,12 @@ def function_by_value(
             if effects is None:
                 effects = []
             effects.append(_CellFill(cell, content))
+            if _type(content) is _module:
+                modules = [content] if modules is None else [*modules, content]
+    if modules is not None:
+        imported = submodules_used(code, modules)
+        if imported:
+            effects = [*(effects or ()), *imported]
     slots: dict[str, Any] | None = None
     qualname = func.__qualname__
     if effects is not None or (qualname is not default_qualname and qualname != default_qualname):
@@ -345,6 +400,10 @@ def function_by_value(
     if func.__kwdefaults__:
         slots = slots or {}
         slots["__kwdefaults__"] = func.__kwdefaults__
+    # Its name as an unshared copy (see PayloadState.name): the code's, or
+    # (renamed, or given another function's name by functools.wraps) the payload's.
+    name = func.__name__
+    name = name_copy if name is code_name else payload.name(name)
     annotations = func.__annotations__
     if annotations:
         if _plain_annotations(annotations):
@@ -352,7 +411,7 @@ def function_by_value(
                 data,
                 _RECORD,
                 shipped,
-                func.__name__,
+                name,
                 defaults,
                 closure,
                 annotations,
@@ -360,10 +419,12 @@ def function_by_value(
         else:
             slots = slots or {}
             slots["__annotations__"] = annotations  # may lead back to func: set once memoized
-            args = (data, _RECORD, shipped, func.__name__, defaults, closure)
+            args = (data, _RECORD, shipped, name, defaults, closure)
     else:
-        args = (data, _RECORD, shipped, func.__name__, defaults, closure)
+        args = (data, _RECORD, shipped, name, defaults, closure)
     attributes = func.__dict__
+    if attributes:
+        attributes = {payload.name(key): value for key, value in attributes.items()}
     if slots is None:
         if not attributes:
             return (_reconstruct._make_function, args)
@@ -415,6 +476,70 @@ def _plain_annotations(
     return True
 
 
+# ---------------------------------------------------------------- submodules
+
+# id(code) -> (code, every name its code and nested code objects use)
+_names_cache: dict[int, tuple[types.CodeType, frozenset[str]]] = {}
+# (id(code), module name) -> (code, number of modules imported then, submodules)
+_submodules_cache: dict[tuple[int, str], tuple[types.CodeType, int, tuple[str, ...]]] = {}
+_caches.register("functions.names", _names_cache.clear)
+_caches.register("functions.submodules", _submodules_cache.clear)
+
+
+def _all_names(code: types.CodeType) -> frozenset[str]:
+    hit = _names_cache.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    found = frozenset(names)
+    if len(_names_cache) >= _CODE_CACHE_LIMIT:
+        _names_cache.clear()
+    _names_cache[id(code)] = (code, found)
+    return found
+
+
+def submodules_used(code: types.CodeType, modules: list[types.ModuleType]) -> list[Any]:
+    """The imported submodules of ``modules`` that ``code`` reaches as attributes.
+
+    ``xml.etree.ElementTree.Comment`` in a function that holds ``xml`` works
+    here because something imported ``xml.etree.ElementTree``; importing
+    ``xml`` alone in the receiver does not. Every submodule whose dotted name
+    continues the module's with names the code uses ships beside the
+    function, imported when the payload loads (sorted, for deterministic bytes).
+    """
+    found: dict[str, Any] = {}
+    for module in modules:
+        name = getattr(module, "__name__", None)
+        if type(name) is not str or sys.modules.get(name) is not module:
+            continue  # a module built in memory has no submodules to import
+        key = (id(code), name)
+        hit = _submodules_cache.get(key)
+        if hit is None or hit[0] is not code or hit[1] != len(sys.modules):
+            used = _all_names(code)
+            prefix = name + "."
+            chosen = tuple(
+                sorted(
+                    other
+                    for other in list(sys.modules)
+                    if other.startswith(prefix)
+                    and all(part in used for part in other[len(prefix) :].split("."))
+                )
+            )
+            if len(_submodules_cache) >= _CODE_CACHE_LIMIT:
+                _submodules_cache.clear()
+            hit = _submodules_cache[key] = (code, len(sys.modules), chosen)
+        for other in hit[2]:
+            submodule = sys.modules.get(other)
+            if submodule is not None:
+                found[other] = submodule
+    return [found[name] for name in sorted(found)]
+
+
 class _Effects:
     """``value``, after the effects have run at load time (see module doc)."""
 
@@ -446,7 +571,9 @@ def _reduce_effects(pickler: Pickler, obj: _Effects) -> tuple[Any, ...]:
 
 
 def _reduce_globals_update(pickler: Pickler, obj: _GlobalsUpdate) -> tuple[Any, ...]:
-    return (_dict_update, (obj.target, obj.refs))
+    # A rebuilder (payloads of 0.1.0 named dict.update): it declares what it
+    # writes to, so an allow-list can admit it.
+    return (_reconstruct._update_globals, (obj.target, obj.refs))
 
 
 def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:

@@ -34,6 +34,7 @@ from .._compat import MAIN_MODULES
 from .._locator import importable_by_own_name
 from ..exceptions import PicklingError
 from .reference import class_attribute_reference, located_reference, took_a_name
+from .registry import ships_by_value
 from .scripts import script_reference_alone, with_origin
 
 if TYPE_CHECKING:
@@ -297,7 +298,8 @@ def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
 
 
 def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
-    """A module: imported again by name; one built in memory, copied."""
+    """A module: imported again by name; one built in memory, or registered
+    with :func:`~picklable.register_by_value`, copied."""
     name = module.__name__
     if name in MAIN_MODULES:
         raise PicklingError(
@@ -306,7 +308,7 @@ def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
             reason="the __main__ module is not shippable",
             hint="refer to the names you need from it instead of the module",
         )
-    if sys.modules.get(name) is module:
+    if sys.modules.get(name) is module and not ships_by_value(name):
         return (_reconstruct._import, (name,))
     return (_reconstruct._make_module, (name, _module_namespace(module)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import types
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _reconstruct
@@ -217,6 +218,11 @@ def _in_decorator_stack(found: Any, obj: Any) -> bool:
 
 def why_not_importable(obj: Any) -> str:
     """Why ``obj`` cannot be found by name in another process (what explain says)."""
+    if isinstance(obj, types.ModuleType):
+        registered = registered_by_value(obj.__name__)
+        if registered is not None:
+            return f"module {registered!r} is registered with picklable.register_by_value()"
+        return "a module built in memory, not importable: its namespace is copied"
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
     if module in MAIN_MODULES:

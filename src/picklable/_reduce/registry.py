@@ -17,10 +17,13 @@ from .._compat import MAIN_MODULES
 
 __all__ = [
     "list_registry_by_value",
+    "list_registry_pickle_by_value",
     "register_by_value",
+    "register_pickle_by_value",
     "registered_by_value",
     "ships_by_value",
     "unregister_by_value",
+    "unregister_pickle_by_value",
 ]
 
 # Importable modules the user asked to ship by value (see register_by_value).
@@ -68,6 +71,61 @@ def unregister_by_value(module: types.ModuleType | str) -> None:
 def list_registry_by_value() -> list[str]:
     """Names of the modules registered with :func:`register_by_value`."""
     return sorted(_by_value_modules)
+
+
+# ------------------------------------------------- cloudpickle's names for them
+
+
+def _imported_module(module: Any) -> str:
+    if not isinstance(module, types.ModuleType):
+        raise ValueError(
+            f"{module!r} is not a module object: pass the module itself "
+            "(picklable.register_by_value also takes its name)"
+        )
+    name = module.__name__
+    if sys.modules.get(name) is not module:
+        raise ValueError(
+            f"{module!r} is not the module sys.modules holds under {name!r}: "
+            "import it with an import statement, then register it"
+        )
+    return name
+
+
+def register_pickle_by_value(module: types.ModuleType) -> None:
+    """Ship functions and classes of ``module`` (and its submodules) by value.
+
+    cloudpickle's name and contract for :func:`register_by_value`: ``module``
+    must be an imported module object (``ValueError`` otherwise).
+
+    .. versionadded:: 0.2.0
+    """
+    register_by_value(_imported_module(module))
+
+
+def unregister_pickle_by_value(module: types.ModuleType) -> None:
+    """Undo :func:`register_pickle_by_value` (cloudpickle's name and contract).
+
+    .. versionadded:: 0.2.0
+
+    Raises
+    ------
+    ValueError
+        ``module`` is not a module object, or is not registered.
+    """
+    if not isinstance(module, types.ModuleType):
+        raise ValueError(f"{module!r} is not a module object: pass the module itself")
+    if module.__name__ not in _by_value_modules:
+        raise ValueError(f"{module!r} is not registered to ship by value")
+    unregister_by_value(module)
+
+
+def list_registry_pickle_by_value() -> set[str]:
+    """Names of the modules registered to ship by value, as a set (cloudpickle's
+    name and contract for :func:`list_registry_by_value`).
+
+    .. versionadded:: 0.2.0
+    """
+    return set(_by_value_modules)
 
 
 def ships_by_value(module_name: Any) -> bool:

@@ -129,9 +129,9 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
     computes here.
 
     Not when the script's main guard binds or changes the name the path starts
-    with (the worker's holds another object, or none: :mod:`.main_guard`), when
-    the path goes through anything but classes (a dict the guard may fill),
-    or, with ``reads``, when ``obj`` reads a global that the guard changes
+    with (the worker's holds another object, or none: :mod:`.main_guard`; a
+    change deeper down, ``scaled.fn = g``, names that same first step), or,
+    with ``reads``, when ``obj`` reads a global that the guard changes
     (``CONFIG = parse_args()``: the worker's own function would read another
     value). A class is checked by its name alone (``reads=False``): its
     methods read the globals of whichever process runs them, as with pickle.
@@ -144,14 +144,6 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
     changed = guard_bindings(filename, namespace)
     if changed is None or path[0] in changed:
         return False
-    steps = path[1:]
-    if steps and steps[-1] == "__func__":
-        steps = steps[:-1]  # a classmethod's function: Cls.meth.__func__
-    holder = namespace.get(path[0])
-    for step in steps:  # only through classes: their attributes are their definition's
-        if not isinstance(holder, type) or type(step) is not str:
-            return False
-        holder = vars(holder).get(step)
     if not reads or not changed:
         return True
     for seed in [obj, *_locator.held_functions(obj)]:

@@ -17,6 +17,7 @@ class PayloadState:
         "deferred_cells",
         "script_copies",
         "markers",
+        "names",
         "script_paths",
     )
 
@@ -31,9 +32,33 @@ class PayloadState:
         self.script_copies = False
         # id(object) -> the marker shipping it by reference (see .wrappers)
         self.markers: dict[int, Any] = {}
+        # name -> this payload's own copy of it (see name()), made on first need
+        self.names: dict[str, str] | None = None
         # script module name -> id -> path of its index's objects, read once per
         # payload (see picklable._reduce.scripts.script_location)
         self.script_paths: dict[str, Any] = {}
+
+    def name(self, name: str) -> str:
+        """This payload's copy of the name of a function or of an attribute.
+
+        pickle writes an object met twice once, then a reference to it (its
+        memo is by identity). Where a class was made, a method's ``__name__``
+        and the class's attribute name are one interned string; where it was
+        loaded they are not (loading interns attribute names -- setattr, BUILD
+        -- but not function names), so the class re-dumped in a worker would
+        give other bytes. Every such name is written as one copy per value
+        and payload, which nothing else shares: the same bytes on both sides,
+        and 1,000 functions of one name share one string. (One-character
+        strings are singletons: shared alike everywhere.)
+        """
+        names = self.names
+        if names is None:
+            names = self.names = {}
+        found = names.get(name)
+        if found is None:
+            found = name[:1] + name[1:] if type(name) is str and len(name) > 1 else name
+            names[name] = found
+        return found
 
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""

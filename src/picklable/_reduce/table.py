@@ -35,6 +35,7 @@ import collections
 import copyreg
 import dataclasses
 import functools
+import io
 import threading
 import types
 import weakref
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _caches, _locator, _reconstruct
 from .._compat import is_heap_type
 from .._paths import format_path
-from . import classes, exceptions, functions, objects, wrappers
+from . import builtins, classes, exceptions, functions, objects, wrappers
 from .reference import why_not_importable
 
 if TYPE_CHECKING:
@@ -173,12 +174,7 @@ _STATIC: dict[type, Kind] = {
     ),
     types.CodeType: Kind("code object", functions.reduce_code),
     types.CellType: Kind("closure cell", functions.reduce_cell, _cell_pieces),
-    types.ModuleType: Kind(
-        "module",
-        objects.reduce_module,
-        objects.module_pieces,
-        why_value="a module built in memory, not importable: its namespace is copied",
-    ),
+    types.ModuleType: Kind("module", objects.reduce_module, objects.module_pieces),
     classmethod: Kind(
         "classmethod",
         wrappers.reduce_classmethod,
@@ -231,6 +227,28 @@ _STATIC: dict[type, Kind] = {
         t: Kind("load-time effect", reduce)  # type: ignore[arg-type]
         for t, reduce in functions.EFFECT_REDUCERS.items()
     },
+    # Built-in kinds pickle refuses or saves by a name that may not exist.
+    **dict.fromkeys(
+        builtins.DICT_VIEW_TYPES,
+        Kind("dict view", builtins.reduce_dict_view, builtins.dict_view_pieces),
+    ),
+    memoryview: Kind("memoryview", builtins.reduce_memoryview, builtins.memoryview_pieces),
+    **dict.fromkeys(
+        builtins.TYPEVAR_TYPES,
+        Kind(
+            "type variable",
+            builtins.reduce_typevar,
+            builtins.typevar_pieces,
+            why_value=(
+                "its module does not hold it under its name (made in a function, or in a "
+                "module shipped by value): a copy, and the original again where it was made"
+            ),
+        ),
+    ),
+    **dict.fromkeys(
+        builtins.WEAK_COLLECTION_TYPES,
+        Kind("weak collection", builtins.reduce_weak_collection, builtins.weak_collection_pieces),
+    ),
 }
 
 _WRAPT = Kind(
@@ -264,6 +282,13 @@ _GETATTR_INSTANCE = Kind(
 _PLAIN_INSTANCE = Kind(
     "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
 )
+_STREAM = Kind("stream", builtins.reduce_stream, objects.instance_pieces, class_piece=True)
+_CLASSMETHOD_SUBCLASS = Kind(
+    "classmethod",
+    wrappers.reduce_classmethod,
+    wrappers.classmethod_pieces,
+    taken_apart="a classmethod (or staticmethod) subclass: its function",
+)
 
 
 def classify(t: type) -> Kind:
@@ -291,10 +316,14 @@ def classify(t: type) -> Kind:
         return Kind("exception", exceptions.exception_kind(t), exceptions.exception_pieces)
     if objects.is_proxy_type(t):
         return _PROXY
+    if issubclass(t, (classmethod, staticmethod)):  # abc.abstractclassmethod and kin
+        return _CLASSMETHOD_SUBCLASS
     if _locator.python_call_type(t):
         return _CALLABLE_INSTANCE
     if hasattr(t, "__get__"):
         return _DESCRIPTOR
+    if issubclass(t, io.IOBase):  # the standard streams, whatever their class
+        return _STREAM
     if objects.is_plain(t):
         return _PLAIN_INSTANCE
     if objects.is_plain(t, getattr_allowed=True):
