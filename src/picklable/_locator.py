@@ -537,6 +537,11 @@ def indexed_paths(module_name: str) -> dict[int, Path] | None:
     one). A script's payload reads it once, for all its closures (issue 18; see
     ``picklable._reduce.scripts.script_location``).
     """
+    # Asked once per payload of a script's functions (a payload of one lambda too):
+    # an index still valid is read without the lock (indexes never change once built).
+    index = _indexes.get(module_name)
+    if index is not None and index.module is sys.modules.get(module_name) and not index.stale():
+        return index.paths
     with _lock:
         index = _index_for(module_name, revalidate=True)
         return None if index is None else index.paths
