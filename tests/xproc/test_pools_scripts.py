@@ -313,7 +313,9 @@ if __name__ == "__main__":
     queue = multiprocessing.get_context(sys.argv[1]).Queue()
     with picklable.Pool(2, initializer=setup, initargs=(queue,), context=sys.argv[1]) as pool:
         pool.map(work, range(4))
-    print(sorted(queue.get(timeout=60) for _ in range(4)))
+        # Before the pool ends: leaving `with` terminates the workers (as the
+        # stdlib's does), and an item may still be in a worker's queue feeder.
+        print(sorted(queue.get(timeout=60) for _ in range(4)))
 """
 
 
