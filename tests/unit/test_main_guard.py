@@ -99,3 +99,45 @@ def test_a_missing_file_answers_none(tmp_path):
 def test_the_answer_follows_the_file_when_it_changes(tmp_path):
     assert bindings(tmp_path, 'if __name__ == "__main__":\n    a = 1\n') == {"a"}
     assert bindings(tmp_path, 'if __name__ == "__main__":\n    bb = 1\n') == {"bb"}
+
+
+def test_what_the_functions_the_guard_calls_set(tmp_path):
+    source = """
+    CONFIG, CACHE, MODE, LOCK = {}, {}, "import", None
+
+    def main():
+        global MODE
+        MODE = "sender"
+        options = {}
+        options["x"] = 1          # its own: not the module's
+        configure()
+        with pool(initializer=init) as p:
+            p.map(work, [])
+
+    def configure(prefix="a"):
+        CONFIG.update(k=1)
+        CACHE[prefix] = 2
+
+    def init():
+        global LOCK
+        LOCK = make_lock()
+
+    def work(x):
+        return x
+
+    if __name__ == "__main__":
+        main()
+    """
+    # init is handed to the pool, not called here: a worker runs it too.
+    assert bindings(tmp_path, source) == {"MODE", "CONFIG", "CACHE"}
+
+
+def test_a_called_function_that_rebinds_out_of_sight(tmp_path):
+    source = """
+    def main():
+        exec("X = 1")
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert bindings(tmp_path, source) is None

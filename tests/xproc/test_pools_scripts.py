@@ -313,7 +313,9 @@ if __name__ == "__main__":
     queue = multiprocessing.get_context(sys.argv[1]).Queue()
     with picklable.Pool(2, initializer=setup, initargs=(queue,), context=sys.argv[1]) as pool:
         pool.map(work, range(4))
-    print(sorted(queue.get(timeout=60) for _ in range(4)))
+        # Before the pool ends: leaving `with` terminates the workers (as the
+        # stdlib's does), and an item may still be in a worker's queue feeder.
+        print(sorted(queue.get(timeout=60) for _ in range(4)))
 """
 
 
@@ -414,6 +416,18 @@ def plain(x):
     return x - 1
 
 
+MODE = "import"
+
+
+def configure():
+    global MODE
+    MODE = "sender"
+
+
+def reads_mode(x):
+    return f"{MODE} {x}"
+
+
 def who(f):
     main = sys.modules["__mp_main__"]
     return f(3), any(f is v for v in vars(main).values())
@@ -423,8 +437,9 @@ if __name__ == "__main__":
     scale = make(10)
     CONFIG = {"k": 100}
     SETTINGS.update(k=7)
+    configure()
     with picklable.Pool(1, context=sys.argv[1]) as pool:
-        for f in (scale, reads_config, reads_settings, indirect, locked, plain):
+        for f in (scale, reads_config, reads_settings, indirect, reads_mode, locked, plain):
             print(f.__name__, *pool.apply(who, (f,)))
 """
 
@@ -432,8 +447,9 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_what_the_main_guard_rebinds_travels_as_the_senders_value(tmp_path, method):
     """The worker's copy of the script never runs its main guard: a name the
-    guard rebinds, a global it changes, and every function reading one (also
-    through another function) give the sender's values, as copies; a function
+    guard rebinds, a global it or a function it calls changes, and every
+    function reading one (also through another function) give the sender's
+    values, as copies; a function
     using a lock made at import time, and one reading nothing the guard
     touches, stay the worker's own (pickle's semantics)."""
     out = run_script(GUARD_REBINDS, tmp_path, args=(method,))
@@ -442,6 +458,7 @@ def test_what_the_main_guard_rebinds_travels_as_the_senders_value(tmp_path, meth
         "reads_config 300 False",
         "reads_settings 21 False",
         "indirect 300 False",
+        "reads_mode sender 3 False",
         "locked 4 True",
         "plain 2 True",
     ]

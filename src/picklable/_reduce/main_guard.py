@@ -10,6 +10,10 @@ holds another object in the worker, or none; so may an object the guard calls
 a method of (``CONFIG.update(...)``), unless it is a module (``os.makedirs``
 changes no name). An object found under such a name, or a function that reads
 one, is not the worker's own: it travels as a copy (see :mod:`.scripts`).
+The script's functions that the guard calls by name (``main()``), and those they
+call in turn, run in the sender only: the globals they declare ``global`` or
+change in place count as the guard's. A function the guard only passes on
+(a pool's ``initializer``) is not followed: a worker runs it too.
 
 The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
@@ -90,60 +94,132 @@ def _bindings(tree: ast.Module) -> _Answer:
                 guarded.extend(node.body)
             elif _is_main_test(node.test, ast.NotEq):
                 guarded.extend(node.orelse)
+    if not guarded:
+        return frozenset(), frozenset()
+    # The script's functions, by the name they are defined under (the guard's own
+    # definitions last: they win, as at run time).
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
+        node.name: node
+        for node in [*tree.body, *guarded]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
     names: set[str] = set()
     called: set[str] = set()
+    calls: set[str] = set()
     for statement in guarded:
-        if not _collect(statement, names, called):
+        if not _collect(statement, names, called, calls, frozenset()):
             return None
+    # What the guard calls runs in the sender only: ``main()`` setting a global
+    # (``global CONFIG``) or changing one in place is the guard's doing too.
+    followed: set[str] = set()
+    todo = list(calls)
+    while todo:
+        name = todo.pop()
+        function = functions.get(name)
+        if function is None or name in followed:
+            continue
+        followed.add(name)
+        local = _local_names(function)
+        inner: set[str] = set()
+        for statement in function.body:
+            if not _collect(statement, names, called, inner, local):
+                return None
+        todo.extend(inner)
     return frozenset(names), frozenset(called - names)
 
 
-def _collect(root: ast.AST, names: set[str], called: set[str]) -> bool:
+def _collect(
+    root: ast.AST, names: set[str], called: set[str], calls: set[str], local: frozenset[str]
+) -> bool:
     """Add the module-level names ``root`` binds or changes to ``names``, those
-    it calls a method of to ``called``; False if it may rebind names out of
-    sight."""
+    it calls a method of to ``called``, the functions it calls by name to
+    ``calls``; names in ``local`` are a function's own and not the module's.
+    False if it may rebind names out of sight."""
     parents = {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
     todo: list[Any] = [root]
+
+    def module_level(name: str | None) -> bool:
+        return name is not None and name not in local
+
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)  # its body is another scope: not followed
+            if module_level(node.name):
+                names.add(node.name)  # its body is another scope: not followed
             todo.extend(node.decorator_list)
             continue
         if isinstance(node, ast.Lambda):
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
+            if module_level(node.id):
+                names.add(node.id)
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(
             node.ctx, (ast.Store, ast.Del)
         ):
             base = _base_name(node)
-            if base is not None:
-                names.add(base)
+            if module_level(base):
+                names.add(base)  # type: ignore[arg-type]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 if alias.name == "*":
                     return False
-                names.add(alias.asname or alias.name.partition(".")[0])
+                bound = alias.asname or alias.name.partition(".")[0]
+                if module_level(bound):
+                    names.add(bound)
         elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
+            if module_level(node.name):
+                names.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
+            if module_level(node.rest):
+                names.add(node.rest)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in _DYNAMIC:
+            name = node.func.id
+            if name in _DYNAMIC:
                 return False
-            if node.func.id in _NAMESPACE and not _only_read(node, parents.get(id(node))):
+            if name in _NAMESPACE and not _only_read(node, parents.get(id(node))):
                 return False
-            if node.func.id in _SETTERS and node.args:
+            if name in _SETTERS and node.args:
                 base = _base_name(node.args[0])
-                if base is not None:
-                    names.add(base)
+                if module_level(base):
+                    names.add(base)  # type: ignore[arg-type]
+            elif module_level(name):
+                calls.add(name)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = _base_name(node.func)
-            if base is not None:
-                called.add(base)
+            if module_level(base):
+                called.add(base)  # type: ignore[arg-type]
         todo.extend(ast.iter_child_nodes(node))
     return True
+
+
+def _local_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names ``function`` binds in its own scope (parameters included): all
+    it assigns, defines or imports, but those it declares ``global``."""
+    arguments = function.args
+    local = {
+        a.arg
+        for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        + [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    }
+    declared: set[str] = set()
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            local.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Global):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            local.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            local.update(a.asname or a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            local.add(node.name)
+        todo.extend(ast.iter_child_nodes(node))
+    return frozenset(local - declared)
 
 
 def _base_name(node: ast.expr) -> str | None:
