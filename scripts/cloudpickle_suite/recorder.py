@@ -1,6 +1,6 @@
-"""pytest plugin of scripts/cloudpickle-suite: one record per test, as JSON.
+"""pytest plugin of scripts/cloudpickle-suite and scripts/loky-suite: one record per test.
 
-Loaded with ``-p _suite_recorder`` into each run of cloudpickle's suite; writes
+Loaded with ``-p _suite_recorder`` into each run of cloudpickle's (or loky's) suite; writes
 the file named by ``CLOUDPICKLE_SUITE_RECORD``: for each test its outcome and,
 when it did not pass, the exception raised (type, first line of the message,
 the chain of causes) and where the test stopped, which the script groups by.
