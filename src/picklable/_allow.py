@@ -70,7 +70,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _reconstruct, exceptions
-from ._compat import MAIN_MODULES
+from ._compat import MAIN_MODULES, PICKLE_OWN_TYPES
 from ._paths import Path, format_path
 from .exceptions import UnpicklingError
 
@@ -300,27 +300,7 @@ _PATH_DUNDERS = frozenset({"__func__", "__wrapped__", "__closure__"})
 
 # Plain data: admitted as a value (what a call returns), never by name (a
 # module's dict or list is a name's way to everything the module holds).
-_PLAIN = frozenset(
-    {
-        type(None),
-        bool,
-        int,
-        float,
-        complex,
-        str,
-        bytes,
-        bytearray,
-        list,
-        tuple,
-        dict,
-        set,
-        frozenset,
-        slice,
-        range,
-        type(Ellipsis),
-        type(NotImplemented),
-    }
-)
+_PLAIN = PICKLE_OWN_TYPES | {slice, range, type(Ellipsis), type(NotImplemented)}
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 # Views of a dict (OrderedDict's too): data like the dict they view, which is checked.
 _DICT_VIEWS: frozenset[type] = frozenset(

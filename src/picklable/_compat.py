@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "HEAPTYPE",
     "MAIN_MODULES",
+    "PICKLE_OWN_TYPES",
     "PY_311",
     "full_traceback",
     "is_heap_type",
@@ -30,6 +31,12 @@ MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
 HEAPTYPE = 1 << 9
 
 PY_311 = sys.version_info >= (3, 11)
+
+# The types the C pickler saves itself, without picklable's hook: plain data.
+PICKLE_OWN_TYPES = frozenset(
+    {type(None), bool, int, float, complex, str, bytes, bytearray}
+    | {list, tuple, dict, set, frozenset}
+)
 
 
 def full_traceback() -> bool:

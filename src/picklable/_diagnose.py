@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import _hints, _reconstruct
+from ._compat import PICKLE_OWN_TYPES
 from ._pickler import Pickler
 from ._reduce.attributes import candidate_state
 from ._reduce.reference import locate_anywhere, split_state
@@ -63,23 +64,7 @@ __all__ = [
 
 _MAX_CHILDREN = 10_000
 # Saved by the C pickler itself: never a culprit, never a wrapper.
-PLAIN_TYPES = frozenset(
-    {
-        type(None),
-        bool,
-        int,
-        float,
-        complex,
-        str,
-        bytes,
-        bytearray,
-        list,
-        tuple,
-        dict,
-        set,
-        frozenset,
-    }
-)
+PLAIN_TYPES = PICKLE_OWN_TYPES
 
 type_name = _hints.type_name
 

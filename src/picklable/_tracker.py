@@ -75,23 +75,29 @@ def track(cls: type, tracker_id: str) -> None:
         _id_by_class[cls] = tracker_id
 
 
-def claim(cls: type, base: str) -> str:
-    """An id derived from ``base`` for ``cls``: ``base`` itself unless another
-    live class holds it, else ``base-2``, ``base-3`` ... (deterministic ids).
-    ``cls`` keeps a random id it already has for ordinary payloads."""
+def _claim(obj: Any, base: str, by_id: Any, id_of_obj: Any) -> str:
+    """``base``, or ``base-2``, ``base-3`` ...: the first id no other live
+    object holds in ``by_id``; recorded both ways (``obj`` keeps an id it has)."""
     with _lock:
         found = base
         n = 1
         while True:
-            holder = _class_by_id.get(found)
-            if holder is None or holder is cls:
+            holder = by_id.get(found)
+            if holder is None or holder is obj:
                 break
             n += 1
             found = f"{base}-{n}"
-        _class_by_id[found] = cls
-        if cls not in _id_by_class:
-            _id_by_class[cls] = found
+        by_id[found] = obj
+        if obj not in id_of_obj:
+            id_of_obj[obj] = found
     return found
+
+
+def claim(cls: type, base: str) -> str:
+    """An id derived from ``base`` for ``cls``: ``base`` itself unless another
+    live class holds it, else ``base-2``, ``base-3`` ... (deterministic ids).
+    ``cls`` keeps a random id it already has for ordinary payloads."""
+    return _claim(cls, base, _class_by_id, _id_by_class)
 
 
 def known(tracker_id: str) -> type | None:
@@ -211,19 +217,7 @@ def object_id(obj: Any) -> str:
 
 def claim_object(obj: Any, base: str) -> str:
     """As :func:`claim`, for an object that is not a class."""
-    with _lock:
-        found = base
-        n = 1
-        while True:
-            holder = _object_by_id.get(found)
-            if holder is None or holder is obj:
-                break
-            n += 1
-            found = f"{base}-{n}"
-        _object_by_id[found] = obj
-        if obj not in _id_by_object:
-            _id_by_object[obj] = found
-    return found
+    return _claim(obj, base, _object_by_id, _id_by_object)
 
 
 def known_id_of_object(obj: Any) -> str | None:
