@@ -53,7 +53,6 @@ from __future__ import annotations
 import _codecs
 import _compat_pickle
 import builtins
-import collections
 import copyreg
 import dataclasses
 import enum
@@ -65,13 +64,13 @@ import pickle
 import struct
 import sys
 import types
-import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _reconstruct, exceptions
 from ._compat import MAIN_MODULES, PICKLE_OWN_TYPES
 from ._paths import Path, format_path
+from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES
 from .exceptions import UnpicklingError
 
 __all__ = ["IMPLICIT", "SAFE_DUNDERS", "GuardedUnpickler", "Policy"]
@@ -302,18 +301,12 @@ _PATH_DUNDERS = frozenset({"__func__", "__wrapped__", "__closure__"})
 # module's dict or list is a name's way to everything the module holds).
 _PLAIN = PICKLE_OWN_TYPES | {slice, range, type(Ellipsis), type(NotImplemented)}
 _CONTAINERS = (list, tuple, set, frozenset, dict)
-# Views of a dict (OrderedDict's too): data like the dict they view, which is checked.
-_DICT_VIEWS: frozenset[type] = frozenset(
-    type(view)
-    for mapping in (dict[Any, Any](), collections.OrderedDict[Any, Any]())
-    for view in (mapping.keys(), mapping.values(), mapping.items())
-)
-# Inert labels whose ``__module__`` names where they were made, not their code:
-# they count as their class's module (typing).
-_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
-# The receiver's own standard streams, as ``sys.stdout`` names them: reaching
-# one is admitted with ``sys``; its methods still belong to ``_io``.
-_STANDARD_STREAMS = ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__")
+# Views of a dict (OrderedDict's too, as picklable ships them): data like the
+# dict they view, which is checked. Type variables are inert labels whose
+# ``__module__`` names where they were made, not their code: they count as their
+# class's module (typing). The receiver's own standard streams, as ``sys.stdout``
+# names them, are admitted with ``sys``; their methods still belong to ``_io``.
+_DICT_VIEWS = frozenset(DICT_VIEW_TYPES)
 _IMMUTABLE = frozenset({type(None), bool, int, float, complex, str, bytes, range, slice})
 # Intermediate steps of a path that run no code when walked (item and index steps).
 _PATH_CONTAINERS = (tuple, list, dict, types.MappingProxyType, types.CellType)
@@ -577,7 +570,7 @@ class Policy:
             if not self.allows(module):
                 raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
             return
-        if found_in == "sys" and any(obj is getattr(sys, n, None) for n in _STANDARD_STREAMS):
+        if found_in == "sys" and any(obj is getattr(sys, n, None) for n in STANDARD_STREAMS):
             return
         t = type(obj)
         if t in _DESCRIPTORS:
@@ -616,7 +609,7 @@ class Policy:
             module = getattr(obj, "__module__", None)
         except Exception:
             module = None
-        if type(module) is not str or t in _TYPE_VARIABLES:
+        if type(module) is not str or t in TYPEVAR_TYPES:
             module = None
         if IMPLICIT_TYPES.get(id(t)) is t and (
             module is None or inner is not None or module == _TYPE_MODULE.__get__(t, type)
@@ -710,7 +703,7 @@ class Policy:
     def _check_dunder_step(self, obj: Any, name: str, what: str) -> None:
         """A dunder step: a class's own attribute, or one of the locator's steps."""
         if isinstance(obj, types.ModuleType):
-            if obj is sys and name in _STANDARD_STREAMS:
+            if obj is sys and name in STANDARD_STREAMS:
                 return  # sys.__stdout__: the stream, checked like sys.stdout
             raise self.refuse(
                 what, None, f"{name!r} of a module leads to everything the module imported"

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DICT_VIEW_TYPES",
+    "STANDARD_STREAMS",
     "TYPEVAR_TYPES",
     "WEAK_COLLECTION_TYPES",
     "dict_view_pieces",
@@ -254,7 +255,7 @@ def weak_collection_pieces(collection: Any, reduction: Any = None) -> Iterator[t
 # ------------------------------------------------------------------ streams
 
 # The standard streams the receiver has its own of, by the name that finds them.
-_STANDARD_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
+STANDARD_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
 
 
 def reduce_stream(pickler: Pickler, stream: Any) -> Any:
@@ -262,7 +263,7 @@ def reduce_stream(pickler: Pickler, stream: Any) -> Any:
     and files as pickle does (it refuses open files: see _hints)."""
     if type(stream) in pickler._table:
         return NotImplemented
-    for name in _STANDARD_STREAMS:
+    for name in STANDARD_STREAMS:
         if getattr(sys, name, None) is stream:
             return (_reconstruct._resolve, ("sys", (name,)))
     return NotImplemented
