@@ -277,6 +277,17 @@ def verify(
             "bytes after the signed payload",
             "pass exactly one payload to loads",
         )
+    given = _given_buffers(buffers, count)
+    head = view[: _HEAD.size]
+    body = view[HEADER_SIZE:]
+    expected = _mac(key, head, body, given)
+    if not hmac.compare_digest(expected, view[_HEAD.size : HEADER_SIZE]):
+        raise _bad_signature()
+    return body, (given if buffers is not None else None)
+
+
+def _given_buffers(buffers: Iterable[Any] | None, count: int) -> list[Any]:
+    """The out-of-band buffers given to the reader, as many as were signed."""
     given = list(buffers) if buffers is not None else []
     if len(given) != count:
         raise _refuse(
@@ -284,17 +295,16 @@ def verify(
             "out-of-band buffer count differs",
             "pass buffers= exactly as the sender's buffer_callback received them",
         )
-    head = view[: _HEAD.size]
-    body = view[HEADER_SIZE:]
-    expected = _mac(key, head, body, given)
-    if not hmac.compare_digest(expected, view[_HEAD.size : HEADER_SIZE]):
-        raise _refuse(
-            "the signature does not match: the payload was changed after signing, or "
-            "signed with another key.",
-            "bad signature",
-            "use the same key on both sides; never load a payload whose signature fails",
-        )
-    return body, (given if buffers is not None else None)
+    return given
+
+
+def _bad_signature() -> UnpicklingError:
+    return _refuse(
+        "the signature does not match: the payload was changed after signing, or "
+        "signed with another key.",
+        "bad signature",
+        "use the same key on both sides; never load a payload whose signature fails",
+    )
 
 
 def read_verified(
@@ -349,13 +359,7 @@ def read_verified(
             "signed payload larger than max_size",
             "raise max_size= if payloads this large are expected",
         )
-    given = list(buffers) if buffers is not None else []
-    if len(given) != count:
-        raise _refuse(
-            f"the payload was signed with {count} out-of-band buffer(s); {len(given)} given.",
-            "out-of-band buffer count differs",
-            "pass buffers= exactly as the sender's buffer_callback received them",
-        )
+    given = _given_buffers(buffers, count)
     mac = _keyed_mac(key)
     mac.update(head[: _HEAD.size])
     body = bytearray()
@@ -372,12 +376,7 @@ def read_verified(
         body += chunk
     _feed_buffers(mac, given)
     if not hmac.compare_digest(mac.digest(), head[_HEAD.size : HEADER_SIZE]):
-        raise _refuse(
-            "the signature does not match: the payload was changed after signing, or "
-            "signed with another key.",
-            "bad signature",
-            "use the same key on both sides; never load a payload whose signature fails",
-        )
+        raise _bad_signature()
     return body, (given if buffers is not None else None)
 
 
