@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from . import _caches, _locator
-from ._compat import full_traceback
+from ._compat import chained
 from ._pickler import DEFAULT_PROTOCOL, Pickler
 from ._unpickler import Unpickler, unpickling_error
 from .exceptions import UnpicklingError
@@ -71,25 +71,12 @@ def _dump_error(obj: Any, exc: BaseException) -> BaseException:
         error = exc  # already located by a reducer
     else:
         error = _diagnose.dump_error(obj, exc)
-    return _chained(error, exc)
+    return chained(error, exc)
 
 
 def _is_located(exc: BaseException) -> bool:
     path = getattr(exc, "path", None)
     return isinstance(path, str) and bool(path) and isinstance(exc, pickle.PicklingError)
-
-
-def _chained(error: BaseException, exc: BaseException) -> BaseException:
-    """``error``, to be raised for ``exc``: with ``exc`` as its context, printed
-    only under ``PICKLABLE_TRACEBACK=full``."""
-    if error is exc:
-        return error
-    error.__context__ = exc
-    if full_traceback():
-        error.__cause__ = exc
-    else:
-        error.__suppress_context__ = True
-    return error
 
 
 def _stale_reference(exc: BaseException) -> bool:
@@ -554,7 +541,7 @@ def _loads_checked(
     except UnpicklingError:
         raise
     except Exception as exc:
-        error = _chained(unpickling_error(exc, data), exc)
+        error = chained(unpickling_error(exc, data), exc)
     raise error
 
 
@@ -562,8 +549,9 @@ def _load_error(exc: Exception, data: Any) -> BaseException:
     if isinstance(exc, pickle.UnpicklingError):
         signing = signing_module()
         if signing.is_signed(data):
-            return _chained(signing.signed_without_key(), exc)
-    return _chained(unpickling_error(exc, data), exc)
+            error: UnpicklingError = signing.signed_without_key()
+            return chained(error, exc)
+    return chained(unpickling_error(exc, data), exc)
 
 
 def load(
@@ -620,7 +608,7 @@ def load(
         raise
     except Exception as exc:
         if isinstance(exc, pickle.UnpicklingError) and str(exc) == "invalid load key, '\\x00'.":
-            error = _chained(signing_module().signed_without_key(), exc)
+            error = chained(signing_module().signed_without_key(), exc)
         else:
-            error = _chained(unpickling_error(exc), exc)
+            error = chained(unpickling_error(exc), exc)
     raise error

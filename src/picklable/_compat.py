@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "HEAPTYPE",
     "MAIN_MODULES",
     "PICKLE_OWN_TYPES",
     "PY_311",
+    "chained",
     "full_traceback",
     "is_heap_type",
     "proxy_own_dict",
@@ -43,6 +44,22 @@ def full_traceback() -> bool:
     """Whether errors keep picklable's internal exception chain: the environment
     variable ``PICKLABLE_TRACEBACK`` is ``full`` (read at each error)."""
     return os.environ.get("PICKLABLE_TRACEBACK", "").strip().lower() == "full"
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def chained(error: E, cause: BaseException) -> E:
+    """``error``, to be raised for ``cause``: with ``cause`` as its context,
+    printed only under ``PICKLABLE_TRACEBACK=full`` (one traceback otherwise)."""
+    if error is cause:
+        return error
+    error.__context__ = cause
+    if full_traceback():
+        error.__cause__ = cause
+    else:
+        error.__suppress_context__ = True
+    return error
 
 
 def is_heap_type(t: type) -> bool:

@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 
 from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
-from ._compat import full_traceback, proxy_own_dict
+from ._compat import chained, proxy_own_dict
 from ._paths import Path, format_path, walk
 from ._reads import script_reads
 from .exceptions import UnpicklingError, make_combined
@@ -196,12 +196,7 @@ def _load_error(cause: Exception, message: str, *, reason: str, hint: str) -> Un
     error = make_combined(UnpicklingError, type(cause), message, reason=reason, hint=hint)
     if error is None:
         error = UnpicklingError(message, reason=reason, hint=hint)
-    error.__context__ = cause
-    if full_traceback():
-        error.__cause__ = cause
-    else:
-        error.__suppress_context__ = True
-    return error
+    return chained(error, cause)
 
 
 # ----------------------------------------------------------- script objects

@@ -38,7 +38,7 @@ try:
 except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
-from .._compat import full_traceback
+from .._compat import chained
 from . import _launch
 from . import _protocol as P
 from ._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
@@ -1067,12 +1067,7 @@ def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]
                 cause = piece_exc
             error = dump_error(piece, cause, name)  # of the type users catch, as dumps's
             # One traceback, as dumps prints (PICKLABLE_TRACEBACK=full: the chain).
-            error.__context__ = cause
-            if full_traceback():
-                error.__cause__ = cause
-            else:
-                error.__suppress_context__ = True
-            return error
+            return chained(error, cause)
     return exc
 
 
