@@ -230,13 +230,16 @@ def script_module_of(obj: Any) -> str | None:
     return None
 
 
+def _script_where(obj: Any) -> tuple[str, Path] | None:
+    """``(module, path)`` of ``obj`` in the sender's script, if it is one of its objects."""
+    module = script_module_of(obj)
+    return None if module is None else script_location(obj, module)
+
+
 def script_reference_alone(obj: Any, reason: str) -> Any | None:
     """A reference alone to ``obj`` if it is an object of the sender's script,
     for an object that cannot be copied (``reason``); else None."""
-    module = script_module_of(obj)
-    if module is None:
-        return None
-    where = script_location(obj, module)
+    where = _script_where(obj)
     if where is None:
         return None
     return (_reconstruct._main_object, (origin_of(obj, *where), reason))
@@ -256,10 +259,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     are set on it (``carry_state``; not for a function, which keeps its own)."""
     if pickler._scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
-    module = script_module_of(obj)
-    if module is None:
-        return reduction
-    where = script_location(obj, module)
+    where = _script_where(obj)
     if where is None:
         return reduction
     alone = script_reference(pickler, obj, *where)
