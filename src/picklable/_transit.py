@@ -175,18 +175,13 @@ def open_arg(value: Any) -> Any:
 
 
 def open_deep(value: Any) -> Any:
+    """:func:`open_arg`, also inside dicts and the plain containers."""
     t = type(value)
-    if t is Arg:
-        return value.open()
-    if t in BOXES:
-        return value.value
-    if t is Envelope:
-        return value.obj
     if t is dict:
         return {k: open_deep(v) for k, v in value.items()}
     if t in CONTAINERS:
         return t(open_deep(v) for v in value)
-    return value
+    return open_arg(value)
 
 
 def open_all(args: tuple[Any, ...], kwargs: dict[str, Any], deep: bool) -> tuple[Any, Any]:
