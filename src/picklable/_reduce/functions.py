@@ -96,10 +96,11 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
         if pickler._scripts != "copy":
             where = script_location(func, module, pickler)
             if where is not None:
-                alone = script_reference(pickler, func, *where)
+                same = same_in_workers(func, *where)
+                alone = script_reference(pickler, func, *where, same)
                 if alone is not None:
                     return alone
-                if same_in_workers(func, *where):
+                if same:
                     return copy_function(pickler, func, origin_of(func, *where))
                 note_copy(pickler)  # the guard changes what it is or reads: a copy
         return copy_function(pickler, func)  # lambdas and closures of a script

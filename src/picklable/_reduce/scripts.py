@@ -193,13 +193,19 @@ def origin_of(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
     return (module, path, _script_file(module), line)
 
 
-def script_reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any | None:
+def script_reference(
+    pickler: Pickler, obj: Any, module: str, path: Path, same: bool | None = None
+) -> Any | None:
     """The reference alone, when that is what this pickler sends for ``obj``:
     always in ``"reference"`` mode, and in ``"auto"`` mode for an object that
-    cannot be copied (on the second try, ``_check_copies``). None: copy it."""
+    cannot be copied (on the second try, ``_check_copies``). None: copy it.
+
+    ``same``: :func:`same_in_workers` for ``obj``, when the caller has it."""
     reason: str | None = None
     if pickler._scripts == "reference":
-        if not same_in_workers(obj, module, path, reads=not isinstance(obj, type)):
+        if same is None:
+            same = same_in_workers(obj, module, path, reads=not isinstance(obj, type))
+        if not same:
             return None  # the receivers' script holds another object there: copy it
         reason = "no copy was sent (the receivers run this script)"
     elif pickler._check_copies:
@@ -262,11 +268,12 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     where = _script_where(obj)
     if where is None:
         return reduction
-    alone = script_reference(pickler, obj, *where)
+    same = same_in_workers(obj, *where)  # obj is an instance or a function, never a class
+    alone = script_reference(pickler, obj, *where, same)
     if alone is not None:
         return alone
     note_copy(pickler)
-    if not same_in_workers(obj, *where):
+    if not same:
         return reduction  # a copy everywhere, as for a lambda
     builder, args, *rest = reduction
     rest += [None] * (4 - len(rest))
