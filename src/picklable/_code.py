@@ -26,6 +26,7 @@ __all__ = [
     "HERE",
     "check_interpreter",
     "global_reads",
+    "instruction_names",
     "interpreter_record",
     "load",
     "seal",
@@ -199,6 +200,27 @@ def load(data: object, record: object) -> types.CodeType:
     return code
 
 
+def instruction_names(
+    code: types.CodeType, ops: frozenset[str], nested_ops: frozenset[str] | None = None
+) -> dict[str, None]:
+    """The names that the instructions ``ops`` of ``code`` take (``nested_ops``
+    in the code objects nested in it, default ``ops``), in the order first met.
+
+    From the instructions (``dis`` decodes, never runs): ``co_names`` mixes
+    global names with attribute names.
+    """
+    names: dict[str, None] = {}
+    inner = ops if nested_ops is None else nested_ops
+    stack = [(code, ops)]
+    while stack:
+        current, wanted = stack.pop()
+        for instruction in dis.get_instructions(current):
+            if instruction.opname in wanted and type(instruction.argval) is str:
+                names[instruction.argval] = None
+        stack.extend((c, inner) for c in current.co_consts if type(c) is types.CodeType)
+    return names
+
+
 # id(code) -> (code, the global names it reads); bounded.
 _READS: dict[int, tuple[types.CodeType, frozenset[str]]] = {}
 _caches.register("code.global_reads", _READS.clear)
@@ -206,23 +228,11 @@ _READ_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
 def global_reads(code: types.CodeType) -> frozenset[str]:
-    """Names ``code`` (and the code nested in it) reads as globals.
-
-    From the instructions (``dis`` decodes, never runs): ``co_names`` mixes
-    globals with attribute names.
-    """
+    """Names ``code`` (and the code nested in it) reads as globals (cached)."""
     hit = _READS.get(id(code))
     if hit is not None and hit[0] is code:
         return hit[1]
-    names: set[str] = set()
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        for instruction in dis.get_instructions(current):
-            if instruction.opname in _READ_OPS and type(instruction.argval) is str:
-                names.add(instruction.argval)
-        stack.extend(c for c in current.co_consts if type(c) is types.CodeType)
-    reads = frozenset(names)
+    reads = frozenset(instruction_names(code, _READ_OPS))
     if len(_READS) >= _CODES_LIMIT:
         _READS.clear()
     _READS[id(code)] = (code, reads)

@@ -27,6 +27,7 @@ from collections import Counter
 from typing import Any
 
 from ._code import HERE as _HERE
+from ._code import instruction_names
 from ._paths import format_path
 from ._reconstruct import REBUILDERS
 
@@ -542,17 +543,7 @@ def _global_names(code: types.CodeType) -> list[str]:
     Read from the instructions (``dis`` decodes, never runs): ``co_names``
     alone mixes globals with attribute names.
     """
-    import dis
-
-    names: dict[str, None] = {}
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        for instruction in dis.get_instructions(current):
-            if instruction.opname in _GLOBAL_OPS and isinstance(instruction.argval, str):
-                names[instruction.argval] = None
-        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    return list(names)
+    return list(instruction_names(code, _GLOBAL_OPS))
 
 
 def inspect_payload(data: bytes, *, decode_code: bool = True) -> PayloadReport:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import dis
 import functools
 import marshal
 import operator
@@ -233,17 +232,7 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     From the bytecode, not ``co_names``, which also holds attribute names:
     ``x.real`` must not ship a global that happens to be called ``real``.
     """
-    names: dict[str, None] = {}
-    stack = [(code, _GLOBAL_OPS)]
-    while stack:
-        current, ops = stack.pop()
-        for instruction in dis.get_instructions(current):
-            if instruction.opname in ops:
-                names[instruction.argval] = None
-        stack.extend(
-            (c, _NESTED_NAME_OPS) for c in current.co_consts if isinstance(c, types.CodeType)
-        )
-    return tuple(names)
+    return tuple(_code.instruction_names(code, _GLOBAL_OPS, _NESTED_NAME_OPS))
 
 
 def code_info(code: types.CodeType) -> CodeInfo:
