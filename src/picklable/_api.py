@@ -89,8 +89,8 @@ def _stale_reference(exc: BaseException) -> bool:
 class _Sink:
     """A write target that keeps the chunks: cheaper to reset than a BytesIO.
 
-    A pooled pickler is made once, with :meth:`forward_buffer` as its buffer
-    callback; each ``dumps`` sets the caller's callback here.
+    For a pooled pickler made with out-of-band buffers, :meth:`forward_buffer`
+    is its buffer callback, and each ``dumps`` sets the caller's callback here.
     """
 
     __slots__ = ("chunks", "write", "buffer_callback")
@@ -101,16 +101,31 @@ class _Sink:
         self.buffer_callback: Callable[[pickle.PickleBuffer], Any] | None = None
 
     def forward_buffer(self, buffer: pickle.PickleBuffer) -> Any:
-        callback = self.buffer_callback
-        if callback is None:
-            return True  # in band: the same bytes as with no callback at all
-        return callback(buffer)
+        return self.buffer_callback(buffer)  # type: ignore[misc]  # set while dumping
 
 
-# Idle default-protocol picklers, each with its sink. dumps pops one (so threads
-# and re-entrant calls never share) and puts it back clean.
-_idle: list[tuple[Pickler, _Sink]] = []
+class _PooledPickler(Pickler):
+    """A pickler of :func:`dumps`'s pools, with its sink and the sink's chunks
+    at hand (the pools hold picklers alone: a tuple per call costs more)."""
+
+    __slots__ = ("sink", "chunks")
+
+    def __init__(self, out_of_band: bool) -> None:
+        sink = _Sink()
+        forward = sink.forward_buffer if out_of_band else None
+        super().__init__(sink, buffer_callback=forward)  # type: ignore[arg-type]
+        self.sink = sink
+        self.chunks = sink.chunks
+
+
+# Idle default-protocol picklers, without and with a buffer callback (one made
+# with a callback calls it, a Python call, for every in-band buffer too: once
+# per numpy array). dumps pops one, so threads and re-entrant calls never
+# share, and puts it back clean.
+_idle: list[_PooledPickler] = []
+_idle_out_of_band: list[_PooledPickler] = []
 _caches.register("api.idle_picklers", _idle.clear)
+_caches.register("api.idle_out_of_band_picklers", _idle_out_of_band.clear)
 _IDLE_LIMIT = 16
 # The C pickler keeps an output buffer as large as its largest payload and
 # reallocates it at every dump: a pickler that wrote more than this is dropped.
@@ -194,16 +209,15 @@ def dumps(
         or fix_imports is not True
     ):
         return _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts, fix_imports)
-    # The success path is what pickle.dumps is measured against: no finally,
-    # and the resets are slot stores; failures leave through _dump_failed.
-    try:
-        pickler, sink = _idle.pop()
-    except IndexError:
-        sink = _Sink()
-        pickler = Pickler(sink, buffer_callback=sink.forward_buffer)  # type: ignore[arg-type]
     if buffer_callback is not None:
-        sink.buffer_callback = buffer_callback
-    chunks = sink.chunks
+        return _dumps_out_of_band(obj, buffer_callback)
+    # The success path is what pickle.dumps is measured against: no finally,
+    # each reset one store or call; failures leave through _dump_failed.
+    try:
+        pickler = _idle.pop()
+    except IndexError:
+        pickler = _PooledPickler(out_of_band=False)
+    chunks = pickler.chunks
     try:
         pickler.dump(obj)
     except Exception as exc:
@@ -220,9 +234,34 @@ def dumps(
     else:
         pickler.memo = {}
     pickler._payload = None
+    if len(data) <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
+        _idle.append(pickler)
+    return data
+
+
+def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer], Any]) -> bytes:
+    """:func:`dumps` with a buffer callback: the pooled picklers made with one."""
+    try:
+        pickler = _idle_out_of_band.pop()
+    except IndexError:
+        pickler = _PooledPickler(out_of_band=True)
+    sink = pickler.sink
+    sink.buffer_callback = buffer_callback
+    chunks = pickler.chunks
+    try:
+        pickler.dump(obj)
+    except Exception as exc:
+        retried = _dump_failed(obj, pickler, chunks, exc)
+        if isinstance(retried, bytes):
+            return retried
+        raise retried from retried.__cause__
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    chunks.clear()
+    pickler.memo = {}  # few objects beside large buffers: a new table costs no more
+    pickler._payload = None
     sink.buffer_callback = None
-    if len(_idle) < _IDLE_LIMIT and len(data) <= _REUSE_MAX_BYTES:
-        _idle.append((pickler, sink))
+    if len(data) <= _REUSE_MAX_BYTES and len(_idle_out_of_band) < _IDLE_LIMIT:
+        _idle_out_of_band.append(pickler)
     return data
 
 

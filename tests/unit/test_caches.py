@@ -29,6 +29,7 @@ def fill() -> None:
     key = picklable.new_key()
     picklable.loads(picklable.dumps(1, key=key), key=key)
     picklable.explain(functools.partial(closure, 1))
+    picklable.dumps(b"x", buffer_callback=lambda buffer: True)
 
 
 class TestClearCaches:
@@ -52,6 +53,7 @@ class TestClearCaches:
             "rebuilt frames": _traceback._frames,
             "opened envelopes": _envelope._cache,
             "idle picklers": _api._idle,
+            "idle out-of-band picklers": _api._idle_out_of_band,
         }
         filled = sorted(name for name, cache in caches.items() if cache)
         assert filled == sorted(caches)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copyreg
 import gc
 import io
 import pickle
@@ -120,10 +121,34 @@ class TestPooledPicklers:
         """
         picklable.clear_caches()  # idle picklers included
         picklable.dumps(1)
-        small = max(sys.getsizeof(pickler) for pickler, _ in _api._idle)
+        small = max(sys.getsizeof(pickler) for pickler in _api._idle)
         picklable.dumps([[i] for i in range(100_000)])
         picklable.dumps([_Node(i) for i in range(10_000)])
-        assert max(sys.getsizeof(pickler) for pickler, _ in _api._idle) == small
+        assert max(sys.getsizeof(pickler) for pickler in _api._idle) == small
+
+    def test_buffer_callback_reaches_its_own_payload_only(self):
+        """A callback given to one dumps sees that payload's buffers; the next dumps
+        without one writes them in band, pickle's bytes, and calls nothing."""
+        seen: list[bytes] = []
+        buffer = pickle.PickleBuffer(b"out of band")
+        picklable.dumps(buffer, buffer_callback=lambda b: seen.append(bytes(b)))
+        assert seen == [b"out of band"]
+        assert picklable.dumps(buffer) == pickle.dumps(buffer, protocol=5)
+        in_band: list[bytes] = []
+        picklable.dumps(buffer, buffer_callback=lambda b: in_band.append(bytes(b)) or True)
+        assert in_band == [b"out of band"]
+        assert seen == [b"out of band"]  # the first callback was not kept
+
+    def test_class_with_a_metaclass_reducer_is_pickles_own(self):
+        """A class whose metaclass has a copyreg reducer (numpy's dtype classes) goes
+        pickle's way, from the first dump and from the cache of names after it."""
+        import numpy as np  # a test dependency
+
+        first = picklable.dumps(np.dtype)
+        assert type(np.dtype) in copyreg.dispatch_table
+        assert first == picklable.dumps(np.dtype) == pickle.dumps(np.dtype, protocol=5)
+        array = np.arange(6.0).reshape(2, 3)
+        assert picklable.dumps(array) == pickle.dumps(array, protocol=5)
 
 
 class TestPicklerClass:

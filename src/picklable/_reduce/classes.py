@@ -62,7 +62,18 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
     """The rule for a class: own name, located path, misnamed type, else a copy."""
     # As for functions, classes in the by_name cache never get here.
     if type(cls) in pickler._table:
-        return NotImplemented  # its metaclass has a reducer (copyreg.pickle): pickle's own way
+        # Its metaclass has a reducer (copyreg.pickle, as numpy's dtype classes):
+        # pickle's own way. Remembered when its own name also finds it, as
+        # pickle's save_global would under a table without that reducer: then
+        # the answer holds for every pickler (numpy.dtype, once per array).
+        module = getattr(cls, "__module__", None)
+        if (
+            module not in MAIN_MODULES
+            and not ships_by_value(module)
+            and _locator.importable_by_own_name(cls)
+        ):
+            _locator.remember_by_name(cls)
+        return NotImplemented
     known = _builtin_type_refs.get(id(cls))
     if known is not None and known[0] is cls:
         return known[1]
