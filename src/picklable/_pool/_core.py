@@ -175,7 +175,7 @@ class Feed:
         self,
         job: ItemsJob,
         digest: bytes,
-        function: bytes,
+        function: P.FunctionPayload,
         kind: bytes,
         items: list[Any] | None,
         chunksize: int,
@@ -343,7 +343,7 @@ class Core:
 
     # ------------------------------------------------------ caller threads
 
-    def encode_function(self, fn: Any) -> tuple[bytes, bytes]:
+    def encode_function(self, fn: Any) -> tuple[bytes, P.FunctionPayload]:
         """(digest, payload) of a function: what workers cache it by.
 
         Raises
@@ -353,16 +353,19 @@ class Core:
         """
         encode = getattr(self.codec, "encode_function", None)
         if encode is None:  # a codec of another kind: every object through encode()
-            payload = self.codec.encode(fn)
+            payload: P.FunctionPayload = (self.codec.encode(fn),)
         else:
             payload = encode(fn, self.workers_import_script)
-        return blake2b(payload, digest_size=16).digest(), payload
+        digest = getattr(self.codec, "digest", None)
+        if digest is None:
+            return blake2b(b"".join(payload), digest_size=16).digest(), payload
+        return digest(payload), payload
 
     def call_unit(
         self,
         job: Job,
         digest: bytes,
-        function: bytes,
+        function: P.FunctionPayload,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         retries: int,
@@ -610,7 +613,13 @@ class Core:
             return
         pending = self.pending
         cost = self.cost
-        workers = [w for w in self.workers if w is not None and not w.eof and not w.stopped]
+        # Only workers that said they are ready: a unit handed to one still
+        # starting (importing the script, running the initializer) would wait
+        # there while a started worker idles, as the last of a map (spawn
+        # workers of one pool come up tens of milliseconds apart).
+        workers = [
+            w for w in self.workers if w is not None and w.ready and not w.eof and not w.stopped
+        ]
         touched: list[_Worker] = []
         progress = True
         while progress and workers:

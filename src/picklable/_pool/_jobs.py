@@ -25,6 +25,8 @@ from .._progress import Progress
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from ._protocol import FunctionPayload
+
 __all__ = [
     "AsyncResult",
     "CallJob",
@@ -76,7 +78,7 @@ class Unit:
         unit_id: int,
         job: Job,
         digest: bytes,
-        function: bytes,
+        function: FunctionPayload,
         frame: bytes,
         start: int,
         count: int,

@@ -36,13 +36,18 @@ from typing import Any
 
 from .._api import dumps, loads
 from .._reduce.scripts import workers_own_function
-from .._signing import new_key
+from .._signing import check_key, mac_of, new_key, signed_pieces
 from ._inherit import StartPayload, dump_inheriting
 
 LENGTH = struct.Struct("<Q")
 # Task frames, prebuilt once per task in the submitting thread.
 TASK_HEAD = struct.Struct("<Qc Q 16s")
 FUNC_HEAD = struct.Struct("<Qc 16s")
+
+FunctionPayload = tuple[bytes, ...]
+"""A task function's payload, in pieces that a func frame sends one after the
+other: the payload is their concatenation (a signed payload's header and MAC,
+then the pickle; or one piece)."""
 # Result frames (worker side packs, parent side unpacks after the length).
 RESULT_HEAD = struct.Struct("<Qc Q d")
 RESULT_BODY = struct.Struct("<c Q d")
@@ -111,7 +116,7 @@ class Codec:
         """
         return dumps(obj, key=self.key)
 
-    def encode_function(self, fn: Any, workers_import_script: bool) -> bytes:
+    def encode_function(self, fn: Any, workers_import_script: bool) -> FunctionPayload:
         """Serialize a task function and sign it; by reference alone when the
         workers import the sender's script and hold this very function.
 
@@ -120,14 +125,26 @@ class Codec:
         load as the worker's own anyway: its copy, and the globals it carries
         (a 200 MB array the module level made), are not sent (issue 18).
 
+        Returns
+        -------
+        The signed payload in pieces (see :data:`FunctionPayload`).
+
         Raises
         ------
         picklable.PicklingError
             Naming the attribute path of what cannot be shipped.
         """
         if workers_import_script and workers_own_function(fn):
-            return dumps(fn, key=self.key, scripts="reference")
-        return self.encode(fn)
+            return (dumps(fn, key=self.key, scripts="reference"),)
+        return signed_pieces(check_key(self.key), dumps(fn))
+
+    def digest(self, payload: FunctionPayload) -> bytes:
+        """What workers cache a function's payload by: 16 bytes of its MAC.
+
+        Content-equal payloads have equal MACs under the pool's key, and the
+        MAC is already made: a 200 MB global is not hashed a second time.
+        """
+        return mac_of(payload[0])[:16]
 
     def encode_inherited(self, obj: Any) -> bytes:
         """Serialize ``obj`` for a worker being started, and sign it.
@@ -282,9 +299,10 @@ def task_frame(kind: bytes, unit_id: int, digest: bytes, payload: bytes) -> byte
     return TASK_HEAD.pack(25 + len(payload), kind, unit_id, digest) + payload
 
 
-def func_frame(digest: bytes, payload: bytes) -> list[bytes]:
+def func_frame(digest: bytes, payload: FunctionPayload) -> list[bytes]:
     """The frame that defines a function in a worker, as pieces for ``sendmsg``."""
-    return [FUNC_HEAD.pack(17 + len(payload), FUNC, digest), payload]
+    size = 17 + sum(len(piece) for piece in payload)
+    return [FUNC_HEAD.pack(size, FUNC, digest), *payload]
 
 
 def forget_frame(digest: bytes) -> bytes:
