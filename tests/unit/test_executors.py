@@ -65,6 +65,29 @@ class TestCodec:
         """The codec ships to workers with plain pickle."""
         assert type(pickle.loads(pickle.dumps(P.Codec()))) is P.Codec
 
+    def test_function_payload_in_pieces(self):
+        """A copied task function's payload is signed pieces: joined, the codec loads
+        it; the frame sends them in order; its digest is its MAC's, equal for equal
+        bytes and different for other bytes."""
+        codec = P.Codec()
+        scale = 3
+
+        def times(x):
+            return x * scale
+
+        pieces = codec.encode_function(times, workers_import_script=True)
+        assert len(pieces) == 2
+        assert codec.decode(b"".join(pieces))(2) == 6
+        digest = codec.digest(pieces)
+        again = codec.encode_function(times, workers_import_script=True)
+        assert codec.digest(again) == digest and len(digest) == 16
+        scale = 4
+        other = codec.encode_function(times, workers_import_script=True)
+        assert codec.digest(other) != digest
+        head, *rest = P.func_frame(digest, pieces)
+        assert rest == list(pieces)
+        assert P.LENGTH.unpack_from(head)[0] == len(head) - 8 + sum(map(len, pieces))
+
     def test_task_frame_layout(self):
         """A task frame carries kind, id and digest before the payload."""
         data = P.task_frame(P.MAP, 7, b"d" * 16, b"payload")

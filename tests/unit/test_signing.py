@@ -50,6 +50,14 @@ class TestFraming:
         assert body == picklable.dumps([1, 2])
         assert data[17:49] == hmac.new(KEY, data[:17] + body, hashlib.sha256).digest()
 
+    def test_pieces_are_the_payload(self):
+        """signed_pieces: header and MAC, then the very pickle given (not a copy)."""
+        body = picklable.dumps(list(range(1000)))
+        head, rest = _signing.signed_pieces(KEY, body)
+        assert rest is body and len(head) == _signing.HEADER_SIZE
+        assert head + rest == _signing.sign(KEY, body) == signed(list(range(1000)))
+        assert _signing.mac_of(head + rest) == head[17:49]
+
     def test_plain_pickle_refuses_it(self):
         """The magic starts with a byte that is no pickle opcode: pickle.loads fails at once."""
         with pytest.raises(pickle.UnpicklingError, match="invalid load key"):

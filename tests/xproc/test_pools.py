@@ -477,6 +477,20 @@ class TestLifecycle:
             assert pairs <= {0, 1}
             assert {pool.apply(pool_tasks.init_index) for _ in range(30)} <= {100, 101}
 
+    def test_a_worker_still_starting_gets_no_task(self, method):
+        """A map is done by the workers that are ready; one still in its initializer
+        is handed nothing to wait on (issue 18: spawn workers start ~0.1 s apart)."""
+        pool = picklable.Pool(
+            2, initializer=pool_tasks.slow_start_for, initargs=(1, 30.0), context=method
+        )
+        try:
+            done_by = {index for index, _ in pool.map(pool_tasks.index_and_pid, range(8))}
+            assert done_by == {0}
+            assert not pool._core.workers[1].ready
+        finally:
+            pool.terminate()
+            pool.join()
+
     def test_initializer_exception_breaks_the_pool(self, method):
         """An initializer that raises fails every task with BrokenPoolError (cause: its error)."""
         with picklable.Pool(2, initializer=pool_tasks.failing_init, context=method) as pool:

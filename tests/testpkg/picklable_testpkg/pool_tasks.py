@@ -89,6 +89,12 @@ def remember_index(base: int) -> None:
     INIT_INDEX = base + index
 
 
+def slow_start_for(index: int, seconds: float) -> None:
+    """Initializer: the worker of that index takes ``seconds`` more to be ready."""
+    if picklable.worker_index() == index:
+        time.sleep(seconds)
+
+
 def init_index(_: Any = None) -> int | None:
     return INIT_INDEX
 
