@@ -491,6 +491,18 @@ class TestLifecycle:
             pool.terminate()
             pool.join()
 
+    def test_cancel_futures_keeps_the_task_each_starting_worker_holds(self, method):
+        """shutdown(cancel_futures=True) while the workers start: each holds one task,
+        which runs (the stdlib's call queue holds one per worker too); the rest are
+        cancelled."""
+        executor = picklable.ProcessPoolExecutor(
+            2, mp_context=method, initializer=pool_tasks.slow_start_for, initargs=(None, 2.0)
+        )
+        futures = [executor.submit(pool_tasks.identity, i) for i in range(10)]
+        executor.shutdown(cancel_futures=True)
+        ran = [f.result() for f in futures if not f.cancelled()]
+        assert len(ran) == 2 and set(ran) <= set(range(10))
+
     def test_initializer_exception_breaks_the_pool(self, method):
         """An initializer that raises fails every task with BrokenPoolError (cause: its error)."""
         with picklable.Pool(2, initializer=pool_tasks.failing_init, context=method) as pool:

@@ -73,6 +73,7 @@ class _Worker:
         "sock",
         "fd",
         "inflight",
+        "held",
         "known",
         "out",
         "out_size",
@@ -94,6 +95,8 @@ class _Worker:
         self.sock = sock
         self.fd = sock.fileno()
         self.inflight: collections.deque[Unit] = collections.deque()
+        # Until it is ready: one unit kept for it, not sent (see Core._dispatch).
+        self.held: Unit | None = None
         self.known: collections.OrderedDict[bytes, None] = collections.OrderedDict()
         self.out: collections.deque[bytes | memoryview] = collections.deque()
         self.out_size = 0
@@ -316,6 +319,7 @@ class Core:
         self.broken: BaseException | None = None
         self.workers: list[_Worker | None] = [None] * processes
         self.cost: dict[bytes, float] = {}  # digest -> estimated seconds per item
+        self.holding = 0  # units held for workers still starting (see _dispatch)
         self.sent_bytes = 0  # queued for the workers so far, frames of every kind
         self.start_failures = 0
         self.exit_action = "close"  # at interpreter exit: "close" (finish the work) or "terminate"
@@ -609,17 +613,15 @@ class Core:
         self._dispatch()
 
     def _dispatch(self) -> None:
-        if not self.pending and not self.feeds:
-            return
+        if self.pending or self.feeds:
+            self._hand_out()
+        if self.holding:
+            self._release_held()
+
+    def _hand_out(self) -> None:
         pending = self.pending
         cost = self.cost
-        # Only workers that said they are ready: a unit handed to one still
-        # starting (importing the script, running the initializer) would wait
-        # there while a started worker idles, as the last of a map (spawn
-        # workers of one pool come up tens of milliseconds apart).
-        workers = [
-            w for w in self.workers if w is not None and w.ready and not w.eof and not w.stopped
-        ]
+        workers = [w for w in self.workers if w is not None and not w.eof and not w.stopped]
         touched: list[_Worker] = []
         progress = True
         while progress and workers:
@@ -632,8 +634,17 @@ class Core:
                 inflight = worker.inflight
                 per_item = cost.get(unit.digest)
                 est = per_item * unit.count if per_item is not None else None
+                if not worker.ready:
+                    # A worker still starting (importing the script, in its
+                    # initializer) holds one unit, unsent: it counts as running,
+                    # as a task in the stdlib's call queue does, and goes to the
+                    # first worker that is ready with nothing to do, this one or
+                    # another. Sent now, it would wait there while a started
+                    # worker idles (spawn workers come up ~0.1 s apart).
+                    if worker.held is not None:
+                        continue
                 # Queued work = everything but the running unit.
-                if inflight and not may_queue(len(inflight), worker.load - inflight[0].est, est):
+                elif inflight and not may_queue(len(inflight), worker.load - inflight[0].est, est):
                     continue
                 if est is None:
                     est = 2 * QUEUE_MAX_UNIT  # unknown: nothing will queue behind it
@@ -642,12 +653,38 @@ class Core:
                 if not unit.job.dispatchable(unit):
                     continue
                 unit.est = est
+                if not worker.ready:
+                    worker.held = unit
+                    self.holding += 1
+                    continue
                 self._assign(worker, unit)
                 if not touched or touched[-1] is not worker:
                     touched.append(worker)
             workers = [w for w in workers if not w.stopped]
         for worker in set(touched):
             self._flush(worker)
+
+    def _release_held(self) -> None:
+        """Give units held for workers still starting to ready ones with nothing to do."""
+        idle = [
+            w
+            for w in self.workers
+            if w is not None and w.ready and not w.inflight and not w.eof and not w.stopped
+        ]
+        for holder in self.workers:
+            if not idle:
+                return
+            if holder is not None and holder.held is not None:
+                worker = idle.pop()
+                self._assign(worker, self._take_held(holder))
+                self._flush(worker)
+
+    def _take_held(self, worker: _Worker) -> Unit:
+        unit = worker.held
+        assert unit is not None
+        worker.held = None
+        self.holding -= 1
+        return unit
 
     def _assign(self, worker: _Worker, unit: Unit) -> None:
         known = worker.known
@@ -757,6 +794,8 @@ class Core:
         if kind == 82:  # b"R"
             worker.ready = True
             self.start_failures = 0
+            if worker.held is not None:  # dispatched again, first in line
+                self.pending.appendleft(self._take_held(worker))
             return
         if kind == 73:  # b"I"
             self._initializer_failed(worker, frame[1:])
@@ -847,6 +886,8 @@ class Core:
         worker.sock.close()
         worker.process.release()
         self.workers[worker.index] = None
+        if worker.held is not None:  # never sent: it goes back untouched
+            self.pending.appendleft(self._take_held(worker))
         inflight = worker.inflight
         if not worker.ready:
             # It never ran anything: its units go back untouched.
@@ -908,7 +949,7 @@ class Core:
             if worker is None:
                 continue
             alive = True
-            if worker.inflight:
+            if worker.inflight or worker.held is not None:
                 return False
         if not alive:
             return True
@@ -934,6 +975,8 @@ class Core:
         units: list[Unit] = []
         for worker in self.workers:
             if worker is not None:
+                if worker.held is not None:
+                    units.append(self._take_held(worker))
                 units.extend(worker.inflight)
                 worker.inflight.clear()
         while self.pending:

@@ -89,9 +89,10 @@ def remember_index(base: int) -> None:
     INIT_INDEX = base + index
 
 
-def slow_start_for(index: int, seconds: float) -> None:
-    """Initializer: the worker of that index takes ``seconds`` more to be ready."""
-    if picklable.worker_index() == index:
+def slow_start_for(index: int | None, seconds: float) -> None:
+    """Initializer: the worker of that index (every worker: None) takes
+    ``seconds`` more to be ready."""
+    if index is None or picklable.worker_index() == index:
         time.sleep(seconds)
 
 
