@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import dataclasses
 import functools
 import importlib
 import sys
@@ -51,7 +50,7 @@ import threading
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
@@ -97,8 +96,7 @@ ROLES = ("reference", "value", "wrapper", "part")
 REACHES = ("import", "code", "class", "state", "call", "build")
 
 
-@dataclasses.dataclass(frozen=True)
-class Rebuilder:
+class Rebuilder(NamedTuple):
     """What loading through one rebuilder means (see the module doc)."""
 
     name: str

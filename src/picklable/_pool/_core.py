@@ -794,8 +794,10 @@ class Core:
         if kind == 82:  # b"R"
             worker.ready = True
             self.start_failures = 0
-            if worker.held is not None:  # dispatched again, first in line
-                self.pending.appendleft(self._take_held(worker))
+            if worker.held is not None:  # its own now (put back in line, it could
+                # queue behind another worker's long task)
+                self._assign(worker, self._take_held(worker))
+                self._flush(worker)
             return
         if kind == 73:  # b"I"
             self._initializer_failed(worker, frame[1:])

@@ -33,7 +33,6 @@ In deterministic mode the pickler carries a ``_canonical`` policy whose
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import functools
 import marshal
 import operator
@@ -140,7 +139,7 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
         if origin is None:
             return reduction
         return with_origin(pickler, func, reduction, carry_state=False)
-    if func.__code__ is _RECURSIVE_REPR_CODE and "__wrapped__" in func.__dict__:
+    if "__wrapped__" in func.__dict__ and func.__code__ is _recursive_repr_code():
         reduction = _reduce_recursive_repr(func)
         if origin is None:
             return reduction
@@ -168,11 +167,23 @@ def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
 # dataclasses wraps every generated __repr__ in a guard against recursion, a
 # closure of its own module: rebuilt by the receiver's dataclasses around the
 # copied __repr__, rather than copied as dataclasses' code (which an
-# allow-list would have to admit as by-value code of 'dataclasses').
-_RECURSIVE_REPR: Any = getattr(dataclasses, "_recursive_repr", None)
-_RECURSIVE_REPR_CODE: types.CodeType | None = (
-    _RECURSIVE_REPR(lambda self: "").__code__ if _RECURSIVE_REPR is not None else None
-)
+# allow-list would have to admit as by-value code of 'dataclasses'). Looked up
+# once dataclasses is imported: picklable's own import does not import it.
+_recursive_repr: list[Any] = []  # [dataclasses._recursive_repr, its wrapper's code]
+
+
+def _recursive_repr_code() -> types.CodeType | None:
+    """The code of dataclasses' repr guard, None while dataclasses is not imported."""
+    if not _recursive_repr:
+        module = sys.modules.get("dataclasses")
+        if module is None:
+            return None
+        guard = getattr(module, "_recursive_repr", None)
+        _recursive_repr[:] = [guard, guard(lambda self: "").__code__ if guard else None]
+    code: types.CodeType | None = _recursive_repr[1]
+    return code
+
+
 _WRAPS_SETS = ("__module__", "__name__", "__qualname__", "__doc__")
 
 
@@ -191,8 +202,8 @@ def _reduce_recursive_repr(func: types.FunctionType) -> Any:
         if key != "__wrapped__" and own.get(key, _NOTHING) is not value
     }
     if not slots and not attributes:
-        return (_RECURSIVE_REPR, (inner,))
-    return (_RECURSIVE_REPR, (inner,), (attributes or None, slots or None))
+        return (_recursive_repr[0], (inner,))
+    return (_recursive_repr[0], (inner,), (attributes or None, slots or None))
 
 
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:

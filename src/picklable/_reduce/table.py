@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import collections
 import copyreg
-import dataclasses
 import functools
 import io
 import threading
 import types
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _caches, _locator, _reconstruct
 from .._compat import is_heap_type
@@ -66,23 +65,40 @@ Handler = Callable[["Pickler", Any], Any]
 Pieces = Callable[[Any, Any], Iterator[tuple[str, Any]]]
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class Kind:
-    """One kind of object (see the module doc)."""
+    """One kind of object (see the module doc). Compared by identity.
 
-    name: str
-    reduce: Handler | None
-    pieces: Pieces | None = None
-    by_name: bool = False
-    taken_apart: str = ""
-    # Instances whose class may itself go by value: the class is a piece too.
-    class_piece: bool = False
-    # Why a copy, when "not importable" is not the story (a module built in memory).
-    why_value: str = ""
+    A plain class, not a dataclass: the serializer's import stays free of
+    ``dataclasses`` and ``inspect`` (a spawn worker imports it at start).
+    """
+
+    __slots__ = ("name", "reduce", "pieces", "by_name", "taken_apart", "class_piece", "why_value")
+
+    def __init__(
+        self,
+        name: str,
+        reduce: Handler | None,
+        pieces: Pieces | None = None,
+        by_name: bool = False,
+        taken_apart: str = "",
+        # Instances whose class may itself go by value: the class is a piece too.
+        class_piece: bool = False,
+        # Why a copy, when "not importable" is not the story (a module built in memory).
+        why_value: str = "",
+    ) -> None:
+        self.name = name
+        self.reduce = reduce
+        self.pieces = pieces
+        self.by_name = by_name
+        self.taken_apart = taken_apart
+        self.class_piece = class_piece
+        self.why_value = why_value
+
+    def __repr__(self) -> str:
+        return f"Kind({self.name!r}, {self.reduce!r})"
 
 
-@dataclasses.dataclass(frozen=True)
-class Shipping:
+class Shipping(NamedTuple):
     """How the pickler ships one object (``explain``'s verdict).
 
     Attributes
