@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import json
 import pickle
 import platform
@@ -32,6 +31,7 @@ import cloudpickle
 import dill
 import numpy as np
 from benchpkg import factories
+from timing import per_call
 
 import picklable
 
@@ -75,20 +75,6 @@ def calibrate(fn: Callable[[], Any], *, budget: float) -> int:
         if time.perf_counter() - start > budget or loops > 1_000_000:
             return loops
         loops *= 2
-
-
-def batch(fn: Callable[[], Any], loops: int) -> float:
-    """Seconds per call over one batch, with the cyclic GC off (as timeit does): a
-    collection triggered by one serializer's garbage would land in another's batch."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        return (time.perf_counter() - start) / loops
-    finally:
-        gc.enable()
 
 
 def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
@@ -161,8 +147,8 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
         for round_ in range(ROUNDS):
             for ser in order[round_ % len(order) :] + order[: round_ % len(order)]:
                 dump, load, _ = calls[ser]
-                times[ser]["dumps"].append(batch(dump, loops[ser][0]))
-                times[ser]["loads"].append(batch(load, loops[ser][1]))
+                times[ser]["dumps"].append(per_call(dump, loops[ser][0], collect=True))
+                times[ser]["loads"].append(per_call(load, loops[ser][1], collect=True))
         for ser, (_, _, size) in calls.items():
             entry: dict[str, Any] = {"bytes": size}
             for op in ("dumps", "loads"):

@@ -35,7 +35,6 @@ is what a loaded machine does not move).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import pickle
@@ -51,6 +50,7 @@ import numpy as np
 import pandas as pd
 from benchpkg import factories
 from benchpkg.records import Point
+from timing import per_call
 
 import picklable
 
@@ -121,18 +121,6 @@ def payload(i: int) -> tuple[str, str, Any]:
     return "tasks", "(closure, (20 dataclass instances, array))", task
 
 
-def timed(fn: Callable[[], Any], repeats: int) -> float:
-    """Seconds per call of ``repeats`` calls in a row, cyclic GC off."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        return (time.perf_counter() - start) / repeats
-    finally:
-        gc.enable()
-
-
 def run(count: int) -> list[dict[str, Any]]:
     """One record per payload: kind, and per serializer (dumps s, loads s, bytes)."""
     records: list[dict[str, Any]] = []
@@ -148,8 +136,8 @@ def run(count: int) -> list[dict[str, Any]]:
                 continue  # pickle writes references to __main__: nothing comparable
             data = dumps(obj)
             record[ser] = (
-                timed(lambda: dumps(obj), repeats),
-                timed(lambda: loads(data), repeats),
+                per_call(lambda: dumps(obj), repeats),
+                per_call(lambda: loads(data), repeats),
                 len(data),
             )
         records.append(record)
