@@ -195,10 +195,10 @@ def signed_pieces(key: bytes, body: bytes, buffers: Sequence[Any] = ()) -> tuple
     return head + _mac(key, head, body, buffers), body
 
 
-def mac_of(payload: bytes) -> bytes:
-    """The MAC of a payload made by :func:`sign` (not checked here). Under one
-    key, equal payloads have equal MACs: a digest of the payload that costs no
-    second pass over it."""
+def mac_of(payload: Any) -> Any:
+    """The MAC of a payload made by :func:`sign` (bytes, or a view of them; not
+    checked here). Under one key, equal payloads have equal MACs: a digest of
+    the payload that costs no second pass over it."""
     return payload[_HEAD.size : HEADER_SIZE]
 
 
@@ -250,9 +250,7 @@ def verify(
         _, _, length, count = _HEAD.unpack_from(data)
         if count == 0 and len(data) - HEADER_SIZE == length:
             body = memoryview(data)[HEADER_SIZE:]
-            if hmac.compare_digest(
-                _mac(key, data[: _HEAD.size], body, ()), data[_HEAD.size : HEADER_SIZE]
-            ):
+            if hmac.compare_digest(_mac(key, data[: _HEAD.size], body, ()), mac_of(data)):
                 return body, None
         # Otherwise the full checks below say precisely what is wrong.
     try:
@@ -297,7 +295,7 @@ def verify(
     head = view[: _HEAD.size]
     body = view[HEADER_SIZE:]
     expected = _mac(key, head, body, given)
-    if not hmac.compare_digest(expected, view[_HEAD.size : HEADER_SIZE]):
+    if not hmac.compare_digest(expected, mac_of(view)):
         raise _bad_signature()
     return body, (given if buffers is not None else None)
 
@@ -391,7 +389,7 @@ def read_verified(
         mac.update(chunk)
         body += chunk
     _feed_buffers(mac, given)
-    if not hmac.compare_digest(mac.digest(), head[_HEAD.size : HEADER_SIZE]):
+    if not hmac.compare_digest(mac.digest(), mac_of(head)):
         raise _bad_signature()
     return body, (given if buffers is not None else None)
 

@@ -144,7 +144,8 @@ class Codec:
         Content-equal payloads have equal MACs under the pool's key, and the
         MAC is already made: a 200 MB global is not hashed a second time.
         """
-        return mac_of(payload[0])[:16]
+        digest: bytes = mac_of(payload[0])[:16]
+        return digest
 
     def encode_inherited(self, obj: Any) -> bytes:
         """Serialize ``obj`` for a worker being started, and sign it.
