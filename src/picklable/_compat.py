@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 from typing import Any, TypeVar
 
 __all__ = [
     "HEAPTYPE",
     "MAIN_MODULES",
     "PICKLE_OWN_TYPES",
-    "PY_311",
     "chained",
     "full_traceback",
     "is_heap_type",
@@ -30,8 +28,6 @@ MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
 # Py_TPFLAGS_HEAPTYPE: classes made by class statements (and by type()); static
 # C types lack it, and nothing about them can be copied by value.
 HEAPTYPE = 1 << 9
-
-PY_311 = sys.version_info >= (3, 11)
 
 # The types the C pickler saves itself, without picklable's hook: plain data.
 PICKLE_OWN_TYPES = frozenset(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar,
 from . import _locator, _reconstruct
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 __all__ = ["BoundWrapper", "Decorator", "FunctionWrapper", "Wrapper", "decorator"]
 

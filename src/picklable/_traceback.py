@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import sys
 import types
 from typing import Any
 
@@ -48,7 +47,6 @@ Record = tuple[
     str | None,  # the source line, without its newline
 ]
 
-_HAS_POSITIONS = sys.version_info >= (3, 11)
 _CACHE_LIMIT = 4096
 
 # (id(code), lasti) -> (code, record): a second dump of the same failure is lookups.
@@ -100,7 +98,7 @@ def _record(tb: types.TracebackType) -> Record:
         return cached[1]
     lineno: int | None = tb.tb_lineno
     end_lineno = colno = end_colno = None
-    if _HAS_POSITIONS and lasti >= 0:
+    if lasti >= 0:
         found = next(itertools.islice(code.co_positions(), lasti // 2, None), None)
         if found is not None and found[0] is not None:
             lineno, end_lineno, colno, end_colno = found
@@ -156,10 +154,9 @@ def _make_frame(record: Record) -> types.FrameType:
         "co_name": name,
         "co_firstlineno": lineno if lineno is not None and lineno > 0 else 1,
     }
-    if _HAS_POSITIONS:
-        changes["co_qualname"] = qualname or name
-        units = len(_TEMPLATE.co_code) // 2
-        changes["co_linetable"] = _location_table(units, lineno, end_lineno, colno, end_colno)
+    changes["co_qualname"] = qualname or name
+    units = len(_TEMPLATE.co_code) // 2
+    changes["co_linetable"] = _location_table(units, lineno, end_lineno, colno, end_colno)
     code = _TEMPLATE.replace(**changes)
     generator: types.GeneratorType[None, None, None] = types.FunctionType(
         code, _frame_globals(module, filename)

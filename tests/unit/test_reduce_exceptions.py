@@ -469,8 +469,6 @@ class TestLocationTable:
     )
     def test_positions_roundtrip(self, positions):
         """A rebuilt frame's code reports the shipped positions for every instruction."""
-        if sys.version_info < (3, 11):
-            pytest.skip("co_positions is 3.11+")  # pragma: no cover
         record = ("f.py", "fn", None, "m", *positions, None)
         frame = _traceback._make_frame(record)
         found = set(frame.f_code.co_positions())

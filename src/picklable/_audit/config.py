@@ -26,23 +26,12 @@ arguments win over it, and ``serializers`` and ``targets`` are not used there.
 from __future__ import annotations
 
 import dataclasses
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from .model import FAILURES
 from .serializers import KNOWN
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    try:
-        import tomli as tomllib
-    except ImportError:
-        tomllib = None
-
-# Any: the checks for None below are for Python 3.10 without tomli.
-_toml: Any = tomllib
 
 __all__ = ["AuditConfig", "ConfigError", "find", "load"]
 
@@ -108,11 +97,9 @@ def _has_table(path: Path) -> bool:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    if _toml is None:  # pragma: no cover - Python 3.10 without tomli
-        return "[tool.picklable" in text
     try:
-        tool = _toml.loads(text).get("tool", {})
-    except _toml.TOMLDecodeError:
+        tool = tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
         return "[tool.picklable" in text  # load() says what is wrong with it
     return isinstance(tool, dict) and "picklable" in tool
 
@@ -127,11 +114,9 @@ def load(path: Path | None) -> AuditConfig:
     """
     if path is None:
         return AuditConfig()
-    if _toml is None:  # pragma: no cover - Python 3.10 without tomli
-        raise ConfigError(f"{path}: reading [tool.picklable] needs Python 3.11+ or tomli")
     try:
-        data = _toml.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, _toml.TOMLDecodeError) as exc:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it: {exc}") from exc
     table = data.get("tool", {}).get("picklable", {})
     if not isinstance(table, dict):

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-class Outcome(str, enum.Enum):
+# str and Enum, not StrEnum: str() and f-strings give `Outcome.COPY`, as reports expect.
+class Outcome(str, enum.Enum):  # noqa: UP042
     """How one object fared with one serializer (see :mod:`picklable._audit`)."""
 
     IDENTITY = "identity"

@@ -24,7 +24,7 @@ from ._jobs import (
 __all__ = ["Pool", "callable_name", "feed_iterable", "start_method"]
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing import Self
 
 
 def start_method(context: Any) -> str:

@@ -40,7 +40,6 @@ state, saved after the exception is memoized.
 from __future__ import annotations
 
 import copyreg
-import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -210,7 +209,7 @@ class _Plan:
                     fields[name] = None
         self.c_fields = tuple(fields)
         self.slots = _slot_names(ours)
-        self.group = issubclass(t, BaseExceptionGroup) if sys.version_info >= (3, 11) else False
+        self.group = issubclass(t, BaseExceptionGroup)
         # OSError.__new__ leaves args empty when a subclass has its own __init__;
         # a group's __new__ takes (message, exceptions), not args.
         self.set_args = self.group or issubclass(t, OSError)
