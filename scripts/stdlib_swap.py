@@ -46,7 +46,11 @@ def install(project_site: str, test_home: str) -> None:
     import concurrent.futures
     import multiprocessing
 
-    futures_getattr = concurrent.futures.__getattr__
+    # Up to 3.14 the package gives ProcessPoolExecutor through its module __getattr__;
+    # 3.15 binds it with a lazy import (PEP 810) instead, and has no __getattr__. Either
+    # way, the name leaves the module's dict and this lookup answers it.
+    futures_getattr = concurrent.futures.__dict__.get("__getattr__")
+    concurrent.futures.__dict__.pop("ProcessPoolExecutor", None)
 
     def futures_lookup(name: str) -> object:
         if name == "ProcessPoolExecutor":
@@ -54,6 +58,8 @@ def install(project_site: str, test_home: str) -> None:
 
             concurrent.futures.ProcessPoolExecutor = picklable.ProcessPoolExecutor  # type: ignore[misc]
             return picklable.ProcessPoolExecutor
+        if futures_getattr is None:
+            raise AttributeError(f"module 'concurrent.futures' has no attribute {name!r}")
         return futures_getattr(name)
 
     def multiprocessing_lookup(name: str) -> object:
