@@ -23,17 +23,22 @@ so they are cached per record and shared by every traceback that needs them.
 
 When the receiver cannot read a file (another machine, a temporary script), the
 shipped lines are served to :mod:`linecache` through the frame globals'
-``__loader__``, the way it reads source from zip files.
+``__spec__.loader`` (also their ``__loader__``), the way it reads source from
+zip files.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import itertools
 import linecache
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _caches
+
+if TYPE_CHECKING:
+    import importlib.abc
 
 Record = tuple[
     str,  # filename
@@ -178,11 +183,16 @@ def _frame_globals(module: str | None, filename: str) -> dict[str, Any]:
     if found is None:
         if len(_globals) >= _CACHE_LIMIT:
             _globals.clear()  # frames built before keep theirs
-        found = _globals[key] = {
-            "__name__": module,
-            "__loader__": _ShippedSource(filename),
-            "__spec__": None,
-        }
+        loader = _ShippedSource(filename)
+        # A module's globals, as linecache reads them: the loader is also the
+        # spec's (Python 3.15 warns when a __loader__ has no __spec__.loader),
+        # and from 3.13 on the spec's name lets it serve lines when __name__ is None.
+        spec = importlib.machinery.ModuleSpec(
+            module or "<picklable>",
+            cast("importlib.abc.Loader", loader),  # linecache calls get_source only
+            origin=filename,
+        )
+        found = _globals[key] = {"__name__": module, "__loader__": loader, "__spec__": spec}
     return found
 
 

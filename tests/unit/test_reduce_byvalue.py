@@ -302,6 +302,27 @@ class TestGlobalNames:
         exec("def make():\n    class Box:\n        size = SIZE\n    return Box\n", ns)
         assert picklable.loads(picklable.dumps(ns["make"]))().size == 7
 
+    def test_loader_travels_with_its_spec(self, tmp_path):
+        """A copy reading __loader__ gets __spec__ too: a traceback through it
+        prints without linecache's warning (Python 3.15: no __spec__.loader)."""
+        import importlib.machinery
+        import traceback
+
+        path = str(tmp_path / "scratch_loader.py")
+        source = "def fail():\n    raise ValueError(__loader__.name)\n"
+        loader = importlib.machinery.SourceFileLoader("scratch_loader", path)
+        spec = importlib.machinery.ModuleSpec("scratch_loader", loader, origin=path)
+        ns: dict = {"__name__": "scratch_loader", "__loader__": loader, "__spec__": spec}
+        exec(compile(source, path, "exec"), ns)
+        copy = picklable.loads(picklable.dumps(ns["fail"]))
+        assert copy is not ns["fail"]
+        assert copy.__globals__["__spec__"].loader is copy.__globals__["__loader__"]
+        with pytest.raises(ValueError, match="scratch_loader") as caught:
+            copy()
+        assert 'scratch_loader.py", line 2, in fail' in "".join(
+            traceback.format_exception(caught.value)
+        )
+
 
 class TestAnnotations:
     """Annotations travel in _make_function's arguments when nothing in them can

@@ -243,7 +243,12 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     From the bytecode, not ``co_names``, which also holds attribute names:
     ``x.real`` must not ship a global that happens to be called ``real``.
     """
-    return tuple(_code.instruction_names(code, _GLOBAL_OPS, _NESTED_NAME_OPS))
+    names = tuple(_code.instruction_names(code, _GLOBAL_OPS, _NESTED_NAME_OPS))
+    if "__loader__" in names and "__spec__" not in names:
+        # linecache reads a copy's globals as a module's: from Python 3.15 on, a
+        # __loader__ without its __spec__ warns on every traceback through it.
+        names = (*names, "__spec__")
+    return names
 
 
 def code_info(code: types.CodeType) -> CodeInfo:
