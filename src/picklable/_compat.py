@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from typing import Any, TypeVar
 
 __all__ = [
+    "C_RECURSION_APART",
     "HEAPTYPE",
     "MAIN_MODULES",
+    "PICKLE_NOTE",
     "PICKLE_OWN_TYPES",
     "chained",
     "full_traceback",
@@ -34,6 +37,15 @@ PICKLE_OWN_TYPES = frozenset(
     {type(None), bool, int, float, complex, str, bytes, bytearray}
     | {list, tuple, dict, set, frozenset}
 )
+
+# From Python 3.14 on, pickle adds a note (PEP 678) to an error for each object
+# it was saving ("when serializing list item 0"): their prefix, None before.
+PICKLE_NOTE = "when serializing " if sys.version_info >= (3, 14) else None
+
+# From Python 3.12 on, recursion in C code (the C pickler saving nested data) has
+# a limit of its own that sys.setrecursionlimit() does not raise (3.12 and 3.13:
+# a fixed count; 3.14+: the C stack); before, it counted against that limit.
+C_RECURSION_APART = sys.version_info >= (3, 12)
 
 
 def full_traceback() -> bool:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import _hints, _reconstruct
-from ._compat import PICKLE_OWN_TYPES
+from ._compat import C_RECURSION_APART, PICKLE_NOTE, PICKLE_OWN_TYPES
 from ._pickler import Pickler
 from ._reduce.attributes import candidate_state
 from ._reduce.reference import locate_anywhere, split_state
@@ -458,8 +458,7 @@ def _located(
         what = cause.type_name or type_name(culprit)
     elif isinstance(cause, RecursionError):
         what = type_name(culprit)
-        reason = f"nested deeper than the recursion limit ({sys.getrecursionlimit()})"
-        hint = "flatten the structure, or raise sys.setrecursionlimit() on both sides"
+        reason, hint = _too_deep(cause)
     else:
         what = type_name(culprit)
         reason, hint = _hints.explain_failure(culprit, cause)
@@ -539,6 +538,11 @@ def _raised_by_python_code(error: BaseException) -> bool:
 
 def _annotated(error: BaseException, text: str, fields: dict[str, str]) -> BaseException:
     """``error`` itself, carrying the located message and fields."""
+    notes = getattr(error, "__notes__", None)
+    if PICKLE_NOTE is not None and type(notes) is list:
+        # pickle's notes, last: the located message says where, with the whole path.
+        while notes and type(notes[-1]) is str and notes[-1].startswith(PICKLE_NOTE):
+            notes.pop()
     add_note = getattr(error, "add_note", None)
     if add_note is not None:
         add_note(text)
@@ -564,7 +568,6 @@ def recursion_error(root: Any, error: RecursionError) -> BaseException:
     recursion", naming that code; or the graph is nested deeper than the
     limit. Both are a :class:`PicklingError` and a :class:`RecursionError`.
     """
-    limit = sys.getrecursionlimit()
     what = type_name(root)
     path = root_name(root)
     counts = collections.Counter(
@@ -597,12 +600,38 @@ def recursion_error(root: Any, error: RecursionError) -> BaseException:
         else:
             hint = f"make {qualname} stop calling itself"
     else:
-        reason = f"nested deeper than the recursion limit ({limit})"
-        hint = "flatten the structure, or raise sys.setrecursionlimit() on both sides"
+        reason, hint = _too_deep(error)
     fields = {"path": path, "type_name": what, "reason": reason, "hint": hint}
     made = make_combined(PicklingError, RecursionError, message(what, path, reason, hint), **fields)
     assert made is not None  # RecursionError is a plain Python-level exception type
     return made
+
+
+def _too_deep(error: RecursionError) -> tuple[str, str]:
+    """(reason, hint) for data nested deeper than pickling it could go."""
+    limit = sys.getrecursionlimit()
+    if C_RECURSION_APART and _python_depth(error) < limit - limit // 10:
+        # Python's limit was not reached: C code's own was (the C pickler's, or
+        # C calls inside the pure-Python one).
+        reason = (
+            "nested deeper than the interpreter's C recursion limit, which "
+            "sys.setrecursionlimit() does not raise (Python 3.12+)"
+        )
+        return reason, "flatten the structure, or ship it in shallower parts"
+    return (
+        f"nested deeper than the recursion limit ({limit})",
+        "flatten the structure, or raise sys.setrecursionlimit() on both sides",
+    )
+
+
+def _python_depth(error: BaseException) -> int:
+    """How many Python frames were on the stack when ``error`` was raised (about)."""
+    depth = sum(1 for _ in traceback.walk_tb(error.__traceback__))
+    frame: types.FrameType | None = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth
 
 
 def _self_of(error: BaseException, code: types.CodeType) -> Any:

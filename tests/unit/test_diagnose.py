@@ -900,7 +900,10 @@ class TestExplain:
             nested = [nested]
         report = explain(nested)
         [problem] = report.problems
-        assert problem.why.startswith("nested deeper than the recursion limit")
+        if sys.version_info >= (3, 12):  # C code's recursion has a limit of its own
+            assert problem.why.startswith("nested deeper than the interpreter's C recursion limit")
+        else:
+            assert problem.why.startswith("nested deeper than the recursion limit")
 
 
 class TestTenUnshippable:

@@ -43,6 +43,13 @@ class RaisesOdd:
         raise OddError("odd")
 
 
+class RaisesOddWithNote:
+    def __reduce__(self):
+        error = OddError("odd")
+        error.add_note("the object's own note")
+        raise error
+
+
 class TestCombined:
     def test_both_types_one_class_per_pair(self):
         """The class is a PicklingError and the cause's type, made once."""
@@ -135,10 +142,32 @@ class TestDumpErrors:
     def test_deep_nesting(self):
         """Data nested past the limit: nested too deep, and a RecursionError too."""
         nested: list = []
-        for _ in range(sys.getrecursionlimit() * 3):
+        # Past every version's limit: 3.14's C stack takes about 40,000 lists.
+        for _ in range(200_000):
             nested = [nested]
         with pytest.raises(RecursionError) as info:
             picklable.dumps(nested)
+        if sys.version_info >= (3, 12):  # the C pickler's depth has a limit of its own
+            assert info.value.reason == (
+                "nested deeper than the interpreter's C recursion limit, which "
+                "sys.setrecursionlimit() does not raise (Python 3.12+)"
+            )
+            assert info.value.hint == "flatten the structure, or ship it in shallower parts"
+        else:
+            assert info.value.reason == (
+                f"nested deeper than the recursion limit ({sys.getrecursionlimit()})"
+            )
+            assert info.value.hint == (
+                "flatten the structure, or raise sys.setrecursionlimit() on both sides"
+            )
+
+    def test_deep_nesting_in_the_pure_python_pickler(self):
+        """Python frames past the recursion limit (deterministic mode): that limit is named."""
+        nested: list = []
+        for _ in range(sys.getrecursionlimit()):
+            nested = [nested]
+        with pytest.raises(RecursionError) as info:
+            picklable.dumps(nested, deterministic=True)
         assert info.value.reason == (
             f"nested deeper than the recursion limit ({sys.getrecursionlimit()})"
         )
@@ -153,7 +182,17 @@ class TestDumpErrors:
             "OddError: odd. Fix: ship what it is made from and rebuild it inside the worker, "
             "or change RaisesOdd.__reduce__."
         )
-        assert getattr(info.value, "__notes__", [located]) == [located]  # PEP 678: 3.11+
+        assert info.value.__notes__ == [located]
+
+    def test_uncombinable_cause_keeps_its_own_notes(self):
+        """Notes the object's code added stay, before the located message."""
+        with pytest.raises(OddError) as info:
+            picklable.dumps({"key": [RaisesOddWithNote()]})
+        assert len(info.value.__notes__) == 2
+        assert info.value.__notes__[0] == "the object's own note"
+        assert info.value.__notes__[1].startswith(
+            "Cannot pickle test_exceptions.RaisesOddWithNote - at obj['key'][0]: "
+        )
 
     def test_chain_is_kept_but_not_printed(self):
         """The pickler's own exception is the context, its printing suppressed."""
