@@ -201,6 +201,11 @@ def _frame_globals(module: str | None, filename: str) -> dict[str, Any]:
 # column + 1; code 13 a line delta only; code 15 means "no location".
 _LONG, _NO_COLUMNS, _NO_LOCATION = 14, 13, 15
 
+# From Python 3.13 on, traceback reads every line an instruction spans: a
+# damaged or forged span of a billion lines would print for hours. A longer
+# span than any real statement's keeps its line, without columns.
+_MAX_SPAN = 10_000
+
 
 def _location_table(
     units: int,
@@ -215,7 +220,7 @@ def _location_table(
         and end_lineno is not None
         and colno is not None
         and end_colno is not None
-        and end_lineno >= lineno
+        and 0 <= end_lineno - lineno <= _MAX_SPAN
     )
     while units > 0:
         size = min(units, 8)

@@ -481,6 +481,19 @@ class TestLocationTable:
             expected = {positions}
         assert found == expected
 
+    @pytest.mark.parametrize("end_lineno", [10_013, 10**9])
+    def test_span_longer_than_any_statement_keeps_its_line(self, end_lineno):
+        """A span of over 10,001 lines (forged: 3.13+ would read each line) keeps the
+        first line, without columns."""
+        frame = _traceback._make_frame(("f.py", "fn", None, "m", 12, end_lineno, 4, 9, "x"))
+        assert set(frame.f_code.co_positions()) == {(12, 12, None, None)}
+
+    def test_longest_span_is_kept(self):
+        """A statement of 10,001 lines keeps its positions."""
+        positions = (12, 10_012, 4, 9)
+        frame = _traceback._make_frame(("f.py", "fn", None, "m", *positions, None))
+        assert set(frame.f_code.co_positions()) == {positions}
+
 
 class TestExceptionChildren:
     def test_pieces(self):
