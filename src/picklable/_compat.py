@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 __all__ = [
     "C_RECURSION_APART",
     "HEAPTYPE",
+    "IMMUTABLETYPE",
     "MAIN_MODULES",
     "PICKLE_NOTE",
     "PICKLE_OWN_TYPES",
@@ -22,6 +23,7 @@ __all__ = [
     "full_traceback",
     "is_heap_type",
     "proxy_own_dict",
+    "written_in_c",
 ]
 
 # A script is ``__main__`` in the process that runs it and ``__mp_main__`` in a
@@ -31,6 +33,11 @@ MAIN_MODULES = frozenset({"__main__", "__mp_main__"})
 # Py_TPFLAGS_HEAPTYPE: classes made by class statements (and by type()); static
 # C types lack it, and nothing about them can be copied by value.
 HEAPTYPE = 1 << 9
+
+# Py_TPFLAGS_IMMUTABLETYPE: static types, and the heap types C extensions make
+# (PyType_FromSpec: from Python 3.12/3.13 on most of the stdlib's, ctypes'
+# metaclasses among them); never the class of a class statement or of type().
+IMMUTABLETYPE = 1 << 8
 
 # The types the C pickler saves itself, without picklable's hook: plain data.
 PICKLE_OWN_TYPES = frozenset(
@@ -73,6 +80,12 @@ def chained(error: E, cause: BaseException) -> E:
 def is_heap_type(t: type) -> bool:
     """Whether ``t`` was made at run time (a class statement), not a static C type."""
     return bool(t.__flags__ & HEAPTYPE)
+
+
+def written_in_c(t: type) -> bool:
+    """Whether ``t`` is a C type, static or an extension's heap type: no copy of
+    it can be made (its methods are C code, its layout a C struct)."""
+    return not t.__flags__ & HEAPTYPE or bool(t.__flags__ & IMMUTABLETYPE)
 
 
 # wrapt's proxy fields that hold objects, never the proxy's own dict.

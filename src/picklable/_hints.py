@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _caches
-from ._compat import is_heap_type
+from ._compat import written_in_c
 
 Hint = tuple[str, str]  # (reason, fix)
 
@@ -533,15 +533,6 @@ def _raising_method(culprit: Any, cause: BaseException) -> tuple[str, str] | Non
     return None
 
 
-# Py_TPFLAGS_IMMUTABLETYPE: static types, and the heap types of C extensions
-# (PyType_FromSpec); never a class statement's class.
-_IMMUTABLETYPE = 1 << 8
-
-
-def _written_in_c(t: type) -> bool:
-    return not is_heap_type(t) or bool(t.__flags__ & _IMMUTABLETYPE)
-
-
 # The interpreter's own modules (their C parts are _io, _thread, _collections ...).
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 
@@ -612,7 +603,7 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
     if named is not None:
         t = type(culprit)
         if named.group(1) in (t.__name__, t.__qualname__, type_name(culprit)):
-            what = "a C type" if _written_in_c(t) else "a subclass of a C type"
+            what = "a C type" if written_in_c(t) else "a subclass of a C type"
             return (
                 f"{type_name(culprit)} is {what} without pickle support",
                 (

@@ -129,6 +129,17 @@ class TestRegisterByValue:
 
 
 class TestClasses:
+    def test_c_heap_type_is_never_copied(self):
+        """A C type no module exports is refused, a heap type too (ctypes' metaclasses
+        from Python 3.13 on): type() would make another class, with none of its C code."""
+        import ctypes
+
+        meta = type(ctypes.CDLL(None)._FuncPtr)  # _ctypes.PyCFuncPtrType
+        assert bool(meta.__flags__ & (1 << 9)) is (sys.version_info >= (3, 13))  # heap type
+        with pytest.raises(picklable.PicklingError) as info:
+            picklable.dumps(meta)
+        assert info.value.reason == "built-in type that no module exports"
+
     def test_slots_keep_no_dict(self):
         """A slotted class rebuilt by value has no instance __dict__."""
         local = api.make_class()

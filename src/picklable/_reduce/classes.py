@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _locator, _reconstruct, _tracker
-from .._compat import MAIN_MODULES, is_heap_type
+from .._compat import MAIN_MODULES, is_heap_type, written_in_c
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
@@ -105,7 +105,7 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
     misnamed = locate_misnamed_type(cls)
     if misnamed is not None:
         return reference(pickler, cls, *misnamed)
-    if not is_heap_type(cls):
+    if written_in_c(cls):  # no copy of a C type can be made (even a heap type)
         name = f"{module}.{cls.__qualname__}"
         raise PicklingError(
             f"Cannot pickle class {name}: it is a built-in type that no module exports.",
