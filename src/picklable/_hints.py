@@ -489,11 +489,14 @@ def unshippable(obj: Any) -> Hint | None:
 # --------------------------------------------------------- from the failure
 
 CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
-# pickle's own words when a name it would write does not lead back to the object.
+# pickle's own words when a name it would write does not lead back to the object:
+# the C pickler's up to 3.13 ("attribute lookup", "import of module"), the
+# pure-Python pickler's and 3.14's ("not found as", 3.14: "Can't pickle X: " and
+# the ImportError's message), and every version's "not the same object as".
 _BY_NAME = re.compile(
     r"Can't pickle (?P<what>.+?): (?:attribute lookup (?P<attr>\S+) on (?P<module>\S+) "
-    r"failed|it's not (?:the same object as|found as) (?P<name>\S+)|import of module "
-    r"(?P<missing>\S+) failed)"
+    r"failed|it's not the same object as (?P<name>\S+)|it's not found as (?P<absent>\S+)"
+    r"|import of module '(?P<missing>[^']+)' failed|No module named '(?P<unknown>[^']+)')"
 )
 # Type names a culprit may hold that are kinds with a reason and fix of their own.
 _HELD_KINDS = {"_thread.lock": _LOCK, "_thread.RLock": _LOCK}
@@ -552,10 +555,13 @@ def _by_name(culprit: Any, message: str) -> Hint | None:
     found = _BY_NAME.search(message)
     if found is None:
         return None
-    if found["missing"]:
-        where = f"its module {found['missing']!r} cannot be imported"
+    missing = found["missing"] or found["unknown"]
+    if missing:
+        where = f"its module {missing!r} cannot be imported"
     elif found["attr"]:
         where = f"{found['module']}.{found['attr']} does not exist"
+    elif found["absent"]:
+        where = f"{found['absent']} does not exist"
     else:
         where = f"{found['name']} is another object"
     kind = (
@@ -639,7 +645,13 @@ def explain_failure(culprit: Any, cause: BaseException) -> Hint:
 
 # ------------------------------------------------------------ load failures
 
-_ATTRIBUTE_MISSING = re.compile(r"Can't get attribute '([^']+)' on <module '([^']+)'")
+# find_class's words for a name its module lacks: up to 3.13 (the C unpickler;
+# 3.11 says "pickle local attribute" for a <locals> path), and 3.14+'s for a
+# dotted path. 3.14+ raises getattr's own AttributeError for a plain name.
+_ATTRIBUTE_MISSING = re.compile(
+    r"Can't (?:get|pickle) (?:local )?attribute '(?P<attribute>[^']+)' on <module "
+    r"'(?P<module>[^']+)'|Can't resolve path '(?P<path>[^']+)' on module '(?P<on>[^']+)'"
+)
 # Frames of the loader itself: the culprit is the first frame below them.
 _LOADER_MODULES = frozenset(
     {
@@ -681,6 +693,23 @@ def _packages_distributions() -> Mapping[str, list[str]]:
 
 
 _caches.register("hints.distributions", _packages_distributions.cache_clear)
+
+
+def _missing_attribute(exc: AttributeError) -> tuple[str, str] | None:
+    """(attribute, module) when the unpickler's find_class did not find a name."""
+    found = _ATTRIBUTE_MISSING.search(str(exc))
+    if found is not None:
+        if found["attribute"]:
+            return found["attribute"], found["module"]
+        return found["path"], found["on"]
+    # 3.14+: "module 'm' has no attribute 'x'", raised by the loader itself (not by
+    # a __setstate__ or constructor that the payload called).
+    name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
+    if type(name) is str and isinstance(obj, types.ModuleType) and _builder_frame(exc) is None:
+        module = getattr(obj, "__name__", None)
+        if type(module) is str:
+            return name, module
+    return None
 
 
 def _builder_frame(exc: BaseException) -> types.FrameType | None:
@@ -839,9 +868,9 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
             f"module {name!r} not importable",
             "install it in the receiving environment",
         )
-    missing = _ATTRIBUTE_MISSING.search(str(exc)) if isinstance(exc, AttributeError) else None
+    missing = _missing_attribute(exc) if isinstance(exc, AttributeError) else None
     if missing is not None:
-        attribute, module = missing.groups()
+        attribute, module = missing
         installed = package_version(module)
         top = module.partition(".")[0]
         return (

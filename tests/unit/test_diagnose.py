@@ -61,6 +61,14 @@ READ_FIX = FILE_FIX + ", or ship its content (f.read())"
 WRITE_FIX = FILE_FIX + ", or send the data back and write it here"
 
 
+class ReadsAGoneName:
+    """Its __setstate__ reads a module attribute that does not exist."""
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        return os.no_such_name_here  # type: ignore[attr-defined]
+
+
 class Refuses:
     """A class whose __reduce__ raises on purpose."""
 
@@ -1059,6 +1067,24 @@ class TestLoadErrors:
             "Cannot load: module 'numpy.no_such_submodule' is not importable here, but 'numpy' is "
             f"(numpy {np.__version__}): the sender has another version. Fix: install the sender's "
             "version of 'numpy' here."
+        )
+
+    def test_dotted_name_missing_crafted(self):
+        """A dotted name its module lacks (protocol 4): the same as a plain one, in every
+        version's words (3.14: "Can't resolve path")."""
+        err = load_error(b"\x80\x04\x8c\x02os\x8c\x0bnope.deeper\x93.")
+        assert err.reason.startswith("os.nope.deeper not found here (os")
+        assert err.hint == "install the sender's version of 'os'"
+
+    def test_setstate_missing_a_module_attribute_is_not_a_missing_name(self):
+        """An AttributeError about a module, raised by code the payload runs, names that
+        code (3.14 raises find_class's with the same words)."""
+        obj = ReadsAGoneName()
+        obj.x = 1
+        err = load_error(picklable.dumps(obj))
+        assert err.reason == (
+            f"{__name__}.ReadsAGoneName.__setstate__ raised AttributeError: module 'os' has no "
+            "attribute 'no_such_name_here'"
         )
 
     def test_module_missing_crafted(self):

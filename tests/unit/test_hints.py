@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import math
+import pickle
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +19,16 @@ import pytest
 import picklable
 from picklable import _hints
 from picklable_testpkg import experiment
+
+
+class _ByMissingModule:
+    """Reduces to a global name in a module that does not exist."""
+
+    __module__ = "no_such_module_for_hints"
+
+    def __reduce__(self) -> str:
+        return "gone"
+
 
 RESET = (
     "ship the Experiment before running it here, or reset the finished run first: "
@@ -90,6 +102,20 @@ class TestByName:
             "module-level function that calls it"
         )
         assert "__reduce__" not in str(info.value)
+
+    @pytest.mark.parametrize("pure_python", [False, True])
+    def test_module_that_cannot_be_imported(self, pure_python: bool) -> None:
+        """The name's module is missing: said in every version's and pickler's words."""
+        dumps = pickle._dumps if pure_python else pickle.dumps  # type: ignore[attr-defined]
+        with pytest.raises(pickle.PicklingError) as info:
+            dumps(_ByMissingModule())
+        reason, _ = _hints.explain_failure(_ByMissingModule(), info.value)
+        if pure_python and sys.version_info < (3, 14):  # "it's not found as M.N"
+            assert reason.endswith(", and here no_such_module_for_hints.gone does not exist")
+        else:  # 3.14: "No module named 'M'"; before, "import of module 'M' failed"
+            assert reason.endswith(
+                ", and here its module 'no_such_module_for_hints' cannot be imported"
+            )
 
     def test_interpreter_types_are_not_to_be_changed(self) -> None:
         """'or change K.__reduce__' is offered for the user's classes only."""
