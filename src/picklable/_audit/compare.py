@@ -8,18 +8,16 @@ module, so the rules are the same everywhere.
 from __future__ import annotations
 
 import inspect
-import re
 import types
 from typing import Any
+
+from .wire import ADDRESS
 
 #: Fields compared for "exact copy", in report order.
 FIELDS = ("type", "__name__", "__qualname__", "__module__", "signature")
 
 Fingerprint = tuple[str | None, ...]
 
-# Reprs of defaults and of objects carry addresses that differ between
-# processes without the object being different.
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _MAX_TEXT = 300
 
 
@@ -31,7 +29,7 @@ def _text(value: Any) -> str | None:
             value = repr(value)
         except Exception:
             return f"<unrepresentable {type(value).__qualname__}>"
-    return _ADDRESS.sub("", value)[:_MAX_TEXT]
+    return ADDRESS.sub("", value)[:_MAX_TEXT]
 
 
 def type_name(obj: Any) -> str:
@@ -39,7 +37,9 @@ def type_name(obj: Any) -> str:
     t = type(obj)
     module = getattr(t, "__module__", None)
     name = getattr(t, "__qualname__", t.__name__)
-    return name if module in (None, "builtins") else f"{module}.{name}"
+    # Not a str: a descriptor (wrapt's pure-Python proxies, which report the
+    # wrapped object's module); the name alone then, as type's own repr does.
+    return name if module in (None, "builtins") or type(module) is not str else f"{module}.{name}"
 
 
 def _attribute(obj: Any, name: str) -> str | None:

@@ -8,6 +8,7 @@ to read one.
 from __future__ import annotations
 
 import pickle
+import re
 import struct
 from typing import IO, Any
 
@@ -33,8 +34,14 @@ def write_frame(stream: IO[bytes], message: Any) -> None:
     stream.flush()
 
 
+# Reprs carry addresses that differ between processes without the object being
+# different (pickle's messages hold reprs from Python 3.14 on).
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def first_line(exc: BaseException) -> str:
-    """``Type: first line of the message``."""
+    """``Type: first line of the message``, addresses removed (a report of the
+    same code reads the same in every run)."""
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
+    first = ADDRESS.sub("", text.splitlines()[0]) if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
