@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import linecache
 import os
 import re
 import runpy
@@ -436,8 +437,17 @@ def _run_as_mp_main(path: Path) -> types.ModuleType:
 
 def _script_failure(shown: str, path: Path, exc: BaseException) -> str:
     """``FILE.py raised ...`` with the line of the script where it happened."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
-    where = f" (line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    # Line numbers from the traceback and lines from the file: traceback's
+    # summaries would hand linecache the namespace run_path made, whose
+    # __spec__ None makes Python 3.15 warn (the script is not __main__).
+    lines = [
+        n
+        for frame, n in traceback.walk_tb(exc.__traceback__)
+        if frame.f_code.co_filename == str(path)
+    ]
+    where = (
+        f" (line {lines[-1]}: {linecache.getline(str(path), lines[-1]).strip()})" if lines else ""
+    )
     kind = type(exc).__name__
     words = f"{kind}: {exc}" if str(exc) else kind
     return (
