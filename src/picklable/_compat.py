@@ -19,6 +19,7 @@ __all__ = [
     "MAIN_MODULES",
     "PICKLE_NOTE",
     "PICKLE_OWN_TYPES",
+    "TRACEBACK_SPANS",
     "chained",
     "full_traceback",
     "is_heap_type",
@@ -53,6 +54,10 @@ PICKLE_NOTE = "when serializing " if sys.version_info >= (3, 14) else None
 # a limit of its own that sys.setrecursionlimit() does not raise (3.12 and 3.13:
 # a fixed count; 3.14+: the C stack); before, it counted against that limit.
 C_RECURSION_APART = sys.version_info >= (3, 12)
+
+# From Python 3.13 on, traceback prints every line an instruction spans (3.11
+# and 3.12: the first line, underlined to its end).
+TRACEBACK_SPANS = sys.version_info >= (3, 13)
 
 
 def full_traceback() -> bool:

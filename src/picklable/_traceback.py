@@ -36,6 +36,7 @@ import types
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _caches
+from ._compat import TRACEBACK_SPANS
 
 if TYPE_CHECKING:
     import importlib.abc
@@ -154,6 +155,16 @@ def _make_frame(record: Record) -> types.FrameType:
     filename, name, qualname, module, lineno, end_lineno, colno, end_colno, line = record
     if line is not None and lineno is not None:
         _remember_line(filename, lineno, line)
+        if (
+            TRACEBACK_SPANS
+            and end_lineno is not None
+            and end_lineno > lineno
+            and not linecache.getline(filename, end_lineno).strip()
+        ):
+            # Of a span over lines this process lacks, only the first travelled:
+            # it is shown alone, underlined to its end (as 3.11 shows any span),
+            # not followed by blank lines.
+            end_lineno, end_colno = lineno, len(line.encode())
     changes: dict[str, Any] = {
         "co_filename": filename,
         "co_name": name,

@@ -423,6 +423,29 @@ class TestTraceback:
             in text
         )
 
+    def test_call_over_several_lines_when_file_is_gone(self, tmp_path):
+        """Of a call spanning lines only the first travels: without the file it is shown
+        alone, underlined to its end (3.13+ would print blank lines for the others)."""
+        path = tmp_path / "spanning_module.py"
+        path.write_text(
+            "def boom():\n    return fail(\n        1,\n    )\n\n\n"
+            "def fail(x):\n    raise KeyError(x)\n"
+        )
+        spec = importlib.util.spec_from_file_location("spanning_module", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        payload = picklable.dumps(raised_from(module.boom))
+        path.unlink()
+        linecache.checkcache(str(path))
+        _traceback._frames.clear()
+        text = "".join(traceback.format_exception(picklable.loads(payload)))
+        assert (
+            f'  File "{path}", line 2, in boom\n'
+            "    return fail(\n"
+            "           ^^^^^\n"
+            f'  File "{path}", line 8, in fail\n'
+        ) in text
+
     def test_lines_of_later_tracebacks_are_added(self, tmp_path):
         """A second traceback from the same missing file brings its own lines."""
         path = tmp_path / "twice_module.py"
