@@ -561,7 +561,10 @@ class _Builder:
     def mark(node: Node, obj: Any, exc: BaseException) -> None:
         node.how = "fails"
         node.size = None
-        if isinstance(exc, PicklingError) and exc.reason:
+        known = _hints.unshippable(obj)
+        if known is not None:  # what it is tells more than how pickling it failed (as dumps)
+            node.why, node.fix = known
+        elif isinstance(exc, PicklingError) and exc.reason:
             node.why, node.fix = exc.reason, exc.hint
         elif isinstance(exc, RecursionError):  # as dumps says it: recursing code, or depth
             said = _diagnose.recursion_error(obj, exc)

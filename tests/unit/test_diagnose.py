@@ -449,6 +449,11 @@ class TestCtypes:
             "only. Fix: ship the library path (None) and load it with ctypes.CDLL inside the "
             "worker."
         )
+        [problem] = explain({"lib": lib}).problems
+        assert (problem.path, problem.why) == (
+            "obj['lib']",
+            "a loaded library handle is valid in this process only",
+        )
 
 
 class TestReduceRaises:
