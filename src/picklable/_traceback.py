@@ -232,6 +232,7 @@ def _location_table(
         and colno is not None
         and end_colno is not None
         and 0 <= end_lineno - lineno <= _MAX_SPAN
+        and (end_lineno > lineno or colno <= end_colno)
     )
     while units > 0:
         size = min(units, 8)

@@ -508,7 +508,12 @@ class TestLocationTable:
     def test_span_longer_than_any_statement_keeps_its_line(self, end_lineno):
         """A span of over 10,001 lines (forged: 3.13+ would read each line) keeps the
         first line, without columns."""
-        frame = _traceback._make_frame(("f.py", "fn", None, "m", 12, end_lineno, 4, 9, "x"))
+        frame = _traceback._make_frame(("f.py", "fn", None, "m", 12, end_lineno, 4, 9, None))
+        assert set(frame.f_code.co_positions()) == {(12, 12, None, None)}
+
+    def test_columns_out_of_order_are_dropped(self):
+        """On one line, an end column before the start (damaged) keeps the line alone."""
+        frame = _traceback._make_frame(("f.py", "fn", None, "m", 12, 12, 9, 4, None))
         assert set(frame.f_code.co_positions()) == {(12, 12, None, None)}
 
     def test_longest_span_is_kept(self):
