@@ -68,9 +68,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _reconstruct, exceptions
-from ._compat import MAIN_MODULES, PICKLE_OWN_TYPES
+from ._compat import LAZY_IMPORT_TYPE, MAIN_MODULES, PICKLE_OWN_TYPES, SENTINEL_TYPE
 from ._paths import Path, format_path
-from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES
+from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
 from .exceptions import UnpicklingError
 
 __all__ = ["IMPLICIT", "SAFE_DUNDERS", "GuardedUnpickler", "Policy"]
@@ -154,6 +154,8 @@ _SAFE_BUILTINS = [
     "map",
     "reversed",
     "zip",
+    # Python 3.15: an immutable dict, and sentinel("NAME") (a new unique object).
+    *(name for name in ("frozendict", "sentinel") if hasattr(builtins, name)),
 ]
 
 # What a by-value dataclass carries in __dataclass_fields__ / __dataclass_params__
@@ -573,6 +575,13 @@ class Policy:
         if found_in == "sys" and any(obj is getattr(sys, n, None) for n in STANDARD_STREAMS):
             return
         t = type(obj)
+        if t is LAZY_IMPORT_TYPE:
+            # A lazy import (3.15) belongs to the module it imports when first used.
+            spec = lazy_import_spec(obj)
+            module = None if spec is None else spec[0]
+            if not self.allows(module):
+                raise self.refuse(what, module, f"it imports module {module!r}, not allowed")
+            return
         if t in _DESCRIPTORS:
             owner = obj.__objclass__
             self._admit_object(owner, what, depth + 1)
@@ -609,8 +618,8 @@ class Policy:
             module = getattr(obj, "__module__", None)
         except Exception:
             module = None
-        if type(module) is not str or t in TYPEVAR_TYPES:
-            module = None
+        if type(module) is not str or t in TYPEVAR_TYPES or t is SENTINEL_TYPE:
+            module = None  # its class's module decides, whatever module it names
         if IMPLICIT_TYPES.get(id(t)) is t and (
             module is None or inner is not None or module == _TYPE_MODULE.__get__(t, type)
         ):

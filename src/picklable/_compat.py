@@ -7,19 +7,25 @@ whether a class is a heap type, or how to reach a wrapt proxy's own
 
 from __future__ import annotations
 
+import builtins
 import gc
 import os
 import sys
+import types
+import typing
 from typing import Any, TypeVar
 
 __all__ = [
     "C_RECURSION_APART",
     "HEAPTYPE",
     "IMMUTABLETYPE",
+    "LAZY_IMPORT_TYPE",
     "MAIN_MODULES",
     "PICKLE_NOTE",
     "PICKLE_OWN_TYPES",
+    "SENTINEL_TYPE",
     "TRACEBACK_SPANS",
+    "TYPE_ALIAS_TYPE",
     "chained",
     "full_traceback",
     "is_heap_type",
@@ -58,6 +64,13 @@ C_RECURSION_APART = sys.version_info >= (3, 12)
 # From Python 3.13 on, traceback prints every line an instruction spans (3.11
 # and 3.12: the first line, underlined to its end).
 TRACEBACK_SPANS = sys.version_info >= (3, 13)
+# Types of objects new Python versions put in payloads; None where the running
+# Python lacks them. ``type X = ...`` makes a TypeAliasType (3.12, PEP 695);
+# ``sentinel("MISSING")`` a sentinel (3.15, PEP 661); ``lazy import json`` binds
+# a LazyImportType in the module's globals until first use (3.15, PEP 810).
+TYPE_ALIAS_TYPE: type | None = getattr(typing, "TypeAliasType", None)
+SENTINEL_TYPE: type | None = getattr(builtins, "sentinel", None)
+LAZY_IMPORT_TYPE: type | None = getattr(types, "LazyImportType", None)
 
 
 def full_traceback() -> bool:

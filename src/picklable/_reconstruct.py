@@ -45,6 +45,7 @@ import builtins
 import collections
 import functools
 import importlib
+import keyword
 import sys
 import threading
 import types
@@ -54,7 +55,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from . import _code, _traceback, _tracker
 from ._code import CODES, HERE
-from ._compat import chained, proxy_own_dict
+from ._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, chained, proxy_own_dict
 from ._paths import Path, format_path, walk
 from ._reads import script_reads
 from .exceptions import UnpicklingError, make_combined
@@ -64,6 +65,7 @@ __all__ = [
     "_built_setstate",
     "_class_setstate",
     "_exception_setstate",
+    "_fill_type_alias",
     "_import",
     "_load_code",
     "_main_object",
@@ -73,12 +75,14 @@ __all__ = [
     "_make_dict_view",
     "_make_enum",
     "_make_function",
+    "_make_lazy_import",
     "_make_lru_cache",
     "_make_memoryview",
     "_make_module",
     "_make_property",
     "_make_singledispatch",
     "_make_traceback",
+    "_make_type_alias",
     "_make_typevar",
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
@@ -770,10 +774,16 @@ def _make_memoryview(data: Any, format: str, shape: tuple[int, ...]) -> memoryvi
     raise error
 
 
-_TYPE_VARIABLES = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+# What _make_typevar builds: an object made of a name and options, one per
+# process (sentinel: Python 3.15).
+_TYPE_VARIABLES = tuple(
+    t
+    for t in (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple, SENTINEL_TYPE)
+    if t is not None
+)
 
 
-@_rebuilder("value", "builds a type variable by value", "call")
+@_rebuilder("value", "builds a type variable or a sentinel by value", "call")
 def _make_typevar(
     factory: Any,
     name: str,
@@ -782,8 +792,9 @@ def _make_typevar(
     module: str | None,
     tracker_id: str,
 ) -> Any:
-    """A ``TypeVar`` (``ParamSpec``, ``TypeVarTuple``) shipped by value; in the
-    process that made it (or one that built it before), that very object."""
+    """A ``TypeVar`` (``ParamSpec``, ``TypeVarTuple``; ``sentinel`` from 0.2.0)
+    shipped by value; in the process that made it (or one that built it
+    before), that very object."""
     if factory not in _TYPE_VARIABLES:
         raise UnpicklingError(
             f"Cannot load a type variable made by {factory!r}: the payload is damaged or "
@@ -800,11 +811,223 @@ def _make_typevar(
             variable.__module__ = module  # else it says picklable._reconstruct
         except (AttributeError, TypeError):
             pass
-    try:
-        _tracker.track_object(variable, tracker_id)
-    except TypeError:  # not weakly referenceable: identity within one payload only
-        pass
+    _tracker.track_object(variable, tracker_id)
     return variable
+
+
+# How a type statement declares a parameter of each kind.
+_PARAM_PREFIX = {"TypeVar": "", "ParamSpec": "**", "TypeVarTuple": "*"}
+_BOX = "__picklable_values__"
+
+
+def _type_alias_source(
+    name: str, params: tuple[tuple[str, str, int, bool, str], ...], qualname: str | None
+) -> str:
+    """A ``type`` statement for the alias, its value and its parameters' bounds,
+    constraints and defaults read from the box, inside the classes and
+    functions its ``__qualname__`` names (3.15), leaving it in ``__alias__``."""
+    declared = []
+    at = 1  # the box holds the value first, then what the parameters read, in order
+    for kind, param, shape, has_default in (p[:4] for p in params):
+        text = _PARAM_PREFIX[kind] + param
+        if shape > 0:
+            text += ": (" + ", ".join(f"{_BOX}[{at + i}]" for i in range(shape)) + ",)"
+            at += shape
+        elif shape < 0:
+            text += f": {_BOX}[{at}]"
+            at += 1
+        if has_default:
+            text += f" = {_BOX}[{at}]"
+            at += 1
+        declared.append(text)
+    statement = f"type {name}" + (f"[{', '.join(declared)}]" if declared else "")
+    statement += f" = {_BOX}[0]"
+    steps = qualname.split(".") if qualname else [name]
+    return "\n".join(_nested(steps, statement, name, ""))
+
+
+def _nested(steps: list[str], statement: str, name: str, indent: str) -> list[str]:
+    if len(steps) == 1:
+        inner = indent
+        return [f"{inner}global __alias__", inner + statement, f"{inner}__alias__ = {name}"]
+    if len(steps) > 2 and steps[1] == "<locals>":
+        body = _nested(steps[2:], statement, name, indent + "    ")
+        return [f"{indent}def {steps[0]}():", *body, f"{indent}{steps[0]}()"]
+    return [f"{indent}class {steps[0]}:", *_nested(steps[1:], statement, name, indent + "    ")]
+
+
+def _identifier(text: Any) -> bool:
+    return type(text) is str and text.isidentifier() and not keyword.iskeyword(text)
+
+
+def _malformed(what: str) -> UnpicklingError:
+    return UnpicklingError(
+        f"Cannot load {what}: the payload is damaged or was not made by picklable.",
+        reason=f"damaged payload: {what}",
+        hint="check that the bytes arrive unchanged",
+    )
+
+
+@_rebuilder("value", "builds a type alias by value (a type statement)", "build")
+def _make_type_alias(
+    name: str,
+    params: tuple[tuple[str, str, int, bool, str], ...],
+    module: str,
+    qualname: str | None,
+    tracker_id: str,
+    box: list[Any],
+) -> Any:
+    """A ``type`` alias (Python 3.12) shipped by value: made by a ``type``
+    statement whose value, and whose parameters' bounds, constraints and
+    defaults, are read from ``box`` when first used (:func:`_fill_type_alias`
+    fills it once the alias exists: its value may name the alias itself).
+    Its parameters are the statement's own, tracked under the sender's ids
+    ``params[i][4]``. In the process that made it, or one that built it before,
+    that very alias.
+
+    ``params``: ``(kind, name, shape, has_default, tracker_id)`` per parameter;
+    ``shape`` is the number of constraints, -1 for a bound, 0 for neither.
+    ``qualname`` (Python 3.15 aliases have one) places the statement inside the
+    classes and functions it names.
+
+    .. versionadded:: 0.2.0
+    """
+    known = _tracker.known_object(tracker_id)
+    if known is not None:
+        return known
+    if type(params) is not tuple or type(box) is not list or type(module) is not str:
+        raise _malformed("a type alias")
+    for param in params:
+        if (
+            type(param) is not tuple
+            or len(param) != 5
+            or param[0] not in _PARAM_PREFIX
+            or not _identifier(param[1])
+            or type(param[2]) is not int
+            or type(param[4]) is not str
+        ):
+            raise _malformed("a type alias's parameter")
+    steps = qualname.split(".") if type(qualname) is str else [name]
+    if not _identifier(name) or steps[-1] != name or not _nestable(steps):
+        raise _malformed(f"a type alias named {name!r} ({qualname!r})")
+    taken = [_tracker.known_object(p[4]) for p in params]
+    if any(t is not None for t in taken):
+        clash = next(p[1] for p, t in zip(params, taken, strict=True) if t is not None)
+        raise UnpicklingError(
+            f"Cannot load type alias {name!r}: its type parameter {clash!r} came in an "
+            "earlier payload (or earlier in this one) on its own, and this process "
+            "made it then; the alias, made now, would have another one. Fix: ship the "
+            "alias before (or with) its type parameters.",
+            reason=f"type alias {name!r}: its parameter {clash!r} shipped apart first",
+            hint="ship the alias before its type parameters",
+        )
+    namespace: dict[str, Any] = {"__name__": module, _BOX: box, "__builtins__": builtins}
+    source = _type_alias_source(name, params, ".".join(steps))
+    error: UnpicklingError | None = None
+    try:
+        code = compile(source, module, "exec")
+    except SyntaxError as exc:
+        if sys.version_info < (3, 12):
+            error = _newer_python("a type alias (a type statement)", "3.12")
+        else:
+            error = _newer_python("a type parameter with a default", "3.13")
+        chained(error, exc)
+    if error is not None:
+        raise error  # outside the handler: one traceback
+    exec(code, namespace)
+    alias = namespace["__alias__"]
+    for variable, param in zip(alias.__type_params__, params, strict=True):
+        _tracker.track_object(variable, param[4])
+    _tracker.track_object(alias, tracker_id)
+    return alias
+
+
+def _nestable(steps: list[str]) -> bool:
+    """Whether classes and functions named ``steps`` can hold the statement:
+    names, each followed by ``<locals>`` (a function) or not (a class)."""
+    i = 0
+    while i < len(steps) - 1:
+        if not _identifier(steps[i]):
+            return False
+        i += 2 if steps[i + 1] == "<locals>" else 1
+    return i == len(steps) - 1
+
+
+def _newer_python(what: str, version: str) -> UnpicklingError:
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return UnpicklingError(
+        f"Cannot load {what}: it is new in Python {version}, and this is Python {here}. "
+        f"The payload was made by Python {version} or later. Fix: load it with the "
+        "Python version that made it.",
+        reason=f"{what} needs Python {version}+ (this is Python {here})",
+        hint="load it with the Python version that made it",
+    )
+
+
+def _alias_box_writes(alias: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_fill_type_alias` writes to: the box of the payload's own."""
+    box = state[0] if type(state) is tuple and state else None
+    if box is not None:
+        yield box, "on"
+
+
+@_rebuilder(
+    "part",
+    "gives a type alias built by value its value",
+    "state",
+    target="alias",
+    state="state",
+    writes=_alias_box_writes,
+)
+def _fill_type_alias(alias: Any, state: tuple[list[Any], list[Any]]) -> Any:
+    """Fill the box a :func:`_make_type_alias` alias reads its value from.
+
+    ``state`` is ``(box, values)``; the box is this payload's, so an alias this
+    process had before (the sender's own, back home; one an earlier payload
+    built) reads its own box, not this one: it is left as it was.
+
+    .. versionadded:: 0.2.0
+    """
+    box, values = state
+    if type(box) is not list or type(values) is not list:
+        raise _malformed("a type alias's value")
+    box[:] = values
+    return alias
+
+
+@_rebuilder("reference", "lazily imports a module (lazy import)", "import")
+def _make_lazy_import(module: str, fromlist: tuple[str, ...] | None, name: str | None) -> Any:
+    """A lazy import (Python 3.15) of ``module``: the module is imported when a
+    function whose globals hold it first uses the name, as where it was made.
+
+    ``name`` is what it resolves to: None, the top package (``lazy import
+    a.b``); ``module`` itself (``lazy import a.b as x``); or one of
+    ``fromlist`` (``lazy from a import b, c``, the one named).
+
+    .. versionadded:: 0.2.0
+    """
+    if (
+        type(module) is not str
+        or not all(_identifier(part) for part in module.split("."))
+        or (fromlist is not None and (type(fromlist) is not tuple or not fromlist))
+        or (fromlist is not None and not all(_identifier(n) for n in fromlist))
+        or (fromlist is None and name not in (None, module))
+        or (fromlist is not None and name not in fromlist)
+    ):
+        raise _malformed("a lazy import")
+    if LAZY_IMPORT_TYPE is None:
+        raise _newer_python(f"a lazy import of {module!r}", "3.15")
+    if fromlist is not None:
+        names = ", ".join(f"{n} as _{i}" for i, n in enumerate(fromlist))
+        statement, key = f"lazy from {module} import {names}", f"_{fromlist.index(name)}"
+    elif name is None:
+        statement, key = f"lazy import {module}", module.partition(".")[0]
+    else:
+        statement, key = f"lazy import {module} as _0", "_0"
+    namespace: dict[str, Any] = {"__name__": module, "__builtins__": builtins}
+    exec(compile(statement, f"<lazy import of {module}>", "exec"), namespace)
+    # Read from the dict, never as a name: a name's lookup would import it now.
+    return dict.__getitem__(namespace, key)
 
 
 # ---------------------------------------------------------------- exceptions

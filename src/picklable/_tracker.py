@@ -10,6 +10,7 @@ may run in several threads at once.
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import threading
@@ -195,43 +196,107 @@ def main_original(found_origin: Origin | None) -> type | None:
     return None
 
 
-# Other objects shipped by value that keep their identity (type variables):
-# apart from classes, under the same lock.
+# Other objects shipped by value that keep their identity (type variables, type
+# aliases, sentinels): apart from classes, under the same lock. Weak where the
+# object allows it; type aliases and sentinels cannot be weakly referenced, and
+# are kept strongly instead, the most recently used _STRONG_LIMIT of them (a
+# program that makes aliases in a loop does not grow this map forever; an
+# evicted one travels under a new id, and its next copy is a new object).
 _object_by_id: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _id_by_object: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_strong_by_id: collections.OrderedDict[str, Any] = collections.OrderedDict()
+_strong_id_by_object: dict[int, str] = {}
+_STRONG_LIMIT = 4096
+
+
+def _weak(obj: Any) -> bool:
+    try:
+        weakref.ref(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _strong_id(obj: Any) -> str | None:
+    found = _strong_id_by_object.get(id(obj))
+    if found is not None and _strong_by_id.get(found) is obj:
+        _strong_by_id.move_to_end(found)
+        return found
+    return None
+
+
+def _strong_track(obj: Any, tracker_id: str) -> None:
+    old = _strong_id_by_object.get(id(obj))
+    if old is not None and _strong_by_id.get(old) is obj and old != tracker_id:
+        del _strong_by_id[old]
+    previous = _strong_by_id.get(tracker_id)
+    replaced = previous is not None and previous is not obj
+    if replaced and _strong_id_by_object.get(id(previous)) == tracker_id:
+        del _strong_id_by_object[id(previous)]
+    _strong_by_id[tracker_id] = obj
+    _strong_by_id.move_to_end(tracker_id)
+    _strong_id_by_object[id(obj)] = tracker_id
+    while len(_strong_by_id) > _STRONG_LIMIT:
+        gone, evicted = _strong_by_id.popitem(last=False)
+        if _strong_id_by_object.get(id(evicted)) == gone:
+            del _strong_id_by_object[id(evicted)]
 
 
 def object_id(obj: Any) -> str:
     """The id ``obj`` (not a class) travels with: the one it came with, or a new one."""
-    found = _id_by_object.get(obj)
-    if found is not None:
-        return found
     with _lock:
-        found = _id_by_object.get(obj)
+        found = known_id_of_object(obj)
         if found is None:
             found = os.urandom(16).hex()
-            _object_by_id[found] = obj
-            _id_by_object[obj] = found
+            track_object(obj, found)
     return found
 
 
 def claim_object(obj: Any, base: str) -> str:
     """As :func:`claim`, for an object that is not a class."""
-    return _claim(obj, base, _object_by_id, _id_by_object)
+    if _weak(obj):
+        return _claim(obj, base, _object_by_id, _id_by_object)
+    with _lock:
+        found = base
+        n = 1
+        while True:
+            holder = _strong_by_id.get(found)
+            if holder is None or holder is obj:
+                break
+            n += 1
+            found = f"{base}-{n}"
+        if _strong_id(obj) is None:
+            _strong_track(obj, found)
+        else:
+            _strong_by_id[found] = obj  # another id for it, as _claim records
+            _strong_by_id.move_to_end(found)
+    return found
 
 
 def known_id_of_object(obj: Any) -> str | None:
     """The id ``obj`` already has, or None."""
-    return _id_by_object.get(obj)
+    if _weak(obj):
+        return _id_by_object.get(obj)
+    with _lock:
+        return _strong_id(obj)
 
 
 def known_object(tracker_id: str) -> Any:
     """The object this process made or sent under ``tracker_id``, if alive, else None."""
-    return _object_by_id.get(tracker_id)
+    found = _object_by_id.get(tracker_id)
+    if found is None:
+        with _lock:
+            found = _strong_by_id.get(tracker_id)
+            if found is not None:
+                _strong_by_id.move_to_end(tracker_id)
+    return found
 
 
 def track_object(obj: Any, tracker_id: str) -> None:
     """Record that ``tracker_id`` names ``obj`` (both ways)."""
     with _lock:
-        _object_by_id[tracker_id] = obj
-        _id_by_object[obj] = tracker_id
+        if _weak(obj):
+            _object_by_id[tracker_id] = obj
+            _id_by_object[obj] = tracker_id
+        else:
+            _strong_track(obj, tracker_id)

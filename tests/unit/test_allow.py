@@ -8,7 +8,9 @@ import functools
 import io
 import os
 import pickle
+import sys
 import types
+import typing
 from typing import Any, ClassVar
 
 import numpy as np
@@ -381,6 +383,8 @@ def _trace(data):
         _reconstruct._make_function: lambda args: args[2].get("__name__"),
         _reconstruct._make_class: lambda args: args[3].get("__module__"),
         _reconstruct._make_enum: lambda args: args[3].get("__module__"),
+        _reconstruct._make_type_alias: lambda args: args[2],
+        _reconstruct._make_lazy_import: lambda args: args[0],
     }
 
     class Tracing(pickle._Unpickler):
@@ -450,6 +454,11 @@ class TestCorpus:
         # Every rebuilder picklable writes is exercised by a payload that loads under a
         # list; those of a script's objects by tests/xproc/test_allow_scripts.py.
         used |= {"_main_object", "_script_or_build", "_built_setstate"}
+        # Those of kinds this Python lacks: type aliases are new in 3.12, lazy imports in 3.15.
+        if sys.version_info < (3, 12):
+            used |= {"_make_type_alias", "_fill_type_alias"}
+        if sys.version_info < (3, 15):
+            used |= {"_make_lazy_import"}
         assert set(_reconstruct.REBUILDERS) == used, set(_reconstruct.REBUILDERS) - used
 
 
@@ -499,3 +508,18 @@ def _more_kinds():
     yield "bound wrapt method", wrapt_methods.Table([1, 2]).total
     yield "property subclass", Documented(api.plain)
     yield "cached_property", vars(Lazy)["value"]
+    yield from _new_python_kinds()
+
+
+def _new_python_kinds():
+    """Kinds new in the running Python: type aliases (3.12), sentinels and lazy imports (3.15)."""
+    if sys.version_info >= (3, 12):
+        namespace = {"__name__": __name__}
+        exec("type Tree[T: int] = list[Tree[T]] | T", namespace)
+        yield "type alias", typing.TypeAliasType("Pair", tuple[int, int])  # type: ignore[attr-defined]
+        yield "recursive generic type alias", namespace["Tree"]
+    if sys.version_info >= (3, 15):
+        yield "sentinel", __builtins__["sentinel"]("CORPUS_MISSING")  # type: ignore[index]
+        namespace = {"__name__": __name__}
+        exec("lazy import json\ndef uses_json():\n    return json.dumps(1)\n", namespace)
+        yield "function reading a lazy import", namespace["uses_json"]

@@ -35,6 +35,7 @@ from picklable import _allow, _reconstruct, _tracker
 from picklable_testpkg import api, modstate
 from support.opcodes import (
     APPEND,
+    FALSE,
     NONE,
     POP,
     additems,
@@ -1401,6 +1402,89 @@ def _attacks() -> list[Attack]:
                     text("attack"),
                 )
             ),
+        ),
+        Attack(
+            "_make_lazy_import of a module not allowed",
+            ("_make_lazy_import",),
+            "reach",
+            payload(call(rebuilder("_make_lazy_import"), text("os"), NONE, NONE)),
+        ),
+        Attack(
+            "_make_lazy_import with statements in its module's name",
+            ("_make_lazy_import",),
+            "run code",
+            payload(
+                call(rebuilder("_make_lazy_import"), text(f"json.x\n{CODE}\nimport os"), NONE, NONE)
+            ),
+        ),
+        Attack(
+            "_make_type_alias with statements in its name",
+            ("_make_type_alias",),
+            "run code",
+            payload(
+                call(
+                    rebuilder("_make_type_alias"),
+                    text(f"X = 1\n{CODE}\ntype Y"),
+                    tuple_(),
+                    text("json"),
+                    NONE,
+                    text("attack"),
+                    list_(),
+                )
+            ),
+        ),
+        Attack(
+            "_make_type_alias with statements in a parameter's name",
+            ("_make_type_alias",),
+            "run code",
+            payload(
+                call(
+                    rebuilder("_make_type_alias"),
+                    text("X"),
+                    tuple_(
+                        tuple_(
+                            text("TypeVar"),
+                            text(f"T] = 1\n{CODE}\ntype Y[T"),
+                            integer(0),
+                            FALSE,
+                            text("attack-param"),
+                        )
+                    ),
+                    text("json"),
+                    NONE,
+                    text("attack"),
+                    list_(),
+                )
+            ),
+        ),
+        Attack(
+            "_make_type_alias with statements in its qualname",
+            ("_make_type_alias",),
+            "run code",
+            payload(
+                call(
+                    rebuilder("_make_type_alias"),
+                    text("X"),
+                    tuple_(),
+                    text("json"),
+                    text(f"f():\n    {CODE}\nf()\ndef g.<locals>.X"),
+                    text("attack"),
+                    list_(),
+                )
+            ),
+        ),
+        Attack(
+            "_fill_type_alias writing into sys.path",
+            ("_fill_type_alias", "STACK_GLOBAL"),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_fill_type_alias"),
+                    NONE,
+                    tuple_(stack_global("sys", "path"), list_(text("/attack"))),
+                )
+            ),
+            allowed=("sys",),
         ),
         Attack(
             "a name of picklable._reconstruct that is no rebuilder",

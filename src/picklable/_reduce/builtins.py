@@ -9,10 +9,16 @@ where they were made, but that can ship exactly:
 * **memoryviews**: a full view of an object (``memoryview(obj)``) ships as a
   view of that object; any other (a slice, a cast, a non-contiguous view) as a
   view of a copy of its bytes with its format, shape and writability;
-* **type variables** (``TypeVar``, ``ParamSpec``, ``TypeVarTuple``): by
-  reference where their module holds them under their name, else by value,
-  and back in the process that made them the original again (as classes by
-  value, :mod:`picklable._tracker`);
+* **type variables** (``TypeVar``, ``ParamSpec``, ``TypeVarTuple``), **type
+  aliases** (``type Alias = ...``, Python 3.12) and **sentinels**
+  (``sentinel("MISSING")``, Python 3.15): by reference where their module holds
+  them under their name, else by value, and back in the process that made them
+  the original again (as classes by value, :mod:`picklable._tracker`); those of
+  the sender's script are the receiver's own where it runs the same script (a
+  spawn worker), copies elsewhere;
+* **lazy imports** (``lazy import json``, Python 3.15): a function's globals
+  hold them until the name is first used; they ship as lazy imports of the same
+  module, imported where (and when) the copy first uses the name, as here;
 * **weak collections** (``WeakSet``, ``WeakKeyDictionary``,
   ``WeakValueDictionary``): the same kind of collection over the members the
   payload carries (members nothing else in the payload holds are gone after
@@ -35,9 +41,13 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .. import _reconstruct, _tracker
+from .. import _locator, _reconstruct, _tracker
+from .._compat import LAZY_IMPORT_TYPE, MAIN_MODULES
+from .._paths import walk
 from ..exceptions import PicklingError
+from .reference import reference
 from .registry import ships_by_value
+from .scripts import with_origin
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -48,12 +58,18 @@ __all__ = [
     "TYPEVAR_TYPES",
     "WEAK_COLLECTION_TYPES",
     "dict_view_pieces",
+    "lazy_import_pieces",
+    "lazy_import_spec",
     "memoryview_pieces",
     "reduce_dict_view",
+    "reduce_lazy_import",
     "reduce_memoryview",
+    "reduce_sentinel",
     "reduce_stream",
+    "reduce_type_alias",
     "reduce_typevar",
     "reduce_weak_collection",
+    "type_alias_pieces",
     "typevar_pieces",
     "weak_collection_pieces",
 ]
@@ -189,37 +205,90 @@ TYPEVAR_TYPES: tuple[type, ...] = tuple(
 _OPTIONS = ("bound", "covariant", "contravariant", "infer_variance")
 
 
+def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = None) -> Any:
+    """The reference to ``obj`` (a type variable, alias or sentinel: no class or
+    function) where its module holds it under its name, or a located path
+    (an alias in a class body); None where it has neither."""
+    module = getattr(obj, "__module__", None)
+    if type(module) is not str or ships_by_value(module):
+        return None
+    home = sys.modules.get(module)
+    if home is None:
+        return None
+    if home.__dict__.get(name) is obj:
+        return name  # pickle's own reduction: a global, loaded in C
+    path = tuple((qualname or name).split("."))
+    if qualname and "<" not in qualname:
+        try:
+            if walk(home, path) is obj:
+                return reference(pickler, obj, module, path)
+        except Exception:
+            pass
+    located = _locator.locate(obj)
+    if located is not None:
+        return reference(pickler, obj, *located)
+    return None
+
+
+def _tracker_id(pickler: Pickler, obj: Any) -> str:
+    canonical = pickler._canonical
+    found: str = _tracker.object_id(obj) if canonical is None else canonical.object_id(obj)
+    return found
+
+
+def _with_script_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
+    """A copy of an object of the sender's script, marked with where the script
+    holds it: a receiver that runs the script (a spawn worker) uses its own."""
+    if getattr(obj, "__module__", None) in MAIN_MODULES:
+        return with_origin(pickler, obj, reduction, carry_state=False)
+    return reduction
+
+
 def reduce_typevar(pickler: Pickler, variable: Any) -> Any:
     """By reference where its module holds it under its name, else by value."""
     name = variable.__name__
-    module = getattr(variable, "__module__", None)
-    if type(module) is str and not ships_by_value(module):
-        home = sys.modules.get(module)
-        if home is not None and getattr(home, name, None) is variable:
-            return name  # pickle's own reduction: a global, loaded in C
+    found = _by_own_name(pickler, variable, name)
+    if found is not None:
+        return found
     options: dict[str, Any] = {}
     for option in _OPTIONS:
-        value = getattr(variable, f"__{option}__", None)
+        value = _evaluated(variable, f"__{option}__")
         if value:  # None and False are the defaults
             options[option] = value
     has_default = getattr(variable, "has_default", None)
     if has_default is not None and has_default():  # 3.13
-        options["default"] = variable.__default__
-    canonical = pickler._canonical
-    tracker_id = (
-        _tracker.object_id(variable) if canonical is None else canonical.object_id(variable)
-    )
-    return (
+        options["default"] = _evaluated(variable, "__default__")
+    reduction = (
         _reconstruct._make_typevar,
         (
             type(variable),
             name,
-            tuple(getattr(variable, "__constraints__", ())),
+            tuple(_evaluated(variable, "__constraints__") or ()),
             options,
-            module,
-            tracker_id,
+            getattr(variable, "__module__", None),
+            _tracker_id(pickler, variable),
         ),
     )
+    return _with_script_origin(pickler, variable, reduction)
+
+
+def _evaluated(obj: Any, attribute: str) -> Any:
+    """``obj.<attribute>``: the bound, constraints or default of a type
+    parameter, or an alias's value, which ``def f[T: X]`` and ``type A = X``
+    evaluate on first access (3.12+): a name defined nowhere fails the dump here
+    with a reason, rather than the copy later."""
+    try:
+        return getattr(obj, attribute, None)
+    except NameError as exc:
+        what = f"{type(obj).__name__} {getattr(obj, '__name__', '?')}"
+        reason = f"its {attribute.strip('_')} names something not defined ({exc})"
+        hint = f"define what {what} names before shipping it"
+        raise PicklingError(
+            f"Cannot pickle {what}: {reason}. Fix: {hint}.",
+            type_name=type(obj).__name__,
+            reason=reason,
+            hint=hint,
+        ) from None
 
 
 def typevar_pieces(variable: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
@@ -228,6 +297,141 @@ def typevar_pieces(variable: Any, reduction: Any = None) -> Iterator[tuple[str, 
         yield ".__bound__", bound
     for i, constraint in enumerate(getattr(variable, "__constraints__", ())):
         yield f".__constraints__[{i}]", constraint
+
+
+# -------------------------------------------------------------- type aliases
+
+
+def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
+    """``type Alias = ...`` (3.12): by reference where its module holds it, else
+    an alias made again by a ``type`` statement, its value (and its type
+    parameters' bounds, constraints and defaults) evaluated on first use, as
+    here. Its type parameters are the statement's own, each under the tracker
+    id of the sender's: the payload's type variables that are these parameters
+    (in its value, or shipped beside it) load as them."""
+    name = alias.__name__
+    qualname = getattr(alias, "__qualname__", None)  # 3.15
+    found = _by_own_name(pickler, alias, name, qualname)
+    if found is not None:
+        return found
+    params = []
+    values = [_evaluated(alias, "__value__")]
+    for param in alias.__type_params__:
+        constraints = _evaluated(param, "__constraints__") or ()
+        if constraints:
+            shape = len(constraints)
+            values.extend(constraints)
+        elif _evaluated(param, "__bound__") is not None:
+            shape = -1
+            values.append(param.__bound__)
+        else:
+            shape = 0
+        has_default = getattr(param, "has_default", None)
+        default = has_default is not None and has_default()  # 3.13
+        if default:
+            values.append(_evaluated(param, "__default__"))
+        kind = type(param).__name__
+        params.append((kind, param.__name__, shape, default, _tracker_id(pickler, param)))
+    box: list[Any] = []  # the values, set once the alias is memoized (it may be in them)
+    reduction = (
+        _reconstruct._make_type_alias,
+        (name, tuple(params), alias.__module__, qualname, _tracker_id(pickler, alias), box),
+        (box, values),
+        None,
+        None,
+        _reconstruct._fill_type_alias,
+    )
+    return _with_script_origin(pickler, alias, reduction)
+
+
+def type_alias_pieces(alias: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    try:
+        yield ".__value__", alias.__value__
+    except NameError:
+        return
+    for i, param in enumerate(alias.__type_params__):
+        yield f".__type_params__[{i}]", param
+
+
+# ------------------------------------------------------------------ sentinels
+
+
+def reduce_sentinel(pickler: Pickler, sentinel: Any) -> Any:
+    """``sentinel("MISSING")`` (3.15): by its name, as pickle, where its module
+    holds it; else a copy with its name, repr and module, the same object again
+    wherever one payload or the next brings it."""
+    name = sentinel.__name__
+    found = _by_own_name(pickler, sentinel, name)
+    if found is not None:
+        return found
+    shown = repr(sentinel)
+    options = {} if shown == name else {"repr": shown}
+    reduction = (
+        _reconstruct._make_typevar,
+        (type(sentinel), name, (), options, sentinel.__module__, _tracker_id(pickler, sentinel)),
+    )
+    return _with_script_origin(pickler, sentinel, reduction)
+
+
+# -------------------------------------------------------------- lazy imports
+
+
+def lazy_import_spec(lazy: Any) -> tuple[str, tuple[str, ...] | None, str | None] | None:
+    """``(module, fromlist, name)`` of a lazy import, as :func:`_reconstruct.
+    _make_lazy_import` takes them, or None for a shape no statement makes.
+
+    A lazy import keeps what it imports in C fields that only the garbage
+    collector's view shows: a root holds the module name and, for ``lazy from
+    m import a, b``, the names imported from it; an attribute holds its parent
+    and the attribute's name. ``lazy import a.b`` is a root (it binds ``a``);
+    ``lazy import a.b as x`` the attributes ``b`` of a root ``a.b``; ``lazy
+    from a import b`` the attribute ``b`` of a root ``a`` with a fromlist.
+    """
+    chain: list[str] = []
+    current = lazy
+    for _ in range(64):
+        parts = [r for r in gc.get_referents(current) if type(r) in (str, tuple, LAZY_IMPORT_TYPE)]
+        if not parts:
+            return None
+        head = parts[0]
+        if type(head) is str:
+            fromlist = parts[1] if len(parts) > 1 and type(parts[1]) is tuple else None
+            break
+        if len(parts) < 2 or type(parts[1]) is not str:
+            return None
+        chain.insert(0, parts[1])
+        current = head
+    else:
+        return None
+    module = head
+    if fromlist is not None:
+        if len(chain) == 1 and chain[0] in fromlist and all(type(n) is str for n in fromlist):
+            return module, fromlist, chain[0]
+        return None
+    if not chain:
+        return module, None, None
+    if chain == module.split(".")[1:]:
+        return module, None, module
+    return None
+
+
+def reduce_lazy_import(pickler: Pickler, lazy: Any) -> Any:
+    """A lazy import of the same module, resolved where the copy first uses it."""
+    spec = lazy_import_spec(lazy)
+    if spec is None:
+        reason = f"{lazy!r} has a shape that no lazy import statement makes"
+        hint = "use the name once before shipping (that imports it), or import it eagerly"
+        raise PicklingError(
+            f"Cannot pickle {lazy!r}: {reason}. Fix: {hint}.",
+            type_name="lazy_import",
+            reason=reason,
+            hint=hint,
+        )
+    return (_reconstruct._make_lazy_import, spec)
+
+
+def lazy_import_pieces(lazy: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    return iter(())
 
 
 # --------------------------------------------------------- weak collections

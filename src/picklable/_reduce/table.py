@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _caches, _locator, _reconstruct
-from .._compat import is_heap_type
+from .._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, TYPE_ALIAS_TYPE, is_heap_type
 from .._paths import format_path
 from . import builtins, classes, exceptions, functions, objects, wrappers
 from .reference import why_not_importable
@@ -261,6 +261,42 @@ _STATIC: dict[type, Kind] = {
             ),
         ),
     ),
+    # New in Python 3.12 (type aliases) and 3.15 (sentinels, lazy imports):
+    # listed where the running Python has them.
+    **{
+        t: kind
+        for t, kind in (
+            (
+                TYPE_ALIAS_TYPE,
+                Kind(
+                    "type alias",
+                    builtins.reduce_type_alias,
+                    builtins.type_alias_pieces,
+                    why_value=(
+                        "its module does not hold it under its name (made in a function, "
+                        "or in a script or module shipped by value): a copy, made again by "
+                        "a type statement, and the original again where it was made"
+                    ),
+                ),
+            ),
+            (
+                SENTINEL_TYPE,
+                Kind(
+                    "sentinel",
+                    builtins.reduce_sentinel,
+                    why_value=(
+                        "its module does not hold it under its name: a copy, one object "
+                        "per process, and the original again where it was made"
+                    ),
+                ),
+            ),
+            (
+                LAZY_IMPORT_TYPE,
+                Kind("lazy import", builtins.reduce_lazy_import, builtins.lazy_import_pieces),
+            ),
+        )
+        if t is not None
+    },
     **dict.fromkeys(
         builtins.WEAK_COLLECTION_TYPES,
         Kind("weak collection", builtins.reduce_weak_collection, builtins.weak_collection_pieces),
@@ -456,7 +492,17 @@ def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
                 or "an object of this script: loads where the same script runs (a spawn "
                 f"worker of it), and nowhere else: it cannot be copied ({args[1]})",
             )
+        if declared.function is _reconstruct._make_lazy_import:
+            module, fromlist, name = args
+            where = f"{module}:{name}" if fromlist else module
+            return Shipping("reference", where, "a lazy import: imported where first used")
         return Shipping("reference", str(args[0]), why)
+    if declared.function is _reconstruct._script_or_build:
+        # An object of the script: the receiver's own where it runs the script,
+        # else what the builder builds; a copy when that is a value rebuilder.
+        inner = _reconstruct.rebuilder_of(args[1]) if len(args) > 1 else None
+        if inner is not None and inner.role == "value":
+            return Shipping("value", why=why_not_importable(obj))
     if declared.role == "value":
         return Shipping("value", why=kind.why_value or why_not_importable(obj))
     if declared.role == "wrapper":
