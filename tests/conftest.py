@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,3 +28,43 @@ def child() -> Iterator[Child]:
     handle = Child()
     yield handle
     handle.close()
+
+
+# Test files written in a newer Python's syntax (``test_*_py312.py`` ...) cannot even
+# be compiled before it: on an older Python each is one test, skipped with the reason.
+_NEWER_SYNTAX = re.compile(r"_py3(\d+)\.py$")
+_NEW_IN = {
+    12: "type statements and type parameters (PEP 695)",
+    13: "type parameter defaults (PEP 696)",
+    14: "deferred annotations and template strings (PEP 649, 750)",
+    15: "lazy imports (PEP 810) and the sentinel and frozendict builtins",
+}
+
+
+class _NewerSyntax(pytest.File):
+    """A test file of a newer Python: one item, skipped here with the reason."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        match = _NEWER_SYNTAX.search(self.path.name)
+        assert match is not None
+        minor = int(match[1])
+        here = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+        reason = f"{here} lacks {_NEW_IN.get(minor, 'its syntax')}, new in Python 3.{minor}"
+        item = _SkippedFile.from_parent(self, name=self.path.stem)
+        item.add_marker(pytest.mark.skip(reason=reason))
+        yield item
+
+
+class _SkippedFile(pytest.Item):
+    def runtest(self) -> None:  # pragma: no cover - always skipped
+        raise AssertionError("a file of a newer Python's syntax ran")
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.name
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.File | None:
+    match = _NEWER_SYNTAX.search(module_path.name)
+    if match is not None and sys.version_info < (3, int(match[1])):
+        return _NewerSyntax.from_parent(parent, path=module_path)
+    return None

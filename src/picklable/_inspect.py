@@ -534,7 +534,9 @@ def _callable_name(func: Any) -> str:
     return type(func).__name__
 
 
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
+_GLOBAL_OPS = frozenset(
+    {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"}
+)
 
 
 def _global_names(code: types.CodeType) -> list[str]:

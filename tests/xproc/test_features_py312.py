@@ -1,0 +1,211 @@
+"""Python 3.12's type parameters and type statements ship (issue 26).
+
+Generic functions and classes (``def f[T]``, ``class C[T]``) and type aliases
+(``type A = ...``), module-level ones loading as themselves in a fresh
+interpreter, local and script ones as exact copies (names, module, type
+parameters with their bounds and constraints, annotations, an alias's value,
+recursive aliases included), each compared with what pickle and cloudpickle
+do: never worse than pickle, right wherever cloudpickle is.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import types
+import typing
+from collections.abc import Iterator
+
+import pytest
+
+import picklable
+from picklable_testpkg import py312_features as features
+from support import feature_checks
+from support.child import Child, run_script
+from support.feature_checks import compare, never_worse, table
+
+MODULE = features.__name__
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[Child]:
+    """Another fresh interpreter: the facts of the objects as their module makes them."""
+    handle = Child()
+    yield handle
+    handle.close()
+
+
+def _walk(qualname: str) -> object:
+    found: object = features
+    for step in qualname.split("."):
+        found = getattr(found, step)
+    return found
+
+
+MODULE_OBJECTS = [
+    "first",
+    "spread",
+    "Box",
+    "Box.apply",
+    "Holder",
+    "Holder.Inner",
+    "Pair",
+    "Tree",
+    "Choice",
+    "Spec",
+    "Later",
+]
+LOCAL_OBJECTS = {
+    "make_functions": ("first_local", "bounded_local"),
+    "make_classes": ("LocalBox", "LocalChild"),
+    "make_aliases": ("Local", "Nested", "Mutual", "Bounded"),
+}
+
+
+def test_module_objects_load_as_themselves(child, reference):
+    """Importable generic functions, classes and aliases load as the receiver's own."""
+    rows, problems = {}, {}
+    for qualname in MODULE_OBJECTS:
+        verdicts, difference = compare(
+            child, reference, _walk(qualname), (MODULE, qualname), home=(MODULE, qualname)
+        )
+        rows[qualname] = verdicts
+        if verdicts["picklable"] != "identity" or not never_worse(verdicts):
+            problems[qualname] = (verdicts, difference)
+    assert not problems, f"{problems}\n{table(rows)}"
+    # pickle finds an alias in a class body by its name alone, and fails.
+    assert rows["Holder.Inner"]["pickle"] == "fails"
+
+
+def test_local_objects_are_exact_copies(child, reference):
+    """What a function makes loads as an exact copy, and back here as itself."""
+    rows, problems = {}, {}
+    for factory, names in LOCAL_OBJECTS.items():
+        made = getattr(features, factory)()
+        for index, (name, obj) in enumerate(zip(names, made, strict=True)):
+            verdicts, difference = compare(child, reference, obj, (MODULE, factory, index))
+            rows[name] = verdicts
+            if verdicts["picklable"] != "copy" or not never_worse(verdicts):
+                problems[name] = (verdicts, difference)
+            if not isinstance(
+                obj, types.FunctionType
+            ):  # classes and aliases come home as themselves
+                assert picklable.loads(picklable.dumps(obj)) is obj, name
+    assert not problems, f"{problems}\n{table(rows)}"
+    # pickle ships none of them; cloudpickle no alias.
+    assert {v["pickle"] for v in rows.values()} == {"fails"}
+    assert rows["Local"]["cloudpickle"] == "fails"
+
+
+def test_type_parameters_stay_those_of_their_owner(child):
+    """A copy's type parameters are the ones in its annotations and value."""
+    local_box = features.make_classes()[0]
+    first_local = features.make_functions()[0]
+    local, nested, mutual, bounded = features.make_aliases()
+    payload = picklable.dumps(
+        (local_box, first_local, local, bounded, *bounded.__type_params__, nested, mutual)
+    )
+    assert child.run(feature_checks.parameter_links, payload) == {
+        "class's in its methods": True,
+        "function's in its annotations": True,
+        "alias's in its value": [True],
+        "alias's shipped beside it": [True, True],
+        "recursive alias in its value": True,
+        "mutual aliases": True,
+    }
+
+
+def test_a_parameter_shipped_before_its_alias_is_refused(child):
+    """The alias cannot take a type parameter made before it: a clear error, not another one."""
+    bounded = features.make_aliases()[3]
+    payload = picklable.dumps((bounded.__type_params__[0], bounded))
+    error = child.run(feature_checks.load_error, payload)
+    assert error.startswith(
+        "UnpicklingError: Cannot load type alias 'Bounded': its type parameter 'N'"
+    )
+
+
+def test_typevar_options_travel():
+    """infer_variance (3.12) and every other option of a type variable by value."""
+    variable = typing.TypeVar("V", bound=int, infer_variance=True)  # type: ignore[call-overload]
+    back = picklable.loads(picklable.dumps(variable, scripts="copy"))
+    assert back is variable
+    assert picklable.loads(picklable.dumps([variable]))[0] is variable
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json
+    import sys
+    from collections.abc import Callable
+
+    import picklable
+    from support import feature_checks
+    from support.child import Child
+
+    def first[T](items: list[T]) -> T:
+        return items[0]
+
+    class Box[T]:
+        def __init__(self, item: T | None = None) -> None:
+            self.item = item
+
+        def apply[U](self, f: Callable[[T | None], U] = repr) -> U:
+            return f(self.item)
+
+    type Pair[K, V] = tuple[K, V]
+    type Tree = list[Tree] | int
+    type Choice[S: (str, bytes)] = list[S]
+
+    class Holder:
+        type Inner = dict[str, int]
+
+    def make():
+        type Local[T] = list[T]
+        return Local
+
+    Local = make()
+    CASES = {
+        "function": first, "class": Box, "alias": Pair, "recursive alias": Tree,
+        "constrained alias": Choice, "alias in a class": Holder.Inner, "local alias": Local,
+    }
+
+    def owns(objects):
+        here = sys.modules["__mp_main__"]
+        return [obj is getattr(here, name) for name, obj in objects]
+
+    if __name__ == "__main__":
+        payloads = {name: feature_checks.dumped(obj) for name, obj in CASES.items()}
+        child = Child()
+        try:
+            rows = {}
+            for name, obj in CASES.items():
+                expected = feature_checks.facts(obj)
+                results = {
+                    serializer: None if data is None else child.run(feature_checks.loaded, serializer, data)
+                    for serializer, data in payloads[name].items()
+                }
+                rows[name] = {s: feature_checks.verdict(expected, results[s]) for s in results}
+                rows[name]["difference"] = feature_checks.difference(expected, results["picklable"])
+        finally:
+            child.close()
+        with picklable.Pool(1) as pool:
+            own = pool.apply(owns, ([("first", first), ("Box", Box), ("Pair", Pair), ("Tree", Tree)],))
+        print(json.dumps({"rows": rows, "own": own}))
+    """
+)
+
+
+def test_script_objects(tmp_path):
+    """A script's generic objects and aliases: exact copies in a fresh interpreter,
+    the worker's own in a spawn worker that runs the script."""
+    found = json.loads(run_script(SCRIPT, tmp_path))
+    rows = found["rows"]
+    problems = {
+        name: row
+        for name, row in rows.items()
+        if row["picklable"] != "copy" or not never_worse(row)
+    }
+    assert not problems, problems
+    assert {row["pickle"] for row in rows.values()} == {"fails"}
+    assert found["own"] == [True, True, True, True]
