@@ -394,3 +394,13 @@ def load_error(payload: bytes) -> str:
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     return "loaded"
+
+
+def same_loaded(first: bytes, second: bytes) -> list[bool]:
+    """Loaded with picklable: a sentinel, then (a frozendict holding it, it):
+    whether the second payload's are the first's very object."""
+    import picklable
+
+    alone = picklable.loads(first)
+    mapping, again = picklable.loads(second)
+    return [again is alone, mapping["marker"] is alone]

@@ -300,12 +300,23 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         )
     return (
         _reconstruct._make_class,
-        (metaclass, cls.__name__, cls.__bases__, namespace, tracker_id, origin),
+        (metaclass, cls.__name__, _skeleton_bases(cls), namespace, tracker_id, origin),
         (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,
         _reconstruct._class_setstate,
     )
+
+
+def _skeleton_bases(cls: type) -> tuple[Any, ...]:
+    """The bases the copy is made from: its own, or, for a class a metaclass made
+    (types.new_class resolves them), the ones its class statement named: a
+    TypedDict's metaclass makes it a dict subclass, and refuses dict as a base."""
+    if type(cls) is not type:
+        named = cls.__dict__.get("__orig_bases__")
+        if type(named) is tuple and named:
+            return named
+    return cls.__bases__
 
 
 def class_pieces(cls: type, reduction: Any = None) -> Iterator[tuple[str, Any]]:

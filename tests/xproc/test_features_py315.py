@@ -1,0 +1,206 @@
+"""Python 3.15's lazy imports, sentinels and frozendict ship (issue 26).
+
+A function whose globals hold lazy imports (``lazy import colorsys``, or
+every import under ``sys.set_lazy_imports("all")``) ships them as lazy
+imports: the sender imports nothing, the receiver imports the module where
+the copy first uses the name (a module that does not exist fails there, as
+where it was made). A sentinel is the receiver's own where its module holds
+it, else one copy per process, the original again back home; in a spawn
+worker, the worker's own. Each case is compared with pickle and cloudpickle:
+never worse than pickle, right wherever cloudpickle is.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+import picklable
+from picklable_testpkg import py315_features as features
+from support import feature_checks
+from support.child import Child, run_script
+from support.feature_checks import compare, never_worse, table
+
+MODULE = features.__name__
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[Child]:
+    """Another fresh interpreter: the facts of the objects as their module makes them."""
+    handle = Child()
+    yield handle
+    handle.close()
+
+
+def _walk(qualname: str) -> object:
+    found: object = features
+    for step in qualname.split("."):
+        found = getattr(found, step)
+    return found
+
+
+def _lazy(name: str) -> bool:
+    """Whether the module's global ``name`` is still a lazy import (never imported)."""
+    return type(dict.__getitem__(vars(features), name)).__name__ == "lazy_import"
+
+
+MODULE_OBJECTS = [
+    "MISSING",
+    "FANCY",
+    "Options.UNSET",
+    "uses_lazy",
+    "lookup",
+    "Closed",
+    "Extra",
+    "Solid",
+]
+LOCAL_OBJECTS = {
+    "make_readers": ("function reading lazy imports", "function reading a missing module"),
+    "make_sentinels": ("local sentinel", "frozendict of a local sentinel"),
+    "make_typed_dicts": ("closed TypedDict", "TypedDict with extra items", "disjoint base"),
+}
+
+
+def test_module_objects_load_as_themselves(child, reference):
+    """Importable sentinels (one in a class too), functions and classes: the receiver's own."""
+    rows, problems = {}, {}
+    for qualname in MODULE_OBJECTS:
+        verdicts, difference = compare(
+            child, reference, _walk(qualname), (MODULE, qualname), home=(MODULE, qualname)
+        )
+        rows[qualname] = verdicts
+        if verdicts["picklable"] != "identity" or not never_worse(verdicts):
+            problems[qualname] = (verdicts, difference)
+    assert not problems, f"{problems}\n{table(rows)}"
+    # A sentinel in a class: pickle looks for it by its name in the module.
+    assert rows["Options.UNSET"]["pickle"] == "fails"
+
+
+def test_frozendict_is_data(child, reference):
+    """A frozendict is copied, as pickle copies it, its functions and sentinels by name."""
+    verdicts, difference = compare(child, reference, features.SETTINGS, (MODULE, "SETTINGS"))
+    assert verdicts == {"pickle": "copy", "cloudpickle": "copy", "picklable": "copy"}, difference
+
+
+def test_local_objects_are_exact_copies():
+    """Closures reading lazy imports, local sentinels and TypedDicts: exact copies;
+    the sender imports none of the lazy modules."""
+    # Interpreters that never ran the module's functions: a lazy import of a module
+    # already imported is the module itself, there as here.
+    child, reference = Child(), Child()
+    rows, problems = {}, {}
+    try:
+        for factory, names in LOCAL_OBJECTS.items():
+            made = getattr(features, factory)()
+            for index, (name, obj) in enumerate(zip(names, made, strict=True)):
+                verdicts, difference = compare(child, reference, obj, (MODULE, factory, index))
+                rows[name] = verdicts
+                if verdicts["picklable"] != "copy" or not never_worse(verdicts):
+                    problems[name] = (verdicts, difference)
+    finally:
+        child.close()
+        reference.close()
+    assert not problems, f"{problems}\n{table(rows)}"
+    assert rows["function reading lazy imports"]["cloudpickle"] == "fails"  # lazy_import refused
+    assert all(_lazy(name) for name in ("colorsys", "mime_audio", "WaveError")), "imported here"
+
+
+def test_sentinels_keep_their_identity(child):
+    """One copy of a local sentinel per process, in every payload; the original back home."""
+    local, mapping = features.make_sentinels()
+    first, second = picklable.dumps(local), picklable.dumps((mapping, local))
+    assert child.run(feature_checks.same_loaded, first, second) == [True, True]
+    assert picklable.loads(first) is local
+    assert picklable.loads(second)[0]["marker"] is local
+
+
+def test_explain_names_the_lazy_imports():
+    """explain says a lazy import ships by reference, imported where first used."""
+    read = features.make_readers()[0]
+    report = str(picklable.explain(read))
+    assert ".__globals__['colorsys']  lazy_import  by reference -> colorsys" in report, report
+    assert ".__globals__['WaveError']  lazy_import  by reference -> wave:Error" in report, report
+    assert _lazy("colorsys")
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    if sys.argv[1:] == ["all"]:
+        sys.set_lazy_imports("all")  # every import below is lazy, as python -X lazy_imports=all
+
+    import json
+    import colorsys
+    lazy import wave
+    lazy from xml.dom import minidom
+    lazy import picklable_script_no_such_module
+
+    import picklable
+    from support import feature_checks
+    from support.child import Child
+
+    MISSING = sentinel("MISSING")
+    CONFIG = frozendict(limit=3, missing=MISSING)
+
+
+    def check(value=MISSING):
+        return value is MISSING
+
+
+    def reader(flag=False):
+        if flag:
+            return picklable_script_no_such_module.anything
+        return wave.__name__, minidom.__name__, colorsys.__name__
+
+
+    def owns(objects):
+        here = sys.modules["__mp_main__"]
+        return [obj is getattr(here, name) for name, obj in objects]
+
+
+    if __name__ == "__main__":
+        cases = {"sentinel": MISSING, "sentinel default": check, "lazy imports": reader, "frozendict": CONFIG}
+        payloads = {name: feature_checks.dumped(obj) for name, obj in cases.items()}
+        imported = sorted(m for m in ("wave", "xml.dom.minidom", "colorsys") if m in sys.modules)
+        child = Child()
+        try:
+            rows = {}
+            for name, obj in cases.items():
+                expected = feature_checks.facts(obj)
+                results = {
+                    serializer: None if data is None else child.run(feature_checks.loaded, serializer, data)
+                    for serializer, data in payloads[name].items()
+                }
+                rows[name] = {s: feature_checks.verdict(expected, results[s]) for s in results}
+                rows[name]["difference"] = feature_checks.difference(expected, results["picklable"])
+        finally:
+            child.close()
+        with picklable.Pool(1) as pool:
+            own = pool.apply(owns, ([("MISSING", MISSING), ("check", check), ("reader", reader)],))
+            own.append(pool.apply(check, (MISSING,)))
+            own.append(pool.apply(reader))
+        print(json.dumps({"rows": rows, "own": own, "imported": imported}))
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["normal", "all"])
+def test_script_objects(tmp_path, mode):
+    """A script's lazy imports, sentinels and frozendicts: exact copies in a fresh
+    interpreter, the worker's own in a spawn worker; nothing imported to ship them."""
+    found = json.loads(run_script(SCRIPT, tmp_path, args=(mode,)))
+    rows = found["rows"]
+    problems = {
+        name: row
+        for name, row in rows.items()
+        if row["picklable"] != "copy" or not never_worse(row)
+    }
+    assert not problems, problems
+    assert {row["pickle"] for row in rows.values()} == {"fails"}
+    assert found["own"] == [True, True, True, True, ["wave", "xml.dom.minidom", "colorsys"]]
+    # Shipping imported nothing: only what the script imported eagerly itself.
+    assert found["imported"] == ([] if mode == "all" else ["colorsys"])
