@@ -23,6 +23,11 @@ __all__ = ["script_reads"]
 _MAX_CHECKED = 256
 
 
+# A class's annotations function (3.14): evaluated when asked for, it may name
+# what is defined later or nowhere; a name it reads is not one the class needs.
+_ANNOTATIONS = frozenset({"__annotate_func__", "__annotate__"})
+
+
 def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(name, namespace)`` for each global that ``obj`` reads, and that the
     functions and classes of the script it reads read in turn.
@@ -59,6 +64,7 @@ def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict
         elif isinstance(current, type) and current.__module__ in modules:
             todo.extend(
                 value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
-                for value in vars(current).values()
+                for key, value in vars(current).items()
                 if type(value) in (types.FunctionType, classmethod, staticmethod)
+                and key not in _ANNOTATIONS
             )

@@ -120,7 +120,10 @@ def _args(value: Any, depth: int = 0) -> list[Any]:
 def _call(func: Any) -> str | None:
     """What ``func()`` returns (or raises), for a function needing no argument."""
     try:
-        signature = inspect.signature(func)
+        if annotationlib is None:
+            signature = inspect.signature(func)
+        else:  # annotations that name what is defined nowhere must not fail it
+            signature = inspect.signature(func, annotation_format=annotationlib.Format.FORWARDREF)
         signature.bind()
     except (TypeError, ValueError):
         return None
@@ -169,6 +172,7 @@ def facts(obj: Any) -> dict[str, Any]:
         found["annotations"] = annotation_facts(obj)
         found["defaults"] = shown(obj.__defaults__)
         found["kwdefaults"] = shown(obj.__kwdefaults__)
+        found["attributes"] = {key: shown(value) for key, value in sorted(vars(obj).items())}
         found["globals"] = _globals_held(obj)  # before the call, which imports them
         found["call"] = _call(obj)
     elif type(obj).__name__ == "TypeAliasType":
@@ -234,6 +238,7 @@ def _alias_facts(alias: Any) -> dict[str, Any]:
 
 
 def _walk(module: str, qualname: str) -> Any:
+    """``module.qualname``: ``qualname``'s steps as attributes (imports ``module``)."""
     found: Any = importlib.import_module(module)
     for step in qualname.split("."):
         found = getattr(found, step)
@@ -404,3 +409,68 @@ def same_loaded(first: bytes, second: bytes) -> list[bool]:
     alone = picklable.loads(first)
     mapping, again = picklable.loads(second)
     return [again is alone, mapping["marker"] is alone]
+
+
+def module_rows(
+    child: Any, reference: Any, module: str, qualnames: list[str], expect: str = "identity"
+) -> tuple[dict[str, dict[str, str]], dict[str, Any]]:
+    """The verdicts for objects of ``module`` (by qualname), and the cases where
+    picklable's is not ``expect`` or is worse than pickle's or cloudpickle's."""
+    rows, problems = {}, {}
+    for qualname in qualnames:
+        obj = _walk(module, qualname)
+        home = (module, qualname) if expect == "identity" else None
+        verdicts, diff = compare(child, reference, obj, (module, qualname), home=home)
+        rows[qualname] = verdicts
+        if verdicts["picklable"] != expect or not never_worse(verdicts):
+            problems[qualname] = (verdicts, diff)
+    return rows, problems
+
+
+def local_rows(
+    child: Any, reference: Any, module: str, factories: dict[str, tuple[str, ...]]
+) -> tuple[dict[str, dict[str, str]], dict[str, Any]]:
+    """As :func:`module_rows` for what ``module``'s factories make (named by
+    ``factories[factory]``, in the order it returns them): exact copies."""
+    rows, problems = {}, {}
+    for factory, names in factories.items():
+        made = _walk(module, factory)()
+        made = made if type(made) is tuple else (made,)
+        for index, (name, obj) in enumerate(zip(names, made, strict=True)):
+            verdicts, diff = compare(child, reference, obj, (module, factory, index))
+            rows[name] = verdicts
+            if verdicts["picklable"] != "copy" or not never_worse(verdicts):
+                problems[name] = (verdicts, diff)
+    return rows, problems
+
+
+def script_rows(cases: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """In a script: each case dumped by each serializer (all of them first: the
+    facts call functions, which imports what they lazily import), loaded in a
+    fresh interpreter, its verdicts and picklable's difference."""
+    from support.child import Child
+
+    payloads = {name: dumped(obj) for name, obj in cases.items()}
+    rows: dict[str, dict[str, Any]] = {}
+    child = Child()
+    try:
+        for name, obj in cases.items():
+            expected = facts(obj)
+            results = {
+                serializer: None if data is None else child.run(loaded, serializer, data)
+                for serializer, data in payloads[name].items()
+            }
+            rows[name] = {s: verdict(expected, results[s]) for s in results}
+            rows[name]["difference"] = difference(expected, results["picklable"])
+    finally:
+        child.close()
+    return rows
+
+
+def script_problems(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The script's cases that are not exact copies, or worse than another serializer."""
+    return {
+        name: row
+        for name, row in rows.items()
+        if row["picklable"] != "copy" or not never_worse(row)
+    }

@@ -78,3 +78,79 @@ class _Reduce:
 
     def __reduce__(self):
         return (self.fn, self.args)
+
+
+def _version() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+class TestNewerPythonsKinds:
+    """Rebuilders of kinds a Python may lack (type aliases: 3.12; lazy imports: 3.15)."""
+
+    def test_type_alias(self):
+        """A type statement's alias, or the version that has them named."""
+        if sys.version_info < (3, 12):
+            with pytest.raises(picklable.UnpicklingError) as info:
+                _reconstruct._make_type_alias("Pair", (), __name__, None, "test-alias", [])
+            assert str(info.value).startswith(
+                "Cannot load a type alias (a type statement): it is new in Python 3.12, "
+                f"and this is Python {_version()}."
+            )
+            return
+        box: list[object] = []
+        alias = _reconstruct._make_type_alias("Pair", (), __name__, None, "test-alias", box)
+        box[:] = [tuple[int, int]]
+        assert (alias.__name__, alias.__module__, alias.__value__) == (
+            "Pair",
+            __name__,
+            tuple[int, int],
+        )
+        again = _reconstruct._make_type_alias("Pair", (), __name__, None, "test-alias", [])
+        assert again is alias  # one per tracker id
+
+    def test_type_parameter_default(self):
+        """A default of a type parameter needs 3.13: said so before."""
+        params = (("TypeVar", "T", 0, True, "test-default-T"),)
+        if sys.version_info < (3, 13):
+            with pytest.raises(picklable.UnpicklingError) as info:
+                _reconstruct._make_type_alias("Defaulted", params, __name__, None, "test-d", [])
+            wanted = (
+                "Cannot load a type alias (a type statement): it is new in Python 3.12"
+                if sys.version_info < (3, 12)
+                else "Cannot load a type parameter with a default: it is new in Python 3.13"
+            )
+            assert str(info.value).startswith(f"{wanted}, and this is Python {_version()}.")
+            return
+        box: list[object] = []
+        alias = _reconstruct._make_type_alias("Defaulted", params, __name__, None, "test-d", box)
+        box[:] = [list[int], str]
+        (variable,) = alias.__type_params__
+        assert (variable.__name__, variable.__default__, alias.__value__) == ("T", str, list[int])
+
+    def test_lazy_import(self):
+        """A lazy import of the module, not imported yet; or the version that has them named."""
+        module = "picklable_testpkg.lazypkg.stats"
+        if sys.version_info < (3, 15):
+            with pytest.raises(picklable.UnpicklingError) as info:
+                _reconstruct._make_lazy_import(module, None, module)
+            assert str(info.value).startswith(
+                f"Cannot load a lazy import of {module!r}: it is new in Python 3.15, and this "
+                f"is Python {_version()}."
+            )
+            return
+        lazy = _reconstruct._make_lazy_import(module, None, module)
+        assert type(lazy).__name__ == "lazy_import"
+        assert lazy.resolve() is sys.modules[module]
+
+    @pytest.mark.parametrize(
+        ("args", "what"),
+        [
+            (("os.path; import os", None, None), "a lazy import"),
+            (("json", ("dumps",), "loads"), "a lazy import"),
+            (("json", None, "dumps"), "a lazy import"),
+        ],
+    )
+    def test_damaged_lazy_import(self, args, what):
+        """Names that no import statement takes are refused on every Python."""
+        with pytest.raises(picklable.UnpicklingError, match=f"Cannot load {what}: the payload"):
+            _reconstruct._make_lazy_import(*args)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-import types
 import typing
 from collections.abc import Iterator
 
@@ -22,7 +21,7 @@ import picklable
 from picklable_testpkg import py312_features as features
 from support import feature_checks
 from support.child import Child, run_script
-from support.feature_checks import compare, never_worse, table
+from support.feature_checks import local_rows, module_rows, script_problems, table
 
 MODULE = features.__name__
 
@@ -33,13 +32,6 @@ def reference() -> Iterator[Child]:
     handle = Child()
     yield handle
     handle.close()
-
-
-def _walk(qualname: str) -> object:
-    found: object = features
-    for step in qualname.split("."):
-        found = getattr(found, step)
-    return found
 
 
 MODULE_OBJECTS = [
@@ -64,37 +56,23 @@ LOCAL_OBJECTS = {
 
 def test_module_objects_load_as_themselves(child, reference):
     """Importable generic functions, classes and aliases load as the receiver's own."""
-    rows, problems = {}, {}
-    for qualname in MODULE_OBJECTS:
-        verdicts, difference = compare(
-            child, reference, _walk(qualname), (MODULE, qualname), home=(MODULE, qualname)
-        )
-        rows[qualname] = verdicts
-        if verdicts["picklable"] != "identity" or not never_worse(verdicts):
-            problems[qualname] = (verdicts, difference)
+    rows, problems = module_rows(child, reference, MODULE, MODULE_OBJECTS)
     assert not problems, f"{problems}\n{table(rows)}"
     # pickle finds an alias in a class body by its name alone, and fails.
     assert rows["Holder.Inner"]["pickle"] == "fails"
 
 
 def test_local_objects_are_exact_copies(child, reference):
-    """What a function makes loads as an exact copy, and back here as itself."""
-    rows, problems = {}, {}
-    for factory, names in LOCAL_OBJECTS.items():
-        made = getattr(features, factory)()
-        for index, (name, obj) in enumerate(zip(names, made, strict=True)):
-            verdicts, difference = compare(child, reference, obj, (MODULE, factory, index))
-            rows[name] = verdicts
-            if verdicts["picklable"] != "copy" or not never_worse(verdicts):
-                problems[name] = (verdicts, difference)
-            if not isinstance(
-                obj, types.FunctionType
-            ):  # classes and aliases come home as themselves
-                assert picklable.loads(picklable.dumps(obj)) is obj, name
+    """What a function makes loads as an exact copy; classes and aliases come back
+    here as themselves."""
+    rows, problems = local_rows(child, reference, MODULE, LOCAL_OBJECTS)
     assert not problems, f"{problems}\n{table(rows)}"
     # pickle ships none of them; cloudpickle no alias.
     assert {v["pickle"] for v in rows.values()} == {"fails"}
     assert rows["Local"]["cloudpickle"] == "fails"
+    for factory in ("make_classes", "make_aliases"):
+        for obj in getattr(features, factory)():
+            assert picklable.loads(picklable.dumps(obj)) is obj, obj
 
 
 def test_type_parameters_stay_those_of_their_owner(child):
@@ -141,7 +119,6 @@ SCRIPT = textwrap.dedent(
 
     import picklable
     from support import feature_checks
-    from support.child import Child
 
     def first[T](items: list[T]) -> T:
         return items[0]
@@ -175,20 +152,7 @@ SCRIPT = textwrap.dedent(
         return [obj is getattr(here, name) for name, obj in objects]
 
     if __name__ == "__main__":
-        payloads = {name: feature_checks.dumped(obj) for name, obj in CASES.items()}
-        child = Child()
-        try:
-            rows = {}
-            for name, obj in CASES.items():
-                expected = feature_checks.facts(obj)
-                results = {
-                    serializer: None if data is None else child.run(feature_checks.loaded, serializer, data)
-                    for serializer, data in payloads[name].items()
-                }
-                rows[name] = {s: feature_checks.verdict(expected, results[s]) for s in results}
-                rows[name]["difference"] = feature_checks.difference(expected, results["picklable"])
-        finally:
-            child.close()
+        rows = feature_checks.script_rows(CASES)
         with picklable.Pool(1) as pool:
             own = pool.apply(owns, ([("first", first), ("Box", Box), ("Pair", Pair), ("Tree", Tree)],))
         print(json.dumps({"rows": rows, "own": own}))
@@ -201,11 +165,6 @@ def test_script_objects(tmp_path):
     the worker's own in a spawn worker that runs the script."""
     found = json.loads(run_script(SCRIPT, tmp_path))
     rows = found["rows"]
-    problems = {
-        name: row
-        for name, row in rows.items()
-        if row["picklable"] != "copy" or not never_worse(row)
-    }
-    assert not problems, problems
+    assert not script_problems(rows), rows
     assert {row["pickle"] for row in rows.values()} == {"fails"}
     assert found["own"] == [True, True, True, True]

@@ -22,7 +22,7 @@ import picklable
 from picklable_testpkg import py315_features as features
 from support import feature_checks
 from support.child import Child, run_script
-from support.feature_checks import compare, never_worse, table
+from support.feature_checks import compare, local_rows, module_rows, script_problems, table
 
 MODULE = features.__name__
 
@@ -33,13 +33,6 @@ def reference() -> Iterator[Child]:
     handle = Child()
     yield handle
     handle.close()
-
-
-def _walk(qualname: str) -> object:
-    found: object = features
-    for step in qualname.split("."):
-        found = getattr(found, step)
-    return found
 
 
 def _lazy(name: str) -> bool:
@@ -66,14 +59,7 @@ LOCAL_OBJECTS = {
 
 def test_module_objects_load_as_themselves(child, reference):
     """Importable sentinels (one in a class too), functions and classes: the receiver's own."""
-    rows, problems = {}, {}
-    for qualname in MODULE_OBJECTS:
-        verdicts, difference = compare(
-            child, reference, _walk(qualname), (MODULE, qualname), home=(MODULE, qualname)
-        )
-        rows[qualname] = verdicts
-        if verdicts["picklable"] != "identity" or not never_worse(verdicts):
-            problems[qualname] = (verdicts, difference)
+    rows, problems = module_rows(child, reference, MODULE, MODULE_OBJECTS)
     assert not problems, f"{problems}\n{table(rows)}"
     # A sentinel in a class: pickle looks for it by its name in the module.
     assert rows["Options.UNSET"]["pickle"] == "fails"
@@ -91,15 +77,8 @@ def test_local_objects_are_exact_copies():
     # Interpreters that never ran the module's functions: a lazy import of a module
     # already imported is the module itself, there as here.
     child, reference = Child(), Child()
-    rows, problems = {}, {}
     try:
-        for factory, names in LOCAL_OBJECTS.items():
-            made = getattr(features, factory)()
-            for index, (name, obj) in enumerate(zip(names, made, strict=True)):
-                verdicts, difference = compare(child, reference, obj, (MODULE, factory, index))
-                rows[name] = verdicts
-                if verdicts["picklable"] != "copy" or not never_worse(verdicts):
-                    problems[name] = (verdicts, difference)
+        rows, problems = local_rows(child, reference, MODULE, LOCAL_OBJECTS)
     finally:
         child.close()
         reference.close()
@@ -141,7 +120,6 @@ SCRIPT = textwrap.dedent(
 
     import picklable
     from support import feature_checks
-    from support.child import Child
 
     MISSING = sentinel("MISSING")
     CONFIG = frozendict(limit=3, missing=MISSING)
@@ -164,21 +142,10 @@ SCRIPT = textwrap.dedent(
 
     if __name__ == "__main__":
         cases = {"sentinel": MISSING, "sentinel default": check, "lazy imports": reader, "frozendict": CONFIG}
-        payloads = {name: feature_checks.dumped(obj) for name, obj in cases.items()}
+        for obj in cases.values():
+            feature_checks.dumped(obj)  # shipping them must import nothing
         imported = sorted(m for m in ("wave", "xml.dom.minidom", "colorsys") if m in sys.modules)
-        child = Child()
-        try:
-            rows = {}
-            for name, obj in cases.items():
-                expected = feature_checks.facts(obj)
-                results = {
-                    serializer: None if data is None else child.run(feature_checks.loaded, serializer, data)
-                    for serializer, data in payloads[name].items()
-                }
-                rows[name] = {s: feature_checks.verdict(expected, results[s]) for s in results}
-                rows[name]["difference"] = feature_checks.difference(expected, results["picklable"])
-        finally:
-            child.close()
+        rows = feature_checks.script_rows(cases)
         with picklable.Pool(1) as pool:
             own = pool.apply(owns, ([("MISSING", MISSING), ("check", check), ("reader", reader)],))
             own.append(pool.apply(check, (MISSING,)))
@@ -194,12 +161,7 @@ def test_script_objects(tmp_path, mode):
     interpreter, the worker's own in a spawn worker; nothing imported to ship them."""
     found = json.loads(run_script(SCRIPT, tmp_path, args=(mode,)))
     rows = found["rows"]
-    problems = {
-        name: row
-        for name, row in rows.items()
-        if row["picklable"] != "copy" or not never_worse(row)
-    }
-    assert not problems, problems
+    assert not script_problems(rows), rows
     assert {row["pickle"] for row in rows.values()} == {"fails"}
     assert found["own"] == [True, True, True, True, ["wave", "xml.dom.minidom", "colorsys"]]
     # Shipping imported nothing: only what the script imported eagerly itself.

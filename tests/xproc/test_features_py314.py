@@ -1,0 +1,167 @@
+"""Python 3.14's deferred annotations, Placeholder and template strings ship (issue 26).
+
+Annotations are computed when asked for (PEP 649, 749): a function or class
+may name what is defined later, or nowhere. Module-level objects load as
+themselves in a fresh interpreter; local and script ones as exact copies whose
+annotations read the same in every format of ``annotationlib`` (VALUE, which
+may raise NameError as where they were made, FORWARDREF, STRING), with an
+``__annotate__`` of their own. ``functools.Placeholder`` is functools' own;
+partials holding it and template strings are data. Each is compared with pickle
+and cloudpickle: never worse than pickle, right wherever cloudpickle is.
+"""
+
+from __future__ import annotations
+
+import annotationlib
+import functools
+import json
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+import picklable
+from picklable_testpkg import py314_features as features
+from support.child import Child, run_script
+from support.feature_checks import (
+    compare,
+    local_rows,
+    module_rows,
+    script_problems,
+    shown,
+    table,
+)
+
+MODULE = features.__name__
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[Child]:
+    """Another fresh interpreter: the facts of the objects as their module makes them."""
+    handle = Child()
+    yield handle
+    handle.close()
+
+
+MODULE_OBJECTS = ["early", "dangling", "Node", "Node.adopt", "Depth", "collect"]
+DATA = ["fill_first", "fill_middle", "fill_again", "GREETING"]
+LOCAL_OBJECTS = {
+    "make_annotated": ("function naming a later class", "class naming itself and nothing"),
+    "make_partials": ("partial of a closure", "partial with keywords"),
+}
+
+
+def test_module_objects_load_as_themselves(child, reference):
+    """Functions and classes with deferred annotations, by reference."""
+    rows, problems = module_rows(child, reference, MODULE, MODULE_OBJECTS)
+    assert not problems, f"{problems}\n{table(rows)}"
+
+
+def test_placeholder_is_functools_own(child, reference):
+    """functools.Placeholder, a singleton, loads as the receiver's own."""
+    home = ("functools", "Placeholder")
+    verdicts, difference = compare(child, reference, functools.Placeholder, home, home=home)
+    assert verdicts == dict.fromkeys(verdicts, "identity"), difference
+
+
+def test_partials_and_templates_are_data(child, reference):
+    """Partials with placeholders (one of another, merged) and t-strings: copies, as pickle's."""
+    rows, problems = module_rows(child, reference, MODULE, DATA, expect="copy")
+    assert not problems, f"{problems}\n{table(rows)}"
+    assert {v["pickle"] for v in rows.values()} == {"copy"}
+
+
+def test_local_objects_are_exact_copies(child, reference):
+    """Annotations naming later and undefined names read the same in every format."""
+    rows, problems = local_rows(child, reference, MODULE, LOCAL_OBJECTS)
+    assert not problems, f"{problems}\n{table(rows)}"
+    assert rows["function naming a later class"]["pickle"] == "fails"
+
+
+def test_forward_references_ship(child):
+    """Annotations in the FORWARDREF format: ForwardRefs that know their owner."""
+    forward = annotationlib.get_annotations(
+        features.dangling, format=annotationlib.Format.FORWARDREF
+    )
+    local = features.make_annotated()[0]
+    local_forward = annotationlib.get_annotations(local, format=annotationlib.Format.FORWARDREF)
+    loaded = picklable.loads(picklable.dumps((forward, local_forward)))
+    assert loaded[0]["x"].__forward_arg__ == "Undefined"
+    assert loaded[0]["x"].__owner__ is features.dangling
+    assert shown(loaded[1]) == shown(local_forward)
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import functools
+    import json
+    import sys
+
+    import picklable
+    from support import feature_checks
+
+
+    def early(node: Node, count: Count = 0) -> Node | None:
+        return None
+
+
+    def dangling(x: Undefined = None) -> int:
+        return 1
+
+
+    class Node:
+        parent: Node | None
+        label: Missing
+
+        def __init__(self) -> None:
+            self.parent = None
+
+        def adopt(self, child: Node) -> Node:
+            child.parent = self
+            return child
+
+
+    type Count = int
+
+
+    def build() -> Node:
+        return Node()  # reads Node, whose annotations name what is defined nowhere
+
+
+    def collect(*args, **kwargs):
+        return args, kwargs
+
+
+    FILL = functools.partial(collect, functools.Placeholder, "b")
+    who = Node()
+    GREETING = t"hello {who!r}"
+
+
+    def owns(objects):
+        here = sys.modules["__mp_main__"]
+        return [obj is getattr(here, name) for name, obj in objects]
+
+
+    if __name__ == "__main__":
+        cases = {
+            "function naming later names": early,
+            "function naming nothing defined": dangling,
+            "class with deferred annotations": Node,
+            "partial with a placeholder": FILL,
+            "template string": GREETING,
+        }
+        rows = feature_checks.script_rows(cases)
+        with picklable.Pool(1) as pool:
+            own = pool.apply(owns, ([("early", early), ("dangling", dangling), ("Node", Node), ("build", build)],))
+        print(json.dumps({"rows": rows, "own": own}))
+    """
+)
+
+
+def test_script_objects(tmp_path):
+    """A script's objects: exact copies in a fresh interpreter (annotations in every
+    format), the worker's own in a spawn worker."""
+    found = json.loads(run_script(SCRIPT, tmp_path))
+    rows = found["rows"]
+    assert not script_problems(rows), rows
+    assert found["own"] == [True, True, True, True]
