@@ -520,6 +520,7 @@ def _new_python_kinds():
         yield "recursive generic type alias", namespace["Tree"]
     if sys.version_info >= (3, 15):
         yield "sentinel", __builtins__["sentinel"]("CORPUS_MISSING")  # type: ignore[index]
+        yield "frozendict", __builtins__["frozendict"](a=1, b=(2, "c"))  # type: ignore[index]
         namespace = {"__name__": __name__}
         exec("lazy import json\ndef uses_json():\n    return json.dumps(1)\n", namespace)
         yield "function reading a lazy import", namespace["uses_json"]

@@ -103,6 +103,18 @@ def test_a_parameter_shipped_before_its_alias_is_refused(child):
     )
 
 
+def test_a_bound_naming_nothing_is_refused():
+    """A type parameter's bound is evaluated when asked for; one naming nothing
+    defined cannot be copied: an error that says so, not a copy without it."""
+    dangling = features.make_dangling_bound()
+    with pytest.raises(picklable.PicklingError) as info:
+        picklable.dumps(dangling)
+    assert info.value.reason == (
+        "the bound of TypeVar T names something not defined "
+        "(name 'NotDefinedAnywhere' is not defined)"
+    )
+
+
 def test_typevar_options_travel():
     """infer_variance (3.12) and every other option of a type variable by value."""
     variable = typing.TypeVar("V", bound=int, infer_variance=True)  # type: ignore[call-overload]

@@ -281,8 +281,8 @@ def _evaluated(obj: Any, attribute: str) -> Any:
         return getattr(obj, attribute, None)
     except NameError as exc:
         what = f"{type(obj).__name__} {getattr(obj, '__name__', '?')}"
-        reason = f"its {attribute.strip('_')} names something not defined ({exc})"
-        hint = f"define what {what} names before shipping it"
+        reason = f"the {attribute.strip('_')} of {what} names something not defined ({exc})"
+        hint = "define what it names before shipping it"
         raise PicklingError(
             f"Cannot pickle {what}: {reason}. Fix: {hint}.",
             type_name=type(obj).__name__,

@@ -77,3 +77,10 @@ def make_aliases() -> tuple[object, ...]:
     type Other = dict[str, Mutual]
     type Bounded[N: int, *Ts] = tuple[N, *Ts]
     return Local, Nested, Mutual, Bounded
+
+
+def make_dangling_bound() -> Callable[..., object]:
+    def dangling[T: NotDefinedAnywhere](x: T) -> T:  # noqa: F821 - on purpose
+        return x
+
+    return dangling
