@@ -73,6 +73,9 @@ def test_local_objects_are_exact_copies(child, reference):
     for factory in ("make_classes", "make_aliases"):
         for obj in getattr(features, factory)():
             assert picklable.loads(picklable.dumps(obj)) is obj, obj
+            assert picklable.explain(obj).root.how == "value", obj
+    assert picklable.explain(features.Tree).root.how == "reference"
+    assert picklable.explain(features.Holder.Inner).root.via == f"{MODULE}:Holder.Inner"
 
 
 def test_type_parameters_stay_those_of_their_owner(child):

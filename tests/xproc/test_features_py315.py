@@ -94,6 +94,8 @@ def test_sentinels_keep_their_identity(child):
     assert child.run(feature_checks.same_loaded, first, second) == [True, True]
     assert picklable.loads(first) is local
     assert picklable.loads(second)[0]["marker"] is local
+    assert picklable.explain(local).root.how == "value"
+    assert picklable.explain(features.Options.UNSET).root.via == f"{MODULE}:Options.UNSET"
 
 
 def test_explain_names_the_lazy_imports():

@@ -205,6 +205,9 @@ TYPEVAR_TYPES: tuple[type, ...] = tuple(
 _OPTIONS = ("bound", "covariant", "contravariant", "infer_variance")
 
 
+_ABSENT = object()
+
+
 def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = None) -> Any:
     """The reference to ``obj`` (a type variable, alias or sentinel: no class or
     function) where its module holds it under its name, or a located path
@@ -215,7 +218,13 @@ def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = N
     home = sys.modules.get(module)
     if home is None:
         return None
-    if home.__dict__.get(name) is obj:
+    held = home.__dict__.get(name, _ABSENT)  # a lazy import there stays one
+    if held is _ABSENT:
+        try:
+            held = getattr(home, name)  # a module's __getattr__
+        except Exception:
+            held = _ABSENT
+    if held is obj:
         return name  # pickle's own reduction: a global, loaded in C
     path = tuple((qualname or name).split("."))
     if qualname and "<" not in qualname:
