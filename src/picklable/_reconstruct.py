@@ -53,7 +53,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, TypeVar
 
-from . import _code, _traceback, _tracker
+from . import _caches, _code, _traceback, _tracker
 from ._code import CODES, HERE
 from ._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, chained, proxy_own_dict
 from ._paths import Path, format_path, walk
@@ -995,6 +995,11 @@ def _fill_type_alias(alias: Any, state: tuple[list[Any], list[Any]]) -> Any:
     return alias
 
 
+# statement -> its code: a task's payload of a worker's pool names the same few.
+_LAZY_STATEMENTS: dict[str, types.CodeType] = {}
+_caches.register("reconstruct.lazy_statements", _LAZY_STATEMENTS.clear)
+
+
 @_rebuilder("reference", "lazily imports a module (lazy import)", "import")
 def _make_lazy_import(module: str, fromlist: tuple[str, ...] | None, name: str | None) -> Any:
     """A lazy import (Python 3.15) of ``module``: the module is imported when a
@@ -1024,8 +1029,14 @@ def _make_lazy_import(module: str, fromlist: tuple[str, ...] | None, name: str |
         statement, key = f"lazy import {module}", module.partition(".")[0]
     else:
         statement, key = f"lazy import {module} as _0", "_0"
+    code = _LAZY_STATEMENTS.get(statement)
+    if code is None:
+        code = compile(statement, f"<lazy import of {module}>", "exec")
+        if len(_LAZY_STATEMENTS) >= 1024:
+            _LAZY_STATEMENTS.clear()
+        _LAZY_STATEMENTS[statement] = code
     namespace: dict[str, Any] = {"__name__": module, "__builtins__": builtins}
-    exec(compile(statement, f"<lazy import of {module}>", "exec"), namespace)
+    exec(code, namespace)
     # Read from the dict, never as a name: a name's lookup would import it now.
     return dict.__getitem__(namespace, key)
 
