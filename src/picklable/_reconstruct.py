@@ -868,7 +868,7 @@ def _malformed(what: str) -> UnpicklingError:
     )
 
 
-@_rebuilder("value", "builds a type alias by value (a type statement)", "build")
+@_rebuilder("value", "builds a type alias by value (a type statement)", "build", origin="origin")
 def _make_type_alias(
     name: str,
     params: tuple[tuple[str, str, int, bool, str], ...],
@@ -876,6 +876,7 @@ def _make_type_alias(
     qualname: str | None,
     tracker_id: str,
     box: list[Any],
+    origin: Origin | None = None,
 ) -> Any:
     """A ``type`` alias (Python 3.12) shipped by value: made by a ``type``
     statement whose value, and whose parameters' bounds, constraints and
@@ -888,10 +889,15 @@ def _make_type_alias(
     ``params``: ``(kind, name, shape, has_default, tracker_id)`` per parameter;
     ``shape`` is the number of constraints, -1 for a bound, 0 for neither.
     ``qualname`` (Python 3.15 aliases have one) places the statement inside the
-    classes and functions it names.
+    classes and functions it names. ``origin``: an alias of the sender's
+    script, this process's own where it runs the same script.
 
     .. versionadded:: 0.2.0
     """
+    if origin is not None:
+        found = _script_original(origin)
+        if found is not _MISSING:
+            return found
     known = _tracker.known_object(tracker_id)
     if known is not None:
         return known

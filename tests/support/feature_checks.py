@@ -390,12 +390,16 @@ def parameter_links(payload: bytes) -> dict[str, Any]:
     }
 
 
-def load_error(payload: bytes) -> str:
-    """What loading ``payload`` with picklable raised (``"loaded"`` if nothing)."""
+def load_error(payload: bytes, allowed: list[str] | None = None) -> str:
+    """What loading ``payload`` with picklable raised (``"loaded"`` if nothing),
+    under an allow-list of ``allowed`` (by-value code admitted) if given."""
     import picklable
 
     try:
-        picklable.loads(payload)
+        if allowed is None:
+            picklable.loads(payload)
+        else:
+            picklable.loads(payload, allowed=picklable.Policy(allowed, by_value_code=True))
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     return "loaded"

@@ -134,6 +134,7 @@ SCRIPT = textwrap.dedent(
 
     import picklable
     from support import feature_checks
+    from support.child import Child
 
     def first[T](items: list[T]) -> T:
         return items[0]
@@ -168,9 +169,18 @@ SCRIPT = textwrap.dedent(
 
     if __name__ == "__main__":
         rows = feature_checks.script_rows(CASES)
+        child = Child()
+        try:  # under an allow-list of the modules it names
+            allowed = child.run(
+                feature_checks.load_error,
+                picklable.dumps([Tree, Pair, Local]),
+                ["__main__", "typing", "types", "_operator"],
+            )
+        finally:
+            child.close()
         with picklable.Pool(1) as pool:
             own = pool.apply(owns, ([("first", first), ("Box", Box), ("Pair", Pair), ("Tree", Tree)],))
-        print(json.dumps({"rows": rows, "own": own}))
+        print(json.dumps({"rows": rows, "own": own, "allowed": allowed}))
     """
 )
 
@@ -183,3 +193,4 @@ def test_script_objects(tmp_path):
     assert not script_problems(rows), rows
     assert {row["pickle"] for row in rows.values()} == {"fails"}
     assert found["own"] == [True, True, True, True]
+    assert found["allowed"] == "loaded"

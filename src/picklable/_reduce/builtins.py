@@ -47,7 +47,14 @@ from .._paths import walk
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
-from .scripts import with_origin
+from .scripts import (
+    note_copy,
+    origin_of,
+    same_in_workers,
+    script_location,
+    script_reference,
+    with_origin,
+)
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -341,16 +348,39 @@ def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
             values.append(_evaluated(param, "__default__"))
         kind = type(param).__name__
         params.append((kind, param.__name__, shape, default, _tracker_id(pickler, param)))
+    alone, origin = _script_origin(pickler, alias)
+    if alone is not None:
+        return alone
     box: list[Any] = []  # the values, set once the alias is memoized (it may be in them)
-    reduction = (
+    args = (name, tuple(params), alias.__module__, qualname, _tracker_id(pickler, alias), box)
+    return (
         _reconstruct._make_type_alias,
-        (name, tuple(params), alias.__module__, qualname, _tracker_id(pickler, alias), box),
+        args if origin is None else (*args, origin),
         (box, values),
         None,
         None,
         _reconstruct._fill_type_alias,
     )
-    return _with_script_origin(pickler, alias, reduction)
+
+
+def _script_origin(pickler: Pickler, obj: Any) -> tuple[Any, Any]:
+    """For an object of the sender's script: ``(the reference alone, None)`` when
+    that is what travels (see :func:`.scripts.script_reference`), else ``(None,
+    its origin)`` (the receiver running the script uses its own, see
+    :mod:`.scripts`; None if the main guard changes it); ``(None, None)`` for
+    anything else. For kinds whose rebuilder takes the origin itself."""
+    module = getattr(obj, "__module__", None)
+    if module not in MAIN_MODULES or pickler._scripts == "copy":
+        return None, None
+    where = script_location(obj, module)
+    if where is None:
+        return None, None
+    same = same_in_workers(obj, *where)
+    alone = script_reference(pickler, obj, *where, same)
+    if alone is not None:
+        return alone, None
+    note_copy(pickler)
+    return None, origin_of(obj, *where) if same else None
 
 
 def type_alias_pieces(alias: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
