@@ -174,7 +174,7 @@ SCRIPT = textwrap.dedent(
             allowed = child.run(
                 feature_checks.load_error,
                 picklable.dumps([Tree, Pair, Local]),
-                ["__main__", "typing", "types", "_operator"],
+                ["__main__", "typing", "types", "_operator", "_functools"],
             )
         finally:
             child.close()
