@@ -444,6 +444,12 @@ class _Machine:
             self.modules[args[0]] = None
         elif name in ("_main_object", "_script_or_build") and args:
             self._script_origin(args[0])
+        elif name == "_make_lazy_import" and args and isinstance(args[0], str):
+            # Imported by the function that first uses it, not when loaded.
+            what = args[0] if not args[1] or len(args) < 3 else f"{args[0]}.{args[2]}"
+            self.references[f"{what} (a lazy import: imported where first used)"] = None
+        elif name == "_make_type_alias" and len(args) >= 7:
+            self._script_origin(args[6])
         return ""
 
     def _script_origin(self, value: Any) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 import picklable
+from picklable._inspect import inspect_payload
 from picklable_testpkg import py315_features as features
 from support import feature_checks
 from support.child import Child, run_script
@@ -98,12 +99,17 @@ def test_sentinels_keep_their_identity(child):
     assert picklable.explain(features.Options.UNSET).root.via == f"{MODULE}:Options.UNSET"
 
 
-def test_explain_names_the_lazy_imports():
-    """explain says a lazy import ships by reference, imported where first used."""
+def test_explain_and_inspect_name_the_lazy_imports():
+    """explain says a lazy import ships by reference, imported where first used;
+    picklable inspect lists it apart from the modules imported when loaded."""
     read = features.make_readers()[0]
     report = str(picklable.explain(read))
     assert ".__globals__['colorsys']  lazy_import  by reference -> colorsys" in report, report
     assert ".__globals__['WaveError']  lazy_import  by reference -> wave:Error" in report, report
+    inspected = inspect_payload(picklable.dumps(read))
+    assert "colorsys" not in inspected.modules
+    assert "colorsys (a lazy import: imported where first used)" in inspected.references
+    assert "wave.Error (a lazy import: imported where first used)" in inspected.references
     assert _lazy("colorsys")
 
 
