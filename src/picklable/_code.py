@@ -224,9 +224,7 @@ def instruction_names(
 # id(code) -> (code, the global names it reads); bounded.
 _READS: dict[int, tuple[types.CodeType, frozenset[str]]] = {}
 _caches.register("code.global_reads", _READS.clear)
-# LOAD_FROM_DICT_OR_GLOBALS: an annotation scope in a class body (3.12+: a type
-# parameter's bound, an alias's value; 3.14: every method's __annotate__).
-_READ_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+_READ_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
 def global_reads(code: types.CodeType) -> frozenset[str]:

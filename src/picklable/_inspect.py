@@ -540,9 +540,7 @@ def _callable_name(func: Any) -> str:
     return type(func).__name__
 
 
-_GLOBAL_OPS = frozenset(
-    {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"}
-)
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
 
 
 def _global_names(code: types.CodeType) -> list[str]:

@@ -232,11 +232,7 @@ _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
 
-# LOAD_FROM_DICT_OR_GLOBALS: the annotation scopes of a class body (3.12+), a
-# method's __annotate__ (3.14) among them, read its namespace, then the globals.
-_GLOBAL_OPS = frozenset(
-    {"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"}
-)
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"})
 # Class bodies (code objects nested in a function) read globals with LOAD_NAME.
 _NESTED_NAME_OPS = _GLOBAL_OPS | {"LOAD_NAME"}
 
