@@ -52,10 +52,20 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
-import distributed
-from dask.base import is_dask_collection
-from dask.delayed import delayed as _dask_delayed
-from dask.sizeof import sizeof as _sizeof
+try:
+    import distributed
+    from dask.base import is_dask_collection
+    from dask.delayed import delayed as _dask_delayed
+    from dask.sizeof import sizeof as _sizeof
+except ModuleNotFoundError as missing:
+    if missing.name not in ("dask", "distributed"):
+        raise  # Dask is installed but something it imports is not: its own error
+    raise ModuleNotFoundError(
+        "picklable.dask needs Dask's distributed scheduler, which is not installed for "
+        f"this Python ({sys.version_info[0]}.{sys.version_info[1]}). "
+        "Fix: pip install 'picklable[dask]'.",
+        name=missing.name,
+    ) from None
 
 from . import __version__
 from ._api import dumps, loads

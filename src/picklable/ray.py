@@ -40,11 +40,24 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-import ray
-import ray.actor
+try:
+    import ray
+    import ray.actor
+except ModuleNotFoundError as missing:
+    if missing.name != "ray":
+        raise  # Ray is installed but something it imports is not: its own error
+    raise ModuleNotFoundError(
+        f"picklable.ray needs Ray, which is not installed for this Python "
+        f"({sys.version_info[0]}.{sys.version_info[1]}). Fix: pip install 'picklable[ray]'. "
+        "Ray publishes wheels for some Python versions only (none for 3.15 as of Ray 2.60, "
+        "see docs/ray.md); where pip finds none, picklable.dask and picklable's pools run "
+        "the same functions.",
+        name="ray",
+    ) from None
 
 from ._api import dumps, loads
 from ._envelope import Envelope, digest_of, load_cached

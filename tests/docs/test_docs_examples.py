@@ -22,6 +22,7 @@ picklable and its dependencies importable: not the tests' helper packages.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -30,8 +31,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from support.engines import skip_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -172,18 +176,44 @@ def check_exit(done: subprocess.CompletedProcess[str], what: str) -> None:
         )
 
 
-def session_pages() -> list[Path]:
-    return [page for page, blocks in PAGES.items() if any(b.kind == "session" for b in blocks)]
+def skips(codes: list[str]) -> list[pytest.MarkDecorator]:
+    """A skip where the code imports a package this Python has no wheel of (Ray on 3.15)."""
+    names = set()
+    for code in codes:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+    reasons = sorted({reason for name in names if (reason := skip_reason(name))})
+    return [pytest.mark.skip(reason=reason) for reason in reasons[:1]]
 
 
-def script_blocks() -> list[Block]:
-    return [b for blocks in PAGES.values() for b in blocks if b.kind == "script"]
+def session_pages() -> list[Any]:
+    return [
+        pytest.param(
+            page,
+            marks=skips([b.code for b in blocks if b.kind == "session"]),
+            id=str(page.relative_to(ROOT)),
+        )
+        for page, blocks in PAGES.items()
+        if any(b.kind == "session" for b in blocks)
+    ]
+
+
+def script_blocks() -> list[Any]:
+    return [
+        pytest.param(b, marks=skips([b.code]), id=b.where)
+        for blocks in PAGES.values()
+        for b in blocks
+        if b.kind == "script"
+    ]
 
 
 class TestExamples:
     """The examples of the docs and of the README's quick start run as written."""
 
-    @pytest.mark.parametrize("page", session_pages(), ids=lambda page: str(page.relative_to(ROOT)))
+    @pytest.mark.parametrize("page", session_pages())
     def test_session_blocks(self, page: Path, page_dirs: dict[Path, Path]) -> None:
         """A page's session blocks run in order in one fresh interpreter."""
         blocks = [(b.line, b.code) for b in PAGES[page] if b.kind == "session"]
@@ -198,7 +228,7 @@ class TestExamples:
         )
         check_exit(done, f"the examples of {page.relative_to(ROOT)}")
 
-    @pytest.mark.parametrize("block", script_blocks(), ids=lambda block: block.where)
+    @pytest.mark.parametrize("block", script_blocks())
     def test_script_block(self, block: Block, page_dirs: dict[Path, Path]) -> None:
         """A program block runs as __main__ of a fresh interpreter and exits 0."""
         directory = page_dirs[block.page]

@@ -11,6 +11,10 @@ import cloudpickle
 import numpy as np
 import pytest
 
+from support.engines import require
+
+require("ray")  # skips this module where Ray has no wheel (Python 3.15)
+
 import picklable
 import picklable.ray as pray
 from picklable._transit import ShippedException
