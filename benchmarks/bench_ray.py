@@ -138,7 +138,13 @@ def main() -> None:
     options = parser.parse_args()
     rounds = 3 if options.quick else 9
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(
+        address="local",  # a Ray of its own: not one that `ray start` or RAY_ADDRESS names
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
     try:
         print(
             f"Python {platform.python_version()}, ray {ray.__version__}, "

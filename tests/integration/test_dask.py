@@ -9,9 +9,9 @@ The sacred test runs a real ``__main__`` script that connects to this cluster.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -34,18 +34,17 @@ from picklable_testpkg.errors import FrozenError, KwOnlyError
 from picklable_testpkg.wrapped import tagged
 from support import dask_tasks, sacred_runs
 from support.child import child_env, run_script
+from support.engines import local_cluster
+
+
+def start_cluster() -> distributed.LocalCluster:
+    """The module's cluster: two worker processes, one thread each, on free ports."""
+    return local_cluster(n_workers=2, threads_per_worker=1, processes=True)
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[distributed.LocalCluster]:
-    """Two worker processes, one thread each; logs silenced (failing tasks log errors)."""
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address="127.0.0.1:0",  # no fixed port: 8787 may be taken
-        silence_logs=logging.CRITICAL,
-    ) as running:
+    with start_cluster() as running:
         yield running
 
 
@@ -320,12 +319,7 @@ class TestInProcessCluster:
     def test_results_and_exceptions(self):
         """Results arrive unboxed (never pickled) and exceptions as themselves."""
         with (
-            distributed.LocalCluster(
-                n_workers=1,
-                processes=False,
-                dashboard_address="127.0.0.1:0",  # no fixed port: 8787 may be taken
-                silence_logs=logging.CRITICAL,
-            ) as cluster,
+            local_cluster(n_workers=1, processes=False) as cluster,
             distributed.Client(cluster) as client,
         ):
             assert pdask.submit(client, dask_tasks.frame_mean).result() is api.Frame.mean
@@ -577,9 +571,7 @@ OTHER_VERSION = [
 @pytest.fixture
 def scheduler_only() -> Iterator[distributed.LocalCluster]:
     """A scheduler in this process with no workers: each test brings its own."""
-    with distributed.LocalCluster(
-        n_workers=0, dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL
-    ) as running:
+    with local_cluster(n_workers=0) as running:
         yield running
 
 
@@ -732,6 +724,76 @@ class TestCommandLineCluster:
                     process.wait()
             for log in logs:
                 log.close()
+
+
+# Where `dask scheduler` listens by default (its dashboard: 8787).
+DEFAULT_PORT = 8786
+
+
+@pytest.fixture
+def default_port_scheduler(tmp_path: Path) -> Iterator[str | None]:
+    """`dask scheduler` on Dask's default ports, as a machine may run one; its address.
+
+    None when something else already listens on 8786: the machine is in that
+    state already (another program's scheduler), and this test leaves it alone.
+    """
+    dask_cli = str(Path(sys.executable).parent / "dask")
+    scheduler_file = tmp_path / "default.json"
+    with open(tmp_path / "default.log", "wb") as log:
+        process = subprocess.Popen(
+            [
+                dask_cli,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(DEFAULT_PORT),
+                "--dashboard-address",
+                "127.0.0.1:8787",
+                "--scheduler-file",
+                str(scheduler_file),
+            ],
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_env(),
+        )
+        try:
+            wait_for(
+                lambda: scheduler_file.exists() or process.poll() is not None, 60, "the scheduler"
+            )
+            if process.poll() is None:
+                yield json.loads(scheduler_file.read_text())["address"]
+            else:
+                with socket.create_connection(("127.0.0.1", DEFAULT_PORT), timeout=10):
+                    pass  # taken by another program, or this test has nothing to prove
+                yield None
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+class TestOwnCluster:
+    """The module's cluster is its own, whatever already runs on the machine."""
+
+    @pytest.mark.timeout(180)
+    def test_with_a_scheduler_on_the_default_port(self, default_port_scheduler):
+        """With a scheduler on 8786 (its dashboard on 8787), the cluster starts its own."""
+        with start_cluster() as cluster, distributed.Client(cluster) as client:
+            client.wait_for_workers(2)
+            assert not cluster.scheduler_address.endswith(f":{DEFAULT_PORT}")
+            pids = set(client.run(os.getpid).values())
+            tasks = [pdask.submit(client, dask_tasks.pid, pure=False) for _ in range(4)]
+            assert len(pids) == 2 and set(client.gather(tasks)) <= pids
+            own = client.scheduler_info()["id"]
+        if default_port_scheduler is not None:
+            with distributed.Client(default_port_scheduler) as other:
+                info = other.scheduler_info()
+            assert info["id"] != own and info["workers"] == {}  # none of the cluster's
 
 
 def docs_program() -> str:

@@ -1,24 +1,30 @@
 """picklable.ray on a real local Ray: tasks and actors shipped through picklable.
 
-One Ray session for the module (``ray.init(num_cpus=2)``, no dashboard, no
-usage stats, offline), shut down at the end. Each test shows what plain Ray
-does with the same object where it matters. The ``__main__`` scripts connect to
-this session by its address, as a program connects to a Ray cluster.
+One Ray session for the module (``ray.init(address="local", num_cpus=2)``: its
+own, whatever Ray runs on the machine; no dashboard, no usage stats, offline),
+shut down at the end. Each test shows what plain Ray does with the same object
+where it matters. The ``__main__`` scripts connect to this session by its
+address, as a program connects to a Ray cluster.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import textwrap
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from support.engines import require
+from support.engines import RAY_ENV, init_ray, ray_environment, require
 
 require("ray")  # skips this module where Ray has no wheel (Python 3.15)
 
@@ -31,37 +37,19 @@ from picklable_testpkg import api, wrapped
 from picklable_testpkg.errors import KwOnlyError
 from picklable_testpkg.wrapped import tagged
 from support import dask_tasks
-from support.child import TESTS, run_script
+from support.child import TESTS, child_env, run_script
 from support.ray_actors import Counter
-
-# Quiet, fast and offline: no token banner, no usage-stats prompt or upload.
-RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[str]:
     """A local Ray of 2 CPUs for the module; yields the address other drivers connect to."""
-    saved = {k: os.environ.get(k) for k in [*RAY_ENV, "PYTHONPATH"]}
-    os.environ.update(RAY_ENV)
     # Ray's workers inherit this environment: they import the tests' helper packages.
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(TESTS / "testpkg"), str(TESTS), *filter(None, [saved["PYTHONPATH"]])]
-    )
-    try:
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,  # failing tasks print their tracebacks from the workers
-            configure_logging=False,
-        )
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with ray_environment([str(TESTS / "testpkg"), str(TESTS)]):
+        try:
+            yield init_ray()
+        finally:
+            ray.shutdown()
 
 
 class TestRemoteFunction:
@@ -246,6 +234,90 @@ class TestWorkerEnvironment:
         message = str(info.value)
         assert "The remote function failed to import on the worker" in message
         assert "No module named 'picklable.ray'" in message
+
+
+OWN_SESSION_SCRIPT = textwrap.dedent(
+    """
+    import json, os
+    import ray
+    from support.engines import init_ray
+
+    # A bare ray.init() joins the machine's Ray (ray_current_cluster in RAY_TMPDIR).
+    ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    joined = ray.get_runtime_context().gcs_address
+    ray.shutdown()
+    os.environ["RAY_ADDRESS"] = joined  # and RAY_ADDRESS names it too
+    own = init_ray()  # what the session fixture runs
+    cpus = ray.cluster_resources().get("CPU")
+    ray.shutdown()
+    print(json.dumps({"joined": joined, "own": own, "cpus": cpus}))
+    """
+)
+
+
+@pytest.fixture
+def running_head() -> Iterator[tuple[str, str]]:
+    """`ray start --head` of 1 CPU, as a machine may run one: (its address, its RAY_TMPDIR).
+
+    In a temporary directory of its own (RAY_TMPDIR, short: Ray's Unix sockets
+    live there), where a bare ``ray.init()`` finds it as it finds a head in
+    /tmp/ray; the machine's own Ray state is left alone.
+    """
+    temp = tempfile.mkdtemp(prefix="rayhead")
+    env = {**child_env(), **RAY_ENV, "RAY_TMPDIR": temp}
+    env.pop("RAY_ADDRESS", None)
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    command = [ray_cli, "start", "--head", "--block", "--port=0", "--num-cpus=1"]
+    command += ["--include-dashboard=false", "--disable-usage-stats"]
+    command += ["--object-store-memory=100000000"]
+    head = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    address_file = Path(temp) / "ray" / "ray_current_cluster"
+    try:
+        deadline = time.monotonic() + 120
+        while not address_file.exists() or not address_file.read_text().strip():
+            assert head.poll() is None, f"ray start --head exited with {head.returncode}"
+            assert time.monotonic() < deadline, "ray start --head: no address after 120 s"
+            time.sleep(0.2)
+        yield address_file.read_text().strip(), temp
+    finally:
+        # Its processes and the workers its raylet started (in sessions of their own),
+        # killed at once: a SIGTERM makes `ray start` drain for up to 30 s.
+        started = [psutil.Process(head.pid)]
+        try:
+            started += started[0].children(recursive=True)
+        except psutil.NoSuchProcess:
+            pass
+        for process in started:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(started, timeout=30)
+        head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+class TestOwnSession:
+    """The session fixture's Ray is its own, whatever Ray already runs on the machine."""
+
+    @pytest.mark.timeout(300)
+    def test_with_a_head_running(self, running_head, tmp_path, monkeypatch):
+        """With `ray start --head` running (and RAY_ADDRESS naming it), init_ray starts its own."""
+        head, temp = running_head
+        monkeypatch.setenv("RAY_TMPDIR", temp)
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        for key, value in RAY_ENV.items():
+            monkeypatch.setenv(key, value)
+        out = run_script(OWN_SESSION_SCRIPT, tmp_path, timeout=240)
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["joined"] == head  # the head is there to be joined
+        assert report["own"] != head and report["cpus"] == 2.0
 
 
 MAIN_SCRIPT = textwrap.dedent(
