@@ -13,6 +13,7 @@ import os
 import sys
 import types
 import typing
+from types import FunctionType
 from typing import Any, TypeVar
 
 __all__ = [
@@ -27,9 +28,11 @@ __all__ = [
     "TRACEBACK_SPANS",
     "TYPE_ALIAS_TYPE",
     "chained",
+    "class_module",
     "full_traceback",
     "is_heap_type",
     "proxy_own_dict",
+    "wrapt_proxy_roots",
     "written_in_c",
 ]
 
@@ -45,6 +48,7 @@ HEAPTYPE = 1 << 9
 # (PyType_FromSpec: from Python 3.12/3.13 on most of the stdlib's, ctypes'
 # metaclasses among them); never the class of a class statement or of type().
 IMMUTABLETYPE = 1 << 8
+_TYPE_DICT = type.__dict__["__dict__"]
 
 # The types the C pickler saves itself, without picklable's hook: plain data.
 PICKLE_OWN_TYPES = frozenset(
@@ -106,15 +110,71 @@ def written_in_c(t: type) -> bool:
     return not t.__flags__ & HEAPTYPE or bool(t.__flags__ & IMMUTABLETYPE)
 
 
+def class_module(cls: type) -> str | None:
+    """The module whose class statement made ``cls``: its ``__module__``, or, where
+    that is not a string, the module its body's functions name (None if none).
+
+    wrapt's pure-Python proxy classes (its fallback where no compiled wheel fits
+    the interpreter, or under ``WRAPT_DISABLE_EXTENSIONS``) replace the class
+    statement's ``__module__`` with a property that shows the wrapped object's, so
+    that on the class itself ``__module__`` is that property.
+    """
+    module = getattr(cls, "__module__", None)
+    if type(module) is str:
+        return module
+    prefix = f"{cls.__qualname__}."
+    try:  # read without running anything the class holds (the allow-list asks too)
+        namespace = _TYPE_DICT.__get__(cls, type)
+    except TypeError:  # not a class (a proxy that claims to be one)
+        return None
+    for value in namespace.values():
+        kind = type(value)
+        if kind is classmethod or kind is staticmethod:
+            func = value.__func__
+        elif kind is property:
+            func = value.fget
+        else:
+            func = value
+        if type(func) is FunctionType and func.__qualname__.startswith(prefix):
+            module = func.__module__
+            return module if type(module) is str else None
+    return None
+
+
+def wrapt_proxy_roots() -> tuple[type, ...]:
+    """The root classes of wrapt's proxies that the imported wrapt has (1.x or
+    2.x, compiled or pure-Python); none before wrapt is imported.
+
+    Found by identity in wrapt's modules, never by ``__module__``: the compiled
+    types say ``builtins`` or ``_wrappers``, the pure-Python ones have a property
+    there (see :func:`class_module`).
+    """
+    roots: list[type] = []
+    for module_name, names in (
+        ("wrapt", ("BaseObjectProxy", "ObjectProxy")),
+        ("wrapt.wrappers", ("ObjectProxy",)),  # the pure-Python implementation
+    ):
+        module = sys.modules.get(module_name)
+        for name in names:
+            candidate = getattr(module, name, None)
+            if isinstance(candidate, type) and candidate not in roots:
+                roots.append(candidate)
+    return tuple(roots)
+
+
 # wrapt's proxy fields that hold objects, never the proxy's own dict.
 _WRAPT_FIELDS = ("_self_instance", "_self_enabled", "_self_wrapper", "_self_parent", "_self_owner")
 
 
 def proxy_own_dict(proxy: Any) -> dict[str, Any] | None:
-    """A wrapt proxy's own ``__dict__`` (``vars(proxy)`` is the wrapped object's).
+    """A wrapt proxy's own ``__dict__`` (``vars(proxy)`` is the wrapped object's);
+    None when it has none yet.
 
-    wrapt 2 exposes it as ``__self_dict__``; wrapt 1 keeps it in the C object's
-    dict slot, reachable only as a GC referent that is none of its fields.
+    wrapt 2 exposes it as ``__self_dict__``. wrapt 1 puts a property showing the
+    wrapped object's dict where ``__dict__`` would be; ``object.__getstate__``
+    reads the instance's own (compiled or pure-Python proxy alike). Anything else
+    (a payload may name any object): the dict that is a GC referent and none of
+    wrapt's fields, as for a compiled wrapt 1 proxy (whose dict is a C slot).
     """
     try:
         own = object.__getattribute__(proxy, "__self_dict__")  # wrapt 2
@@ -122,6 +182,15 @@ def proxy_own_dict(proxy: Any) -> dict[str, Any] | None:
         own = None
     if isinstance(own, dict):
         return own
+    roots = wrapt_proxy_roots()
+    if roots and issubclass(type(proxy), roots):
+        try:
+            state = object.__getstate__(proxy)
+        except Exception:
+            return None
+        if type(state) is tuple:  # (dict, slots)
+            state = state[0]
+        return state if type(state) is dict else None
     fields = set()
     for name in _WRAPT_FIELDS:
         try:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _diagnose, _hints
-from ._compat import is_heap_type
+from ._compat import class_module, is_heap_type
 from ._diagnose import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
 from ._pickler import Pickler
 from .exceptions import PicklingError
@@ -346,9 +346,11 @@ def _html(node: Node) -> str:
 
 def _describe(obj: Any) -> str:
     t = type(obj)
-    if t is types.FunctionType or _is_a(obj, type):
-        kind = "function" if t is types.FunctionType else "class"
-        return f"{kind} {getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
+    if t is types.FunctionType:
+        return f"function {getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
+    if _is_a(obj, type):
+        module = class_module(obj) if isinstance(obj, type) else None
+        return f"class {module or '?'}.{getattr(obj, '__qualname__', '?')}"
     if t is types.ModuleType:
         return f"module {obj.__name__}"
     return _diagnose.type_name(obj)
@@ -384,7 +386,7 @@ def _opaque(obj: Any, how: Shipping) -> bool:
     t = type(obj)
     if t in PLAIN_TYPES or _is_a(obj, BaseException):
         return False
-    module = getattr(t, "__module__", "") or ""
+    module = class_module(t) or ""
     if module.partition(".")[0] in _OPAQUE_PACKAGES:
         return True
     # Other C types are data too (dates, decimals, arrays), except containers.

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _caches
-from ._compat import written_in_c
+from ._compat import class_module, written_in_c
 
 Hint = tuple[str, str]  # (reason, fix)
 
@@ -72,7 +72,7 @@ _DB_MODULES = (
 def type_name(obj: Any) -> str:
     """``module.Qualname`` of ``type(obj)``; builtins without the module."""
     t = type(obj)
-    module = getattr(t, "__module__", "?")
+    module = class_module(t) or "?"
     qualname = getattr(t, "__qualname__", t.__name__)
     return qualname if module == "builtins" else f"{module}.{qualname}"
 
@@ -305,7 +305,7 @@ def _running_code(obj: Any) -> Hint | None:
 
 def _database(obj: Any) -> Hint | None:
     t = type(obj)
-    module = getattr(t, "__module__", "") or ""
+    module = class_module(t) or ""
     top = module.partition(".")[0]
     lowered = t.__name__.lower()
     known_driver = top in _DB_MODULES or top.lstrip("_") in _DB_MODULES
@@ -545,7 +545,7 @@ def _changeable(klass_name: str, culprit: Any) -> bool:
     the interpreter's own types (builtins, the stdlib), which no user changes."""
     for klass in type(culprit).__mro__:
         if klass.__qualname__ == klass_name:
-            top = (getattr(klass, "__module__", "") or "").partition(".")[0]
+            top = (class_module(klass) or "").partition(".")[0]
             return top != "builtins" and top.lstrip("_") not in _STDLIB
     return False
 

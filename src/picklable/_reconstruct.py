@@ -55,7 +55,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from . import _caches, _code, _traceback, _tracker
 from ._code import CODES, HERE
-from ._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, chained, proxy_own_dict
+from ._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, chained, proxy_own_dict, wrapt_proxy_roots
 from ._paths import Path, format_path, walk
 from ._reads import script_reads
 from .exceptions import UnpicklingError, make_combined
@@ -570,25 +570,19 @@ def _set_proxy_state(
             setattr(proxy, key, value)
 
 
-# wrapt's proxy roots by the names its versions and implementations use.
-_WRAPT_PROXY_ROOTS = ("ObjectProxy", "BaseObjectProxy")
-_WRAPT_MODULES = ("builtins", "_wrappers", "wrapt.wrappers")
-
-
 def _is_wrapt_proxy(obj: Any) -> bool:
-    """Whether ``obj`` is an instance of a wrapt proxy class (by its roots' names)."""
-    return any(
-        klass.__name__ in _WRAPT_PROXY_ROOTS and klass.__module__ in _WRAPT_MODULES
-        for klass in type(obj).__mro__
-    )
+    """Whether ``obj`` is an instance of a wrapt proxy class."""
+    roots = wrapt_proxy_roots()
+    return bool(roots) and issubclass(type(obj), roots)
 
 
 @_rebuilder("wrapper", "rebuilds a wrapt proxy around what it wraps", "call")
 def _make_wrapt_proxy(cls: Any, wrapped: Any) -> Any:
     """An ``ObjectProxy`` subclass instance around ``wrapped``, bypassing a custom ``__init__``."""
     proxy = cls.__new__(cls)
+    roots = wrapt_proxy_roots()
     for klass in cls.__mro__:
-        if klass.__name__ in _WRAPT_PROXY_ROOTS and klass.__module__ in _WRAPT_MODULES:
+        if klass in roots:
             klass.__init__(proxy, wrapped)
             return proxy
     cls.__init__(proxy, wrapped)

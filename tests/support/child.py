@@ -62,12 +62,13 @@ class ChildError(AssertionError):
 class Child:
     """Handle on one fresh child interpreter."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        """``env``: variables set in the child's environment, on top of ours."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "support.child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=child_env(),
+            env={**child_env(), **(env or {})},
         )
 
     def run(self, fn: Any, *args: Any) -> Any:

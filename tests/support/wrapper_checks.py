@@ -85,3 +85,45 @@ def exercise_shop(payload: bytes) -> dict[str, Any]:
         "total": shop.total,
         "name": (shop.price.__name__, shop.price.__qualname__),
     }
+
+
+def wrapt_compiled() -> bool:
+    """Whether this interpreter's wrapt proxies are its compiled ones (static C
+    types), not its pure-Python fallback (classes made by a class statement)."""
+    import wrapt
+
+    return not wrapt.FunctionWrapper.__flags__ & (1 << 9)
+
+
+def wrapt_rules_here() -> tuple[dict[str, Any], bytes]:
+    """The wrapper rules checked with this interpreter's wrapt: what holds after
+    a round trip here, and a payload of local wrappers made here."""
+    import functools
+
+    from picklable_testpkg import wrapped as W
+
+    def roundtrip(obj: Any) -> Any:
+        return picklable.loads(picklable.dumps(obj))
+
+    proxy = W.make_traced_local("P")
+    copy = roundtrip(proxy)
+    service = W.Service()
+    found = {
+        "importable": all(
+            roundtrip(obj) is obj
+            for obj in (W.double, W.tagged, W.traced_square, W.Traced, type(W.double))
+        ),
+        "local": roundtrip(W.make_wrapt_local(5))(1),
+        "proxy": (type(copy) is W.Traced, copy._self_label, copy(2)),
+        "proxy state on the proxy": hasattr(copy.__wrapped__, "_self_label"),
+        "bound": roundtrip(service.scale)(3),
+        "classmethod": roundtrip(W.Service.kind)(),
+        "partial": roundtrip(functools.partial(W.make_wrapt_local(1), 1))(),
+        "explained": str(picklable.explain(service.scale)).splitlines()[1].split()[1],
+    }
+    made = {
+        "wrapt": W.make_wrapt_local(7),
+        "proxy": W.make_traced_local("Q"),
+        "bound": service.scale,
+    }
+    return found, picklable.dumps(made)

@@ -11,6 +11,7 @@ import inspect
 import types
 from typing import Any
 
+from .._compat import class_module
 from .wire import ADDRESS
 
 #: Fields compared for "exact copy", in report order.
@@ -35,7 +36,7 @@ def _text(value: Any) -> str | None:
 def type_name(obj: Any) -> str:
     """``module.qualname`` of ``type(obj)`` (never ``obj.__class__``: proxies lie)."""
     t = type(obj)
-    module = getattr(t, "__module__", None)
+    module = class_module(t)
     name = getattr(t, "__qualname__", t.__name__)
     # Not a str: a descriptor (wrapt's pure-Python proxies, which report the
     # wrapped object's module); the name alone then, as type's own repr does.

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _locator, _reconstruct, _tracker
-from .._compat import MAIN_MODULES, is_heap_type, written_in_c
+from .._compat import MAIN_MODULES, class_module, is_heap_type, written_in_c
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
@@ -77,7 +77,7 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
     known = _builtin_type_refs.get(id(cls))
     if known is not None and known[0] is cls:
         return known[1]
-    module = getattr(cls, "__module__", None)
+    module = class_module(cls)
     if module == "builtins" and cls.__dict__.get("__qualname__") is None:
         builtins = sys.modules["builtins"]
         if getattr(builtins, cls.__name__, None) is cls:
@@ -150,7 +150,21 @@ def _search_misnamed(cls: type) -> tuple[str, tuple[str, ...]] | None:
     claimed = getattr(cls, "__module__", None)
     name = getattr(cls, "__name__", None)
     qualname = getattr(cls, "__qualname__", None)
-    if type(claimed) is not str or type(name) is not str or qualname != name:
+    if type(name) is not str or type(qualname) is not str:
+        return None
+    if type(claimed) is not str:
+        # No module name at all (wrapt's pure-Python proxies: a property): the
+        # module its body's functions name, else any module that has it.
+        defined_in = class_module(cls)
+        if defined_in is not None and defined_in not in MAIN_MODULES:
+            path = tuple(qualname.split("."))
+            found: Any = sys.modules.get(defined_in)
+            for part in path:
+                found = getattr(found, part, None)
+            if found is cls:
+                return defined_in, path
+        claimed = "builtins"
+    if qualname != name:
         return None
     if claimed != "builtins" and claimed in sys.modules:
         return None  # a real module that does not have it: nothing lies here
@@ -227,6 +241,11 @@ def _class_attributes(
         if key in slot_names and isinstance(value, types.MemberDescriptorType):
             continue
         attributes[payload.name(key)] = value  # see PayloadState.name
+    module = namespace.get("__module__")
+    if module is not None and type(module) is not str and "__module__" not in skip:
+        # A descriptor there (a proxy class showing its wrapped object's module):
+        # the skeleton has the class statement's string, this comes after.
+        attributes["__module__"] = module
     return attributes
 
 
@@ -261,8 +280,10 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     payload = pickler._state()
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
+    module = class_module(cls)
     namespace: dict[str, Any] = {
-        "__module__": payload.name(cls.__module__),
+        # The class statement's own string (wrapt's metaclass puts its property back).
+        "__module__": payload.name(cls.__module__ if module is None else module),
         "__qualname__": payload.name(cls.__qualname__),
     }
     doc = cls.__dict__.get("__doc__")

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import _reconstruct
-from .._compat import proxy_own_dict
+from .._compat import proxy_own_dict, wrapt_proxy_roots
 from .._locator import locate_module_object
 from .reference import (
     class_attribute_reference,
@@ -76,6 +76,7 @@ LRU_WRAPPER: type = type(functools.lru_cache(maxsize=None)(lambda: None))
 _RLOCK_TYPES: tuple[type, ...] = (type(threading.RLock()),)
 # Made by lru_cache itself (a lambda closing over maxsize and typed).
 _LRU_MADE = frozenset({"cache_parameters", "__wrapped__"})
+_WRAPT_MADE = frozenset({"__module__", "__doc__", "__qualname__", "__annotations__"})
 _FUNCTION_WRAPPER_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
 
 
@@ -259,22 +260,8 @@ def is_wrapt_proxy_type(t: type) -> bool:
     """
     if "wrapt" not in sys.modules:
         return False
-    roots = _wrapt_roots()
+    roots = wrapt_proxy_roots()
     return bool(roots) and issubclass(t, roots)
-
-
-def _wrapt_roots() -> tuple[type, ...]:
-    roots: list[type] = []
-    for module_name, names in (
-        ("wrapt", ("BaseObjectProxy", "ObjectProxy")),
-        ("wrapt.wrappers", ("ObjectProxy",)),  # the pure-Python implementation
-    ):
-        module = sys.modules.get(module_name)
-        for name in names:
-            candidate = getattr(module, name, None)
-            if isinstance(candidate, type) and candidate not in roots:
-                roots.append(candidate)
-    return tuple(roots)
 
 
 def _function_wrapper_base(t: type) -> type | None:
@@ -289,8 +276,9 @@ def proxy_own_state(obj: Any) -> dict[str, Any]:
     own = proxy_own_dict(obj)
     if not own:
         return {}
-    # Set by wrapt's metaclass machinery on every instance; rebuilt by __init__.
-    return {k: v for k, v in own.items() if k not in ("__module__", "__doc__")}
+    # Set from what it wraps on every instance (by the compiled proxies; by the
+    # pure-Python ones' __init__); rebuilt as the copy is made.
+    return {k: v for k, v in own.items() if k not in _WRAPT_MADE}
 
 
 def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
