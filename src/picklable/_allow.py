@@ -68,7 +68,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _reconstruct, exceptions
-from ._compat import LAZY_IMPORT_TYPE, MAIN_MODULES, PICKLE_OWN_TYPES, SENTINEL_TYPE
+from ._compat import LAZY_IMPORT_TYPE, MAIN_MODULES, PICKLE_OWN_TYPES, SENTINEL_TYPE, class_module
 from ._paths import Path, format_path
 from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
 from .exceptions import UnpicklingError
@@ -360,6 +360,14 @@ _TYPE_MODULE = type.__dict__["__module__"]
 _TYPE_MRO = type.__dict__["__mro__"]
 
 
+def _type_module(cls: type) -> Any:
+    """The module a class belongs to, read past a metaclass's ``__module__``; where
+    that is no string (wrapt's pure-Python proxies hold a property there), the one
+    its body's functions name."""
+    module = _TYPE_MODULE.__get__(cls, type)
+    return module if type(module) is str else class_module(cls)
+
+
 def _is_implicit(obj: Any) -> bool:
     return _IMPLICIT_IDS.get(id(obj), _IMPLICIT_IDS) is obj
 
@@ -566,7 +574,7 @@ class Policy:
                 raise self.refuse(what, name, f"it is the module {name!r}, not allowed")
             return
         if isinstance(obj, type):
-            module = _TYPE_MODULE.__get__(obj, type)
+            module = _type_module(obj)
             if module == "builtins" and found_in is not None and _misnamed(obj):
                 module = found_in  # an extension type that never set its module (wrapt's)
             if not self.allows(module):
@@ -621,11 +629,11 @@ class Policy:
         if type(module) is not str or t in TYPEVAR_TYPES or t is SENTINEL_TYPE:
             module = None  # its class's module decides, whatever module it names
         if IMPLICIT_TYPES.get(id(t)) is t and (
-            module is None or inner is not None or module == _TYPE_MODULE.__get__(t, type)
+            module is None or inner is not None or module == _type_module(t)
         ):
             return  # an instance of an implicit class (a partial, a cell, an exception)
         if module is None:
-            module = _TYPE_MODULE.__get__(t, type)  # instances of C types: their type's
+            module = _type_module(t)  # instances of C types: their type's
         if not self.allows(module):
             raise self.refuse(what, module, f"it belongs to module {module!r}, not allowed")
 
@@ -732,7 +740,7 @@ class Policy:
             return
         for klass in _TYPE_MRO.__get__(cls, type):
             if name in vars(klass):
-                if klass.__flags__ & (1 << 9) and self.allows(_TYPE_MODULE.__get__(klass, type)):
+                if klass.__flags__ & (1 << 9) and self.allows(_type_module(klass)):
                     return  # the allowed module's own code
                 if name in SAFE_DUNDERS:
                     return
@@ -743,6 +751,13 @@ class Policy:
 
     def by_value(self, module: Any, what: str) -> None:
         """A class built by value counts as its ``__module__``."""
+        if type(module) is not str:
+            # A descriptor there, and no function of its body names its module.
+            raise self.refuse(
+                f"{what} shipped by value",
+                None,
+                f"it names no module (its __module__ is a {type(module).__qualname__})",
+            )
         if not self.allows(module):
             raise self.refuse(
                 f"{what} shipped by value",
@@ -755,7 +770,7 @@ def _misnamed(cls: type) -> bool:
     """An extension type that says ``builtins`` without being one of builtins' own."""
     return (
         not cls.__flags__ & (1 << 9)
-        and _TYPE_MODULE.__get__(cls, type) == "builtins"
+        and _type_module(cls) == "builtins"
         and getattr(builtins, cls.__name__, None) is not cls
     )
 
@@ -1115,7 +1130,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         """Whether ``inst``'s ``__setstate__`` is an allowed module's own code."""
         for klass in _TYPE_MRO.__get__(type(inst), type):
             if "__setstate__" in vars(klass):
-                module = _TYPE_MODULE.__get__(klass, type)
+                module = _type_module(klass)
                 return IMPLICIT_TYPES.get(id(klass)) is not klass and self.policy.allows(module)
         return False
 
@@ -1287,13 +1302,13 @@ def _name_of(obj: Any) -> str:
     """``module.qualname`` of ``obj`` for messages, read without looking anything
     up on an instance (its class's ``__getattr__`` could run, or recurse)."""
     if isinstance(obj, type):
-        module, name = _TYPE_MODULE.__get__(obj, type), _TYPE_QUALNAME.__get__(obj, type)
+        module, name = _type_module(obj), _TYPE_QUALNAME.__get__(obj, type)
     elif type(obj) in _NAMED_INSTANCES:
         name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "?")
         module = getattr(obj, "__module__", None)
     else:
         t = type(obj)
-        module, name = _TYPE_MODULE.__get__(t, type), f"{_TYPE_QUALNAME.__get__(t, type)} object"
+        module, name = _type_module(t), f"{_TYPE_QUALNAME.__get__(t, type)} object"
     return f"{module}.{name}" if type(module) is str and module != "builtins" else str(name)
 
 

@@ -157,6 +157,22 @@ class TestAdmitted:
         cls, obj = picklable.loads(payload, allowed=policy)
         assert cls is not Local and cls(2).double() == 4 and obj.double() == 2
 
+    def test_by_value_class_with_module_descriptor(self):
+        """A class with a descriptor for __module__ (wrapt's pure-Python proxies)
+        counts as the module its body's functions name, and keeps the descriptor."""
+
+        class Shows:
+            __module__ = property(lambda self: "shown")  # type: ignore[assignment]
+
+            def ident(self):
+                return self
+
+        payload = picklable.dumps(Shows)
+        _tracker._class_by_id.pop(_tracker._id_by_class[Shows])  # as if elsewhere
+        cls = picklable.loads(payload, allowed=picklable.Policy([__name__], by_value_code=True))
+        assert cls is not Shows and cls().__module__ == "shown"
+        assert type(vars(cls)["__module__"]) is property
+
     def test_by_value_dataclass_needs_its_module_only(self):
         """A by-value dataclass: its module and the code opt-in, no 'dataclasses' or '_thread'."""
 
@@ -247,6 +263,24 @@ class TestRefused:
         message = refused(picklable.dumps(api.make_closure(1)), policy)
         assert f"function {api.make_closure(1).__name__!r} shipped by value" in message
         assert "code shipped by value counts as module 'picklable_testpkg.api'" in message
+
+    def test_by_value_class_naming_no_module(self):
+        """A class whose __module__ is a descriptor and whose body has no function
+        names no module: refused under any list, saying so."""
+
+        shown = property(lambda self: "shown")  # made outside the class body
+
+        class Shows:
+            __module__ = shown  # type: ignore[assignment]
+
+        payload = picklable.dumps(Shows)
+        _tracker._class_by_id.pop(_tracker._id_by_class[Shows])  # as if elsewhere
+        message = refused(payload, picklable.Policy([__name__], by_value_code=True))
+        assert (
+            "class 'Shows' shipped by value: it names no module (its __module__ is a property)"
+            in message
+        )
+        assert picklable.loads(payload)().__module__ == "shown"
 
     def test_bare_code_refused(self):
         """A code object alone belongs to no module: refused under any allow-list."""
@@ -483,7 +517,10 @@ def _more_kinds():
     from picklable_testpkg import errors, wrapt_methods
 
     class Tagged(wrapt.ObjectProxy):
-        pass
+        # wrapt 1's pure-Python proxy classes keep their module only in the
+        # functions of their body (TestByValueClasses: refused without one).
+        def tag(self):
+            return self._self_tag
 
     tagged = Tagged(api.plain)
     tagged._self_tag = "t"  # the proxy's own state

@@ -1508,6 +1508,9 @@ def marker(tmp_path, monkeypatch):
 
 def _watched() -> dict[str, Any]:
     """What no attack may change: namespaces, classes, functions, objects of modules."""
+    # A module makes its __annotations__ on first read (wrapt's pure-Python
+    # ObjectProxy reads its wrapped object's): a read, not a modification.
+    _ = json.__annotations__, json.decoder.__annotations__
     return {
         "json": dict(vars(json)),
         "json.decoder": dict(vars(json.decoder)),
