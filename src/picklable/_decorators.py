@@ -9,7 +9,8 @@ Two ways to write a decorator:
 
 What they make keeps ``inspect.signature``, ``__wrapped__``, ``__name__``,
 ``__qualname__`` and ``__doc__``; binds like a method (instance methods,
-classmethods, staticmethods, with the instance passed to the wrapper); stacks
+classmethods, staticmethods, with the instance passed to the wrapper; under
+``classmethod``, Python 3.13+ passes the class in the arguments instead); stacks
 with itself, with ``classmethod``/``staticmethod`` and with other decorators in
 any order; and ships by reference when importable (the module attribute holding
 it *is* it, its ``__qualname__`` is the function's) and by value otherwise, with
@@ -111,7 +112,8 @@ class Wrapper(Generic[P, R]):
             was reached through an instance or a class.
         instance:
             The instance (or the class, for a classmethod) the wrapper was bound
-            to; None for functions and staticmethods.
+            to; None for functions and staticmethods, and under ``classmethod``
+            from Python 3.13 on (the class is then the first of ``args``).
         args, kwargs:
             The call's arguments, without the instance.
 
@@ -361,6 +363,9 @@ def decorator(wrapper: WrapperFunction) -> Decorator:
     The decorated object keeps its signature and metadata, binds like a method
     (``instance`` is the object, or the class for a classmethod, or None), and
     ships with picklable (and stdlib pickle, where importable) without more code.
+    Apply it over ``classmethod``: under it, from Python 3.13 on, ``classmethod``
+    calls the product as a plain function (``instance`` None, the class first in
+    ``args``), as it does wrapt's.
 
     Parameters
     ----------
