@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import picklable
+from picklable._compat import class_module
 from picklable_testpkg import api, clicommands, decorators, errors, neverwrong, wrapped
 from support.corpus import corpus
 from support.never_wrong_checks import both_loaded
@@ -20,10 +21,13 @@ def _module_objects() -> list[tuple[str, Any]]:
     found = []
     for module in (api, clicommands, decorators, errors, neverwrong, wrapped):
         for name, value in vars(module).items():
-            if not name.startswith("_") and getattr(value, "__module__", module.__name__) in (
-                module.__name__,
-                None,
-            ):
+            # class_module: a pure-Python wrapt proxy class has a property there
+            home = (
+                class_module(value)
+                if isinstance(value, type)
+                else getattr(value, "__module__", module.__name__)
+            )
+            if not name.startswith("_") and home in (module.__name__, None):
                 found.append((f"{module.__name__}.{name}", value))
     return found
 
