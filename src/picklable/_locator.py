@@ -27,7 +27,7 @@ import types
 from typing import Any
 
 from . import _caches
-from ._compat import MAIN_MODULES, is_heap_type
+from ._compat import MAIN_MODULES, class_module, is_heap_type
 from ._paths import Path, walk
 
 # How deep the index follows wrappers (wrapper -> attribute -> __wrapped__ ...).
@@ -186,7 +186,7 @@ def _children(
     """Objects reachable from ``value`` by a path that resolves back to them."""
     out: list[tuple[Any, Path]] = []
     if isinstance(value, type):
-        if getattr(value, "__module__", None) != module_name or id(value) in seen_classes:
+        if class_module(value) != module_name or id(value) in seen_classes:
             return out
         seen_classes.add(id(value))
         classes.append((value, path))

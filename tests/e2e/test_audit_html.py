@@ -19,6 +19,7 @@ from selenium.webdriver.support.ui import Select
 
 from picklable._audit import Entry, Outcome, Report, Result, audit
 from picklable._format import HtmlFormat
+from support import wrapper_checks
 from support.browser import chromium, horizontal_overflow, screenshot
 
 # Rows the browser actually lays out (hidden rows have no layout box).
@@ -210,7 +211,8 @@ class TestUrlState:
         why = browser.find_element(
             By.CSS_SELECTOR, '#entries tbody tr:not([hidden]) .why-for[data-for="cloudpickle"]'
         )
-        assert "type: BoundFunctionWrapper -> function" in why.text
+        wrapper = wrapper_checks.wrapt_type_label("BoundFunctionWrapper")
+        assert f"type: {wrapper} -> function" in why.text
 
     def test_nothing_matches(
         self, browser: webdriver.Chrome, report: Report, tmp_path: Path

@@ -95,6 +95,16 @@ def wrapt_compiled() -> bool:
     return not wrapt.FunctionWrapper.__flags__ & (1 << 9)
 
 
+def wrapt_type_label(name: str) -> str:
+    """How the audit and ``explain`` name wrapt's type ``name`` here: its compiled
+    types say module builtins (the bare name), its pure-Python ones name theirs."""
+    import wrapt
+
+    from picklable._compat import class_module
+
+    return name if wrapt_compiled() else f"{class_module(getattr(wrapt, name))}.{name}"
+
+
 def wrapt_rules_here() -> tuple[dict[str, Any], bytes]:
     """The wrapper rules checked with this interpreter's wrapt: what holds after
     a round trip here, and a payload of local wrappers made here."""

@@ -11,14 +11,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import wrapt
 
 from picklable._audit import Outcome, Report, TargetError, audit, audit_objects, collect
 from picklable._audit.collect import Target
 from picklable._audit.compare import differences, fingerprint, same_object
 from picklable._audit.wire import first_line
-from picklable._compat import is_heap_type
 from picklable_testpkg import api
+from support import wrapper_checks
 
 PACKAGE_FILES = {
     "__init__.py": """
@@ -318,10 +317,7 @@ class TestAudit:
             "cloudpickle"
         ]
         assert result.outcome is Outcome.WRONG
-        # wrapt's compiled types say module builtins; its pure-Python ones
-        # (no wheel for this Python, or WRAPT_DISABLE_EXTENSIONS) name theirs.
-        compiled = not is_heap_type(wrapt.BoundFunctionWrapper)
-        wrapper = "BoundFunctionWrapper" if compiled else "wrapt.wrappers.BoundFunctionWrapper"
+        wrapper = wrapper_checks.wrapt_type_label("BoundFunctionWrapper")
         assert result.detail == f"type: {wrapper} -> function"
 
     def test_copies_say_what_they_are(self, testpkg_report: Report) -> None:

@@ -35,6 +35,7 @@ import types
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._compat import class_module
 from .model import Problem
 from .wire import first_line
 
@@ -344,8 +345,7 @@ class Collector:
         if id(cls) in self._expanded:
             return
         self._expanded.add(id(cls))
-        package = getattr(cls, "__module__", "") or ""
-        package = package.partition(".")[0]
+        package = (class_module(cls) or "").partition(".")[0]
         try:
             names = dir(cls)
         except Exception as exc:
@@ -467,7 +467,7 @@ def _raw_member(cls: type, name: str) -> Any:
 
 
 def _in_package(value: Any, package: str) -> bool:
-    module = getattr(value, "__module__", None)
+    module = class_module(value) if isinstance(value, type) else getattr(value, "__module__", None)
     return isinstance(module, str) and (module == package or module.startswith(package + "."))
 
 
