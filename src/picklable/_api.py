@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from . import _caches, _locator
 from ._compat import chained
-from ._pickler import DEFAULT_PROTOCOL, Pickler
+from ._pickler import DEFAULT_PROTOCOL, Pickler, needs_check, with_interpreter_check
 from ._unpickler import Unpickler, unpickling_error
 from .exceptions import UnpicklingError
 
@@ -189,7 +189,9 @@ def dumps(
     Returns
     -------
     bytes
-        The payload.
+        The payload. One that carries code or classes by value is refused by
+        another Python minor version before anything of it runs: the check of
+        the interpreter that made it comes first (see docs/safety.md).
 
     Raises
     ------
@@ -233,7 +235,11 @@ def dumps(
         pickler.clear_memo()
     else:
         pickler.memo = {}
-    pickler._payload = None
+    payload = pickler._payload
+    if payload is not None:
+        if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
+            data = with_interpreter_check(data)
+        pickler._payload = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
         _idle.append(pickler)
     return data
@@ -264,7 +270,11 @@ def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer]
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     pickler.memo = {}  # few objects beside large buffers: a new table costs no more
-    pickler._payload = None
+    payload = pickler._payload
+    if payload is not None:
+        if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
+            data = with_interpreter_check(data)
+        pickler._payload = None
     sink.buffer_callback = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle_out_of_band) < _IDLE_LIMIT:
         _idle_out_of_band.append(pickler)
@@ -303,7 +313,8 @@ def _dump_failed(
         return _dump_error(obj, again)
     finally:
         pickler._check_copies = False
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
 
 
 def _copied_script_objects(pickler: Any) -> bool:
@@ -392,9 +403,12 @@ def dump(
         ``buffer_callback`` may be passed by position; ``fix_imports``.
 
     Parameters are as for :func:`dumps` (``buffer_callback`` is the fourth
-    positional, as in ``cloudpickle.dump``). Without ``key`` and
-    ``deterministic`` the pickler writes into ``file`` as it goes; with either,
-    the payload is made in memory first and written in one call.
+    positional, as in ``cloudpickle.dump``). The payload is written once it is
+    complete (a failed dump writes nothing): in the chunks the pickler made,
+    large buffers as they are (without ``key`` and ``deterministic``), or in
+    one call (with either). As with :func:`dumps`, another Python minor
+    version refuses a payload with code or classes by value before anything
+    of it runs.
 
     Raises
     ------
@@ -418,18 +432,14 @@ def dump(
         raise error
 
 
-class _Watched:
-    """Forwards writes to a file and remembers whether any happened."""
+class _Held:
+    """A write target that keeps what the pickler writes, by reference."""
 
-    __slots__ = ("file", "written")
+    __slots__ = ("chunks", "write")
 
-    def __init__(self, file: IO[bytes]) -> None:
-        self.file = file
-        self.written = False
-
-    def write(self, data: Any) -> Any:
-        self.written = True
-        return self.file.write(data)
+    def __init__(self) -> None:
+        self.chunks: list[Any] = []
+        self.write = self.chunks.append
 
 
 def _dump_fresh(
@@ -440,45 +450,44 @@ def _dump_fresh(
 ) -> BaseException | None:
     """Pickle ``obj`` into ``file`` with a new pickler; the error to raise, if any.
 
+    What the pickler writes is held until the payload is complete, then
+    written in order: a payload bound to this interpreter gets the check of
+    its record in front (known only at the end; see ``needs_check``), and a
+    failed dump writes nothing. Holding costs the pickle's own bytes, not
+    its large buffers: the pickler hands those to ``write`` as they are
+    (bytes, bytearrays, buffers of 64 KiB and more), kept here by reference.
     As in :func:`dumps`, a failure that may come from a stale "importable by
-    name" answer gets one retry with the cache cleared (a module attribute
-    reassigned since makes pickle refuse the stale reference), provided the
-    file can be put back as it was: nothing written yet (the C pickler writes
-    in 64 KiB frames), or seekable.
+    name" answer (a module attribute reassigned since makes pickle refuse the
+    stale reference), or from a script object that cannot be copied, gets one
+    retry.
     """
-    start = None
+    held = _Held()
+    pickler = make_pickler(held)
     try:
-        if file.seekable():
-            start = file.tell()
-    except (AttributeError, OSError, ValueError):
-        start = None
-    watched = _Watched(file)
-    first = make_pickler(watched)
-    try:
-        first.dump(obj)
-        return None
+        pickler.dump(obj)
     except Exception as exc:
-        scripts = _copied_script_objects(first)
+        scripts = _copied_script_objects(pickler)
         if (
             isinstance(exc, RecursionError)
             or _is_located(exc)
             or (not _stale_reference(exc) and not scripts)
-            or (watched.written and start is None)
         ):
             return _dump_error(obj, exc)
-    if watched.written:
-        assert start is not None
-        file.seek(start)
-        file.truncate()
-    _locator.by_name.clear()
-    if on_retry is not None:
-        on_retry()
-    again = make_pickler(file)
-    again._check_copies = scripts
-    try:
-        again.dump(obj)
-    except Exception as failed:
-        return _dump_error(obj, failed)
+        _locator.by_name.clear()
+        if on_retry is not None:
+            on_retry()
+        held = _Held()
+        pickler = make_pickler(held)
+        pickler._check_copies = scripts
+        try:
+            pickler.dump(obj)
+        except Exception as failed:
+            return _dump_error(obj, failed)
+    chunks = held.chunks
+    if chunks and needs_check(pickler._payload, obj):
+        chunks[0] = with_interpreter_check(chunks[0])
+    for chunk in chunks:
+        file.write(chunk)
     return None
 
 

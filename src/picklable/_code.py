@@ -22,6 +22,8 @@ from . import _caches
 from .exceptions import UnpicklingError
 
 __all__ = [
+    "BOUND",
+    "BYTECODE",
     "CODES",
     "HERE",
     "check_interpreter",
@@ -118,13 +120,23 @@ def seal(data: bytes) -> bytes:
     return data + zlib.crc32(data, _SEAL_START).to_bytes(4, "little")
 
 
-def check_interpreter(record: object) -> None:
+# What check_interpreter says a payload holds: code (its rebuilders' own check),
+# or anything that binds it to the Python that made it (the check in front).
+BYTECODE = "this payload carries code compiled by {}"
+BOUND = (
+    "this payload was made by {} for that Python minor version alone (it carries "
+    "code or classes by value, or objects that differ between versions)"
+)
+
+
+def check_interpreter(record: object, what: str = BYTECODE) -> None:
     """Refuse by-value code made by another interpreter, before building any.
 
     ``record`` is ``"<implementation> <major.minor>"``, the part users can act
     on; the exact bytecode version (the magic number, which also changes
     between pre-releases of one minor version) is bound by the checksum of
-    the code bytes (:func:`seal`).
+    the code bytes (:func:`seal`). ``what`` says what the payload holds, with
+    ``{}`` for the record (:data:`BYTECODE`, :data:`BOUND`).
     """
     if type(record) is not str:
         raise UnpicklingError(
@@ -138,8 +150,8 @@ def check_interpreter(record: object) -> None:
         return
     theirs = record if _well_formed(record) else "an unknown interpreter"
     raise UnpicklingError(
-        f"Cannot load: this payload carries code compiled by {theirs}; this interpreter "
-        f"is {HERE}. Fix: run the same Python minor version on both sides.",
+        f"Cannot load: {what.format(theirs)}; this interpreter is {HERE}. "
+        "Fix: run the same Python minor version on both sides.",
         reason="bytecode from another interpreter",
         hint="run the same Python minor version on both sides",
     )

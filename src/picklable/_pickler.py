@@ -26,14 +26,88 @@ import re
 from collections.abc import Callable
 from typing import IO, Any
 
-from . import _locator
+from . import _code, _locator
 from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
 from ._reduce.table import CLASS, FUNCTION, HANDLERS, handler_for, reclassify
 
-__all__ = ["DEFAULT_PROTOCOL", "Pickler", "resolve_protocol"]
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "INTERPRETER_CHECK",
+    "Pickler",
+    "needs_check",
+    "resolve_protocol",
+    "with_interpreter_check",
+]
 
 DEFAULT_PROTOCOL = 5
+
+
+# What goes in front of a payload bound to this interpreter (PayloadState.bound:
+# it carries code or classes by value, or a reference whose target differs
+# between versions): ``_check_interpreter(record)``, its result popped. The rest
+# of such a payload may import modules (their code runs) and call rebuilders
+# before the first function's own record is checked; this refuses another
+# interpreter's payload before any of that. Protocol 0 opcodes, valid in every
+# protocol; unframed (a frame may begin after it); no MEMOIZE, so the memo
+# indices of the rest are unchanged. An unbound payload gets nothing: its bytes
+# are pickle's, and it loads on every version. Nor does one whose first call
+# checks the record itself (see needs_check).
+INTERPRETER_CHECK = b"".join(
+    (
+        pickle.GLOBAL,
+        b"picklable._reconstruct\n_check_interpreter\n",
+        pickle.MARK,
+        pickle.UNICODE,
+        _code.HERE.encode("raw_unicode_escape"),
+        b"\n",
+        pickle.TUPLE,
+        pickle.REDUCE,
+        pickle.POP,
+    )
+)
+
+
+def with_interpreter_check(data: bytes) -> bytes:
+    """``data`` (a whole payload, or its first chunk) with :data:`INTERPRETER_CHECK`
+    in front: after its ``PROTO`` opcode (protocols 2 and later), else first."""
+    if data[:1] == pickle.PROTO:
+        return b"".join((data[:2], INTERPRETER_CHECK, memoryview(data)[2:]))  # one copy
+    return INTERPRETER_CHECK + data
+
+
+def needs_check(payload: PayloadState | None, obj: Any) -> bool:
+    """Whether the payload of ``obj`` (``payload`` its state) needs
+    :data:`INTERPRETER_CHECK` in front.
+
+    It does when it is bound to this interpreter, unless its first call is
+    the rebuilder of the object that bound it and checks the record itself,
+    before anything else runs: a function or code object by value, with
+    arguments of plain data (``PayloadState.first_value``), that the payload
+    writes first (``obj`` itself, or first in tuples, lists and dicts at the
+    front of ``obj``). A lone lambda, or ``(function, args)`` as pools send
+    them, then costs no global lookup more to load.
+    """
+    if payload is None or not payload.bound:
+        return False
+    first = payload.first_value
+    for _ in range(_FRONT_DEPTH):
+        if obj is first:
+            return False
+        t = type(obj)
+        if (t is tuple or t is list) and obj:
+            obj = obj[0]
+        elif t is dict and obj:
+            key, obj = next(iter(obj.items()))
+            if type(key) not in _PLAIN_KEYS:
+                return True
+        else:
+            return True
+    return True
+
+
+_FRONT_DEPTH = 16
+_PLAIN_KEYS = frozenset({str, int, bytes, float, bool})
 
 
 def resolve_protocol(protocol: int | None) -> int:

@@ -63,6 +63,7 @@ from .exceptions import UnpicklingError, make_combined
 __all__ = [
     "_bind_descriptor",
     "_built_setstate",
+    "_check_interpreter",
     "_class_setstate",
     "_exception_setstate",
     "_fill_type_alias",
@@ -342,6 +343,22 @@ def _missing_globals(obj: Any, module: types.ModuleType) -> set[str]:
 # ------------------------------------------------------------- code by value
 
 
+@_rebuilder("part", "checks that the payload was made by this Python minor version", "build")
+def _check_interpreter(record: str) -> None:
+    """Refuse a payload bound to another interpreter, before anything of it runs.
+
+    A payload that carries code or classes by value (or references that mean
+    other objects on other versions) starts with this call (see
+    :data:`picklable._pickler.INTERPRETER_CHECK`): ahead of the imports and
+    reductions of the rest, which would otherwise run before the first
+    ``_make_function`` or ``_load_code`` checks its own record.
+
+    .. versionadded:: 0.2.0
+    """
+    if record != HERE:
+        _code.check_interpreter(record, _code.BOUND)
+
+
 @_rebuilder("value", "builds a code object by value", "code")
 def _load_code(data: bytes, record: str) -> types.CodeType:
     """Build a code object from marshal bytes, refusing another interpreter's."""
@@ -372,12 +389,14 @@ def _make_function(
     .. versionchanged:: 0.2.0
        ``origin``; functions get ``__builtins__`` in their globals.
     """
+    if record != HERE:
+        # Before anything else, even for bytes this process has seen: a payload
+        # whose first call this is gets no check in front (_check_interpreter).
+        _code.check_interpreter(record)
     if origin is not None:
         found = _script_original(origin)
         if found is not _MISSING:
             return found  # type: ignore[no-any-return]
-    if record != HERE:
-        _code.check_interpreter(record)  # even for bytes this process has seen
     code = CODES.get(data)
     if code is None:
         code = _code.load(data, record)

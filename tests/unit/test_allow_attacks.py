@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import pytest
 
 import picklable
-from picklable import _allow, _reconstruct, _tracker
+from picklable import _allow, _code, _reconstruct, _tracker
 from picklable_testpkg import api, modstate
 from support.opcodes import (
     APPEND,
@@ -1340,6 +1340,13 @@ def _attacks() -> list[Attack]:
                 )
             ),
             reached=lambda result: json.loads is json.dumps,
+        ),
+        Attack(
+            "_check_interpreter passed, then os.system: the check admits nothing after it",
+            ("_check_interpreter", "STACK_GLOBAL"),
+            "run code",
+            payload(tuple_(call(rebuilder("_check_interpreter"), text(_code.HERE)), system())),
+            reached=_runs(b""),
         ),
         Attack(
             "_make_dict_view of sys.modules",

@@ -23,6 +23,14 @@ class TestDumps:
         data = {"a": [1, 2.5, "x", b"y", None, True], "b": (1, {2, 3})}
         assert picklable.dumps(data) == pickle.dumps(data, protocol=5)
 
+    def test_failed_dump_writes_nothing(self):
+        """dump writes the payload once it is complete: a failure leaves the file as it was."""
+        stream = io.BytesIO(b"kept")
+        stream.seek(4)
+        with pytest.raises(picklable.PicklingError):
+            picklable.dump([list(range(100_000)), threading.Lock()], stream)
+        assert stream.getvalue() == b"kept"
+
     def test_module_function_matches_stdlib_bytes(self):
         """A function importable by name is a plain global reference."""
         assert picklable.dumps(api.plain) == pickle.dumps(api.plain, protocol=5)

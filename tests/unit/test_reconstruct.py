@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import pickle
+import pickletools
 import sys
 
 import pytest
 
 import picklable
-from picklable import _code, _paths, _reconstruct
+from picklable import _code, _paths, _pickler, _reconstruct, _signing
 from picklable_testpkg import api
+from support import cross_version_probe as probe
+
+
+def _signing_header() -> int:
+    """Bytes of a signed payload before its pickle."""
+    return len(_signing.sign(_signing.check_key(picklable.new_key()), b"", []))
 
 
 class TestResolve:
@@ -39,17 +47,176 @@ class TestResolve:
         assert _paths.format_path("m", path) == "m:add.__closure__[0].cell_contents['k']"
 
 
+HERE = _code.HERE
+# Another interpreter's record, as long as this one's (a payload can be forged in place).
+FORGED = "cpython 3." + "9" * (len(HERE) - len("cpython 3."))
+
+
+def _forged(data: bytes) -> bytes:
+    """``data`` as if made by the interpreter FORGED (every record replaced)."""
+    assert len(FORGED) == len(HERE) and FORGED != HERE and HERE.encode() in data
+    return data.replace(HERE.encode(), FORGED.encode())
+
+
+def _streamed(obj) -> bytes:
+    """``obj`` written by a Pickler straight into a stream (no check in front)."""
+    stream = io.BytesIO()
+    picklable.Pickler(stream).dump(obj)
+    return stream.getvalue()
+
+
+def _dumped(obj) -> bytes:
+    stream = io.BytesIO()
+    picklable.dump(obj, stream)
+    return stream.getvalue()
+
+
+def _out_of_band(obj) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    buffers: list[pickle.PickleBuffer] = []
+    return picklable.dumps(obj, buffer_callback=buffers.append), buffers
+
+
+def _annotated():
+    def annotated(x: api.Record) -> None:
+        """A copied function whose annotation is a class that is not built in."""
+
+    annotated.__annotations__ = {"x": api.Record}  # not the string (future annotations)
+    return annotated
+
+
+# Each way the front door writes a payload: (how, make the payload, load it).
+WAYS = {
+    "dumps": (picklable.dumps, picklable.loads),
+    "dump": (_dumped, lambda data: picklable.load(io.BytesIO(data))),
+    "deterministic": (lambda obj: picklable.dumps(obj, deterministic=True), picklable.loads),
+    "protocol 2": (lambda obj: picklable.dumps(obj, 2), picklable.loads),
+    "protocol 0": (lambda obj: picklable.dumps(obj, 0), picklable.loads),
+    "pickle.loads": (picklable.dumps, pickle.loads),
+    "allow-list": (
+        picklable.dumps,
+        lambda data: picklable.loads(
+            data,
+            allowed=picklable.Policy(
+                ["picklable_testpkg", "support.cross_version_probe", "test_reconstruct"],
+                by_value_code=True,
+            ),
+        ),
+    ),
+}
+
+
 class TestInterpreterGuard:
     def test_other_interpreter_refused_before_marshal(self):
-        """Code from another Python version is refused with both sides named."""
-        data = picklable.dumps(api.make_closure(1))
-        here = _code.HERE
-        forged = "cpython 3." + "9" * (len(here) - len("cpython 3."))
-        assert len(forged) == len(here) and forged != here
+        """Code from another Python version is refused with both sides named, also
+        without the check in front (a Pickler's stream)."""
+        data = _forged(_streamed(api.make_closure(1)))
         with pytest.raises(picklable.UnpicklingError) as info:
-            picklable.loads(data.replace(here.encode(), forged.encode()))
-        message = str(info.value)
-        assert f"compiled by {forged}; this interpreter is {here}." in message
+            picklable.loads(data)
+        assert f"compiled by {FORGED}; this interpreter is {HERE}." in str(info.value)
+
+    @pytest.mark.parametrize("way", list(WAYS))
+    def test_refused_before_anything_of_the_payload_runs(self, way):
+        """A payload with code by value, made by another interpreter, is refused
+        before the objects in front of its code are loaded."""
+        make, load = WAYS[way]
+        data = make((probe.Trace(way), api.make_closure(2)))
+        assert load(data)[1](1) == 3
+        assert probe.RAN.count(way) == 1
+        with pytest.raises(picklable.UnpicklingError) as info:
+            load(_forged(data))
+        assert str(info.value) == (
+            f"Cannot load: this payload was made by {FORGED} for that Python minor version "
+            "alone (it carries code or classes by value, or objects that differ between "
+            f"versions); this interpreter is {HERE}. Fix: run the same Python minor version "
+            "on both sides."
+        )
+        assert probe.RAN.count(way) == 1  # the Trace in front was not loaded
+
+    def test_out_of_band_and_signed_payloads_are_checked_first(self):
+        """With buffers out of band, or signed, the check still comes first."""
+        data, buffers = _out_of_band((probe.Trace("oob"), api.make_closure(2)))
+        with pytest.raises(picklable.UnpicklingError, match=f"made by {FORGED} for that"):
+            picklable.loads(_forged(data), buffers=buffers)
+        key = picklable.new_key()
+        signed = picklable.dumps((probe.Trace("signed"), api.make_closure(2)), key=key)
+        assert signed.index(_pickler.INTERPRETER_CHECK) == _signing_header() + 2
+        assert "oob" not in probe.RAN
+
+    def test_classes_by_value_without_code_are_checked(self):
+        """A class by value binds its payload to its interpreter, methods or not."""
+        empty = type("Empty", (), {"__module__": "test_reconstruct", "__qualname__": "f.Empty"})
+        data = picklable.dumps(empty)
+        assert data.startswith(pickle.PROTO + b"\x05" + _pickler.INTERPRETER_CHECK)
+        with pytest.raises(picklable.UnpicklingError, match=f"made by {FORGED} for that"):
+            picklable.loads(_forged(data))
+
+    def test_check_is_unframed_and_adds_no_memo(self):
+        """The check sits after PROTO, outside frames, and memoizes nothing: the rest
+        is what a Pickler writes into a stream, byte for byte."""
+        obj = [probe.Trace("memo"), api.make_closure(1), api.make_closure(1), {"k": api.Frame}]
+        data = picklable.dumps(obj)
+        assert data == _pickler.with_interpreter_check(_streamed(obj))
+        assert data[2:].startswith(_pickler.INTERPRETER_CHECK)
+        pickletools.dis(data, io.StringIO())  # the memo and stack add up
+
+    @pytest.mark.parametrize(
+        "obj",
+        [
+            api.make_closure(1),
+            lambda x: x + 1,
+            api.make_closure(1).__code__,
+            [api.make_closure(i) for i in range(3)],
+            (api.make_closure(1), (2,), {"k": api.Frame}),
+            {"task": api.make_closure(1), "args": (api.Record("r", 1),)},
+        ],
+        ids=["closure", "lambda", "code", "list", "function and arguments", "dict"],
+    )
+    def test_first_call_checks_the_record_itself(self, obj):
+        """A payload whose first call is a by-value function's (or code's) rebuilder,
+        with arguments of plain data, needs no check in front: that call checks
+        the record before anything else runs (one global lookup less to load)."""
+        data = picklable.dumps(obj)
+        assert _pickler.INTERPRETER_CHECK not in data
+        assert data == _streamed(obj)
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.loads(_forged(data))
+        assert f"compiled by {FORGED}; this interpreter is {HERE}." in str(info.value)
+
+    @pytest.mark.parametrize(
+        "obj",
+        [
+            lambda: api,  # a module among its globals: _import runs first
+            lambda: len(api.Record.__name__),
+            (api.plain, lambda x: x),  # a reference first
+            _annotated(),
+            {api.Color.RED: lambda x: x},
+        ],
+        ids=["module global", "reference global", "reference first", "annotation", "key"],
+    )
+    def test_anything_before_the_first_check_puts_the_check_in_front(self, obj):
+        """An import or a call before the first by-value rebuilder: the check goes in front."""
+        assert picklable.dumps(obj).startswith(pickle.PROTO + b"\x05" + _pickler.INTERPRETER_CHECK)
+
+    @pytest.mark.parametrize(
+        "obj",
+        [{"a": [1, 2.5, b"x"]}, api.plain, api.add, api.Record("r", 1), api.Color.RED, len],
+        ids=["data", "function", "located", "instance", "enum member", "builtin"],
+    )
+    def test_nothing_by_value_nothing_in_front(self, obj):
+        """Payloads without code or classes by value get no check: they load on
+        every version (and plain references are stdlib pickle's bytes)."""
+        for data in (picklable.dumps(obj), _dumped(obj), picklable.dumps(obj, 2)):
+            assert b"_check_interpreter" not in data
+        if obj is not api.add:
+            assert picklable.dumps(obj) == pickle.dumps(obj, protocol=5)
+
+    def test_check_rebuilder_accepts_this_interpreter(self):
+        """_check_interpreter is quiet for this interpreter's record."""
+        assert _reconstruct._check_interpreter(HERE) is None
+        with pytest.raises(
+            picklable.UnpicklingError, match="made by an unknown interpreter for that"
+        ):
+            _reconstruct._check_interpreter("nonsense")
 
     def test_record_is_implementation_and_minor_version(self):
         """The record says what users can act on: "cpython 3.11"."""

@@ -278,6 +278,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
     payload = pickler._state()
+    payload.bound = True  # first_value stays NOT_FIRST: making a class runs code
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
     module = class_module(cls)

@@ -287,6 +287,10 @@ def reduce_code(pickler: Pickler, code: types.CodeType) -> tuple[Any, ...]:
     # first): marshal data from another Python version is refused, never loaded.
     canonical = pickler._canonical
     data = code_info(code)[1] if canonical is None else canonical.code_bytes(code)
+    payload = pickler._state()
+    if not payload.bound:
+        payload.bound = True
+        payload.first_value = code  # _load_code checks the record first
     return (_reconstruct._load_code, (data, _RECORD))
 
 
@@ -331,6 +335,9 @@ def function_by_value(
     payload = pickler._payload
     if payload is None:
         payload = pickler._state()
+    first = not payload.bound
+    payload.bound = True
+    plain = first  # whether loading its arguments runs nothing (see below)
     shipped = payload.globals_map.get(_id(home))
     if shipped is None:
         refs: dict[str, Any] = {}
@@ -343,8 +350,12 @@ def function_by_value(
             value = home.get(name, _missing)
             if value is not _missing:
                 refs[name] = value
-                if _type(value) is _module:
+                kind = _type(value)
+                if kind is _module:
                     modules = [value] if modules is None else [*modules, value]
+                    plain = False
+                elif kind not in _leaf:
+                    plain = False
         # First function of its namespace in this payload: its globals travel in
         # the arguments, except a reference to itself, which would make pickle
         # build it twice (it is not memoized until its arguments are saved).
@@ -428,6 +439,13 @@ def function_by_value(
             args = (data, _RECORD, shipped, name, defaults, closure)
     else:
         args = (data, _RECORD, shipped, name, defaults, closure)
+    if plain and (len(args) == 6 or _plain_annotation_values(annotations)):
+        # The payload's first by-value object, and its arguments are plain data
+        # (cells are too: what they hold that is not comes later, in the state;
+        # defaults that are not come in the state too): _make_function checks
+        # the record before anything of the payload runs (see
+        # picklable._pickler.needs_check).
+        payload.first_value = func
     attributes = func.__dict__
     if attributes:
         attributes = {payload.name(key): value for key, value in attributes.items()}
@@ -437,6 +455,13 @@ def function_by_value(
         # The C unpickler refuses a (dict, None) state: "slot state is not a dictionary".
         return (_reconstruct._make_function, args, attributes)
     return (_reconstruct._make_function, args, (attributes or None, slots))
+
+
+def _plain_annotation_values(annotations: dict[str, Any]) -> bool:
+    """Whether annotations in ``_make_function``'s arguments load without running
+    anything: strings and built-in types (a class would import its module)."""
+    values = annotations.values()
+    return all(type(value) is str or value in _BUILTIN_ANNOTATIONS for value in values)
 
 
 # Annotation values that are always plain references: None and the built-in

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PayloadState"]
+__all__ = ["NOT_FIRST", "PayloadState"]
+
+# PayloadState.first_value when no object's rebuilder checks the record first.
+NOT_FIRST: Any = object()
 
 
 class PayloadState:
@@ -19,6 +22,8 @@ class PayloadState:
         "markers",
         "names",
         "script_paths",
+        "bound",
+        "first_value",
     )
 
     def __init__(self) -> None:
@@ -37,6 +42,15 @@ class PayloadState:
         # script module name -> id -> path of its index's objects, read once per
         # payload (see picklable._reduce.scripts.script_location)
         self.script_paths: dict[str, Any] = {}
+        # Whether the payload is bound to this interpreter: code or a class went
+        # by value, or a reference that means another object on another Python
+        # version; it then loads on this minor version only (see
+        # picklable._pickler.INTERPRETER_CHECK) ...
+        self.bound = False
+        # ... and the object of the first reduction that bound it when its
+        # rebuilder checks the record before anything of the payload runs (a
+        # function or code object whose arguments are plain data), else NOT_FIRST
+        self.first_value: Any = NOT_FIRST
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.
