@@ -96,6 +96,26 @@ def named_globals(data: bytes) -> list[str]:
     return sorted(names)
 
 
+# The rebuilders of code shipped by value (frozen names of the format): a payload
+# that names one carries the interpreter record of the Python that wrote it.
+CODE_REBUILDERS = ("picklable._reconstruct:_make_function", "picklable._reconstruct:_load_code")
+
+
+def carries_code(data: bytes) -> bool:
+    """Whether a payload carries code by value: it names a code rebuilder, or
+    holds a payload that does (an envelope's bytes, a signed payload's pickle)."""
+    if data[: len(SIGNED_MAGIC)] == SIGNED_MAGIC:
+        data = data[SIGNED_HEADER:]
+    if set(CODE_REBUILDERS) & set(named_globals(data)):
+        return True
+    return any(
+        opcode.name.startswith(("SHORT_BINBYTES", "BINBYTES"))
+        and arg[:1] == pickle.PROTO
+        and carries_code(arg)
+        for opcode, arg, _ in pickletools.genops(data)
+    )
+
+
 def read_buffers(directory: Path, entry: dict[str, Any]) -> list[bytearray] | None:
     """The out-of-band buffers saved beside a payload, writable as they were made."""
     if not entry["buffers"]:
@@ -142,14 +162,19 @@ def load_and_check(
     return {"checks": results, "generator_imported": generator_seen}
 
 
-def load_failure(path: str, loader: str, key: bytes | None = None) -> str | None:
-    """How loading the file at ``path`` (and nothing else) fails, or None if it loads."""
+def load_failure(
+    path: str, loader: str, key: bytes | None = None, buffers: list[str] | None = None
+) -> str | None:
+    """How loading the file at ``path`` (with the ``buffers`` files saved beside
+    it) fails, or None if it loads."""
+    folder = Path(path).parent
     data = Path(path).read_bytes()
+    read = read_buffers(folder, {"buffers": buffers or []})
     try:
         if loader == "picklable":
-            picklable.loads(data, key=key)
+            picklable.loads(data, buffers=read, key=key)
         else:
-            pickle.loads(data)
+            pickle.loads(data, buffers=read)
     except Exception as exc:
         return f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
     return None

@@ -8,6 +8,12 @@ load in fresh interpreters, one with ``picklable.loads`` and another with plain
 ``pickle.loads`` (so neither finds what the other built): nothing the test
 process imported can stand in for what a payload must bring, and decoys in the
 child's ``__main__`` catch code that reads its globals from there.
+
+On another Python than the one that wrote them, no payload is skipped: one
+that carries code by value (:func:`support.old_payloads.carries_code`) must be
+refused with a :class:`picklable.UnpicklingError` naming both interpreters,
+and any other must load as on its own version (:data:`ON_ANOTHER_PYTHON` says
+which each kind may be).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, NamedTuple
 import pytest
 
 import picklable
+from picklable._code import HERE
 from support import old_payloads
 from support.child import Child
 
@@ -30,6 +37,25 @@ OLD_PAYLOADS = Path(__file__).resolve().parent.parent / "old_payloads"
 # The key the generator signed with (generate_old_payloads.KEY).
 KEY = b"picklable old payloads test key!"
 THIS_PYTHON = f"{sys.implementation.name}_{sys.version_info.major}{sys.version_info.minor}"
+# What a payload of each kind does on another Python than the one that wrote it:
+# "refused" (it carries code by value), "right" (it does not: loads as on its own).
+ON_ANOTHER_PYTHON = {
+    "function": {"refused"},
+    "class": {"refused"},
+    "module": {"refused"},
+    "envelope": {"refused"},
+    "signed": {"refused"},
+    "deterministic": {"refused"},
+    "out_of_band": {"refused"},
+    "reference": {"right"},
+    # A __main__ IntFlag has no method: a class by value without code, which
+    # payloads of 0.1.0 do not bind to their interpreter.
+    "enum": {"refused", "right"},
+    # with_state of a located reference; the other wrappers are of __main__ code.
+    "wrapper": {"refused", "right"},
+    # OSErrors and picklable's own errors; the others are __main__ classes.
+    "exception": {"refused", "right"},
+}
 # Every kind of payload a directory must hold, each checked by one class below.
 KINDS = frozenset(
     {
@@ -99,10 +125,18 @@ class Payload(NamedTuple):
     name: str
     entry: dict[str, Any]
     main_names: list[str]
+    written_on: str  # the interpreter record: "cpython 3.11"
 
     @property
     def path(self) -> Path:
         return self.directory / self.name
+
+    @property
+    def refused_here(self) -> bool:
+        """Whether this interpreter must refuse it: code by value, another Python."""
+        return self.directory.name != THIS_PYTHON and old_payloads.carries_code(
+            self.path.read_bytes()
+        )
 
 
 def _directories() -> list[Path]:
@@ -114,20 +148,23 @@ def _manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
+def _written_on(manifest: dict[str, Any]) -> str:
+    """The interpreter record of the Python that wrote a directory's payloads."""
+    written = manifest["written_by"]
+    major, minor = written["python"].split(".")[:2]
+    return f"{written['implementation']} {major}.{minor}"
+
+
 def _payloads(kind: str) -> list[Any]:
     params = []
     for directory in _directories():
         manifest = _manifest(directory)
-        # Code shipped by value loads only on the Python minor version that made it.
-        marks = (
-            []
-            if directory.name == THIS_PYTHON
-            else [pytest.mark.skip(reason=f"written on {directory.name}; this is {THIS_PYTHON}")]
-        )
         for name, entry in manifest["payloads"].items():
             if entry["kind"] == kind:
-                payload = Payload(directory, name, entry, manifest["main_names"])
-                params.append(pytest.param(payload, id=f"{directory.name}/{name}", marks=marks))
+                payload = Payload(
+                    directory, name, entry, manifest["main_names"], _written_on(manifest)
+                )
+                params.append(pytest.param(payload, id=f"{directory.name}/{name}"))
     return params
 
 
@@ -167,12 +204,26 @@ def _mismatches(payload: Payload, result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _assert_refused(child: Child, payload: Payload, loader: str, key: bytes | None) -> None:
+    """Loading fails with picklable's UnpicklingError naming both interpreters."""
+    failure = child.run(
+        old_payloads.load_failure, str(payload.path), loader, key, payload.entry["buffers"]
+    )
+    assert failure is not None, f"{payload.name}: code written on {payload.written_on} loaded"
+    assert failure.startswith("picklable.exceptions.UnpicklingError"), failure
+    assert f"compiled by {payload.written_on}; this interpreter is {HERE}." in failure
+
+
 class _LoadsWithPicklable:
     kind: str
     key: bytes | None = None
 
     def test_loads_as_the_original(self, payload, child):
-        """picklable.loads in a fresh interpreter: every check gives what the original gave."""
+        """picklable.loads in a fresh interpreter: every check gives what the original gave
+        (on another Python, code by value is refused naming both interpreters)."""
+        if payload.refused_here:
+            _assert_refused(child, payload, "picklable", self.key)
+            return
         result = _load_and_check(child, payload, "picklable", self.key)
         assert _mismatches(payload, result) == []
         assert not result["generator_imported"]
@@ -181,6 +232,9 @@ class _LoadsWithPicklable:
 class _LoadsWithPlainPickleToo(_LoadsWithPicklable):
     def test_plain_pickle_loads_it_too(self, payload, pickle_child):
         """Plain pickle.loads (picklable importable) gives the same, in another fresh interpreter."""
+        if payload.refused_here:
+            _assert_refused(pickle_child, payload, "pickle", None)
+            return
         result = _load_and_check(pickle_child, payload, "pickle")
         assert _mismatches(payload, result) == []
         assert not result["generator_imported"]
@@ -258,10 +312,14 @@ class TestOutOfBand(_LoadsWithPlainPickleToo):
     kind = "out_of_band"
 
     def test_needs_its_buffers(self, payload, child):
-        """Without the saved buffers, loading fails and says why."""
+        """Without the saved buffers, loading fails and says why (on another Python,
+        the code by value in front of the buffer is refused first)."""
         failure = child.run(old_payloads.load_failure, str(payload.path), "picklable")
         assert failure is not None and failure.startswith("picklable.exceptions.UnpicklingError")
-        assert "out-of-band data but no *buffers*" in failure
+        if payload.refused_here:
+            assert f"compiled by {payload.written_on}; this interpreter is {HERE}." in failure
+        else:
+            assert "out-of-band data but no *buffers*" in failure
 
 
 def _each_directory() -> list[Any]:
@@ -300,6 +358,18 @@ class TestPayloadDirectories:
             assert entry["kind"] in KINDS, name
             assert entry["checks"], name
             assert entry["signed"] == (entry["kind"] == "signed"), name
+
+    @pytest.mark.parametrize("directory", _each_directory())
+    def test_what_each_kind_does_on_another_python(self, directory):
+        """Each kind's payloads carry code by value (refused on another Python) or
+        not (loaded there) as ON_ANOTHER_PYTHON says, and every outcome occurs."""
+        seen: dict[str, set[str]] = {}
+        for name, entry in _manifest(directory)["payloads"].items():
+            code = old_payloads.carries_code((directory / name).read_bytes())
+            outcome = "refused" if code else "right"
+            assert outcome in ON_ANOTHER_PYTHON[entry["kind"]], (name, outcome)
+            seen.setdefault(entry["kind"], set()).add(outcome)
+        assert seen == ON_ANOTHER_PYTHON
 
     @pytest.mark.parametrize("directory", _each_directory())
     def test_every_kind_is_there(self, directory):
