@@ -172,6 +172,7 @@ _DATACLASS_NAMES = (
     "FrozenInstanceError",
     "InitVar",
     "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__
+    "_auto_docstring",  # 3.15: the __doc__ of a dataclass without a docstring
 )
 # An Enum by value names its metaclass and base, a Flag its boundary and the
 # operators Flag defines (IntFlag's namespace holds Flag's own functions).

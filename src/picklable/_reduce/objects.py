@@ -29,9 +29,10 @@ import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .. import _reconstruct
+from .. import _caches, _reconstruct
 from .._compat import MAIN_MODULES
 from .._locator import importable_by_own_name
+from .._paths import Path
 from ..exceptions import PicklingError
 from .reference import class_attribute_reference, located_reference, took_a_name
 from .registry import ships_by_value
@@ -281,10 +282,54 @@ def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
         if importable_by_own_name(owner) and vars(owner).get(name) is obj:
             path = (*owner.__qualname__.split("."), "__dict__", (name,))
             return (_reconstruct._resolve, (owner.__module__, path))
+        shared = _shared_descriptor_path(obj, owner, name)
+        if shared is not None:
+            return (_reconstruct._resolve, shared)
     by_reference = class_attribute_reference(pickler, obj)
     if by_reference is not None:
         return by_reference
     return NotImplemented  # pickle's own error, explained by the diagnostics
+
+
+# id(descriptor) -> (descriptor, (module, path)) of a descriptor many classes share
+_shared_descriptors: dict[int, tuple[Any, tuple[str, Path]]] = {}
+_caches.register("objects.shared_descriptors", _shared_descriptors.clear)
+
+
+def _shared_descriptor_path(obj: Any, owner: Any, name: str) -> tuple[str, Path] | None:
+    """A path to a descriptor that classes share, through one of them.
+
+    Since Python 3.15 every class that adds ``__dict__`` or ``__weakref__`` to
+    ``object``'s layout holds one shared descriptor for it, whose
+    ``__objclass__`` is ``object`` (which has no such attribute). Any class
+    holding it leads to it: the first, by module and name, of those that
+    ``owner``'s direct subclasses in the standard library offer (the same
+    choice in every process of one version).
+    """
+    known = _shared_descriptors.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1]
+    if not isinstance(owner, type):
+        return None
+    candidates = []
+    cls: type
+    for cls in type.__subclasses__(owner):
+        module = getattr(cls, "__module__", None)
+        qualname = getattr(cls, "__qualname__", None)
+        if (
+            type(module) is str
+            and type(qualname) is str
+            and module.partition(".")[0] in sys.stdlib_module_names
+            and vars(cls).get(name) is obj
+            and importable_by_own_name(cls)
+        ):
+            candidates.append((module, qualname))
+    if not candidates:
+        return None
+    module, qualname = min(candidates)
+    path: Path = (*qualname.split("."), "__dict__", (name,))
+    _shared_descriptors[id(obj)] = (obj, (module, path))
+    return module, path
 
 
 def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
@@ -350,14 +395,24 @@ def dataclass_singletons() -> dict[type, Handler]:
 
     table: dict[type, Handler] = {
         dataclasses._FIELD_BASE: _dataclass_singleton(lambda obj: obj.name),  # type: ignore[attr-defined]
-        dataclasses._MISSING_TYPE: _dataclass_singleton(lambda obj: "MISSING"),
-        type(dataclasses._HAS_DEFAULT_FACTORY): _dataclass_singleton(  # type: ignore[attr-defined]
-            lambda obj: "_HAS_DEFAULT_FACTORY"
-        ),
     }
-    if hasattr(dataclasses, "_KW_ONLY_TYPE"):
-        table[dataclasses._KW_ONLY_TYPE] = _dataclass_singleton(lambda obj: "KW_ONLY")
+    for name in _DATACLASS_SENTINELS:
+        sentinel = getattr(dataclasses, name, None)
+        # Python 3.15 made MISSING and KW_ONLY builtin sentinels, which pickle
+        # by their own name: only dataclasses' own classes need a handler.
+        if sentinel is not None and type(sentinel).__module__ == "dataclasses":
+            table[type(sentinel)] = _dataclass_singleton(_named(name))
     return table
+
+
+def _named(name: str) -> Callable[[Any], str]:
+    return lambda obj: name
+
+
+# dataclasses' module-level singletons of classes of its own: MISSING, KW_ONLY
+# (3.10+), the default-factory marker and (3.15) the docstring descriptor that
+# every dataclass without a docstring holds as its __doc__.
+_DATACLASS_SENTINELS = ("MISSING", "KW_ONLY", "_HAS_DEFAULT_FACTORY", "_auto_docstring")
 
 
 # Types that stdlib pickle copies "successfully" into something wrong: a
