@@ -33,7 +33,12 @@ if TYPE_CHECKING:
     from .._pickler import Pickler
     from .state import PayloadState
 
-__all__ = ["class_by_value", "class_pieces", "locate_misnamed_type", "reduce_class"]
+__all__ = [
+    "class_by_value",
+    "class_pieces",
+    "locate_misnamed_type",
+    "reduce_class",
+]
 
 # Built-in types no module exports under their own name (types.FunctionType is
 # 'builtins.function'): id -> (type, reduction). Static types never die.
@@ -204,6 +209,18 @@ _CLASS_SKIP = frozenset(
         "__orig_bases__",  # in the skeleton
     }
 )
+# What type's own setters take (``setattr(cls, "__name__", x)`` renames the
+# class) or refuse (read-only): a class body that defines one of these (wrapt's
+# pure-Python ObjectProxy makes __name__ a property) has it in its namespace
+# from the start, in the skeleton's.
+_TYPE_SETS_ELSEWHERE = frozenset(
+    name
+    for name, descriptor in vars(type).items()
+    if hasattr(type(descriptor), "__set__")
+    # These setters store the value in the class's namespace, as BUILD should.
+    and name not in {"__module__", "__doc__", "__dict__", "__abstractmethods__", "__annotations__"}
+    and name not in {"__type_params__", "__annotate__"}
+)
 _ENUM_SKIP = frozenset(
     {
         "_member_names_",
@@ -236,7 +253,7 @@ def _class_attributes(
             slot_names.add(slot)
     attributes = {}
     for key, value in namespace.items():
-        if key in _CLASS_SKIP or key in skip:
+        if key in _CLASS_SKIP or key in skip or key in _TYPE_SETS_ELSEWHERE:
             continue
         if key in slot_names and isinstance(value, types.MemberDescriptorType):
             continue
@@ -297,6 +314,8 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         # class C(Generic[T]) made without it is refused ("Cannot inherit
         # from plain Generic") in a process that never saw C.
         namespace["__orig_bases__"] = cls.__dict__["__orig_bases__"]
+    for key in sorted(_TYPE_SETS_ELSEWHERE.intersection(cls.__dict__)):
+        namespace[key] = cls.__dict__[key]
     canonical = pickler._canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     origin = _script_origin(cls)
