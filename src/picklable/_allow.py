@@ -172,6 +172,7 @@ _DATACLASS_NAMES = (
     "FrozenInstanceError",
     "InitVar",
     "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__
+    "_make_annotate_function",  # 3.14+: rebuilds a generated method's __annotate__
     "_auto_docstring",  # 3.15: the __doc__ of a dataclass without a docstring
 )
 # An Enum by value names its metaclass and base, a Flag its boundary and the
@@ -739,8 +740,10 @@ class Policy:
         """A class's dunder attribute: defined by an allowed class, or a safe builtin one."""
         if name == "__new__":
             return
+        # Python 3.14 keeps a class's __annotate__ in its namespace as __annotate_func__.
+        stored = "__annotate_func__" if name == "__annotate__" else name
         for klass in _TYPE_MRO.__get__(cls, type):
-            if name in vars(klass):
+            if stored in vars(klass):
                 if klass.__flags__ & (1 << 9) and self.allows(_type_module(klass)):
                     return  # the allowed module's own code
                 if name in SAFE_DUNDERS:
@@ -1380,6 +1383,9 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         name = arguments.get("name")
         module = namespace.get("__module__") if type(namespace) is dict else None
         policy.by_value(module, f"class {name!r}")
+        if type(namespace) is dict and "__classdictcell__" in namespace:
+            # Making the class fills this cell with its namespace (type() does).
+            load.check_target(namespace["__classdictcell__"], f"class {name!r}'s namespace cell")
         if not policy.allows("__main__") and len(args) > origin_at:
             # The receiver's own __main__ classes stay out of reach.
             args = (*args[:origin_at], None, *args[origin_at + 1 :])

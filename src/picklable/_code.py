@@ -19,6 +19,7 @@ import zlib
 from typing import Any
 
 from . import _caches
+from ._compat import CLASSDICT_GLOBAL_OP
 from .exceptions import UnpicklingError
 
 __all__ = [
@@ -236,7 +237,7 @@ def instruction_names(
 # id(code) -> (code, the global names it reads); bounded.
 _READS: dict[int, tuple[types.CodeType, frozenset[str]]] = {}
 _caches.register("code.global_reads", _READS.clear)
-_READ_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_READ_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", CLASSDICT_GLOBAL_OP})
 
 
 def global_reads(code: types.CodeType) -> frozenset[str]:

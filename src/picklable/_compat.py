@@ -17,9 +17,13 @@ from types import FunctionType
 from typing import Any, TypeVar
 
 __all__ = [
+    "CLASSDICT_CELL",
+    "CLASSDICT_GLOBAL_OP",
+    "CLASSDICT_SCOPES",
     "C_RECURSION_APART",
     "HEAPTYPE",
     "IMMUTABLETYPE",
+    "LAZY_ANNOTATIONS",
     "LAZY_IMPORT_TYPE",
     "MAIN_MODULES",
     "PICKLE_NOTE",
@@ -27,8 +31,10 @@ __all__ = [
     "SENTINEL_TYPE",
     "TRACEBACK_SPANS",
     "TYPE_ALIAS_TYPE",
+    "TYPE_PARAMS",
     "chained",
     "class_module",
+    "class_namespace",
     "full_traceback",
     "is_heap_type",
     "proxy_own_dict",
@@ -48,6 +54,9 @@ HEAPTYPE = 1 << 9
 # (PyType_FromSpec: from Python 3.12/3.13 on most of the stdlib's, ctypes'
 # metaclasses among them); never the class of a class statement or of type().
 IMMUTABLETYPE = 1 << 8
+
+# type's own __dict__ descriptor: a class's namespace, read without running
+# anything the class (or its metaclass) defines.
 _TYPE_DICT = type.__dict__["__dict__"]
 
 # The types the C pickler saves itself, without picklable's hook: plain data.
@@ -75,6 +84,29 @@ TRACEBACK_SPANS = sys.version_info >= (3, 13)
 TYPE_ALIAS_TYPE: type | None = getattr(typing, "TypeAliasType", None)
 SENTINEL_TYPE: type | None = getattr(builtins, "sentinel", None)
 LAZY_IMPORT_TYPE: type | None = getattr(types, "LazyImportType", None)
+
+
+# Python 3.14 (PEP 649): a function's and a class's annotations are computed on
+# first access by an ``__annotate__`` function, which a copy ships instead.
+LAZY_ANNOTATIONS = sys.version_info >= (3, 14)
+
+# The free variable through which an annotation scope inside a class body (3.12:
+# type parameters and type aliases; 3.14: every ``__annotate__``) reads the
+# class's namespace: its cell holds the dict behind ``cls.__dict__``.
+CLASSDICT_CELL = "__classdict__"
+CLASSDICT_SCOPES = sys.version_info >= (3, 12)
+# How those scopes read a name their class does not define: from the globals.
+CLASSDICT_GLOBAL_OP = "LOAD_FROM_DICT_OR_GLOBALS"
+
+# Python 3.12 (PEP 695): functions and classes have ``__type_params__``.
+TYPE_PARAMS = sys.version_info >= (3, 12)
+
+
+def class_namespace(cls: type) -> dict[str, Any]:
+    """The dict behind ``cls.__dict__`` (a read-only view of it): what a
+    ``__classdict__`` cell holds once the class is made."""
+    (namespace,) = gc.get_referents(_TYPE_DICT.__get__(cls, type))
+    return namespace  # type: ignore[no-any-return]
 
 
 def full_traceback() -> bool:

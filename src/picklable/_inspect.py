@@ -28,6 +28,7 @@ from typing import Any
 
 from ._code import HERE as _HERE
 from ._code import instruction_names
+from ._compat import CLASSDICT_GLOBAL_OP
 from ._paths import format_path
 from ._reconstruct import REBUILDERS
 
@@ -540,7 +541,9 @@ def _callable_name(func: Any) -> str:
     return type(func).__name__
 
 
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
+_GLOBAL_OPS = frozenset(
+    {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", CLASSDICT_GLOBAL_OP}
+)
 
 
 def _global_names(code: types.CodeType) -> list[str]:

@@ -55,7 +55,14 @@ from typing import Any, NamedTuple, TypeVar
 
 from . import _caches, _code, _traceback, _tracker
 from ._code import CODES, HERE
-from ._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, chained, proxy_own_dict, wrapt_proxy_roots
+from ._compat import (
+    LAZY_IMPORT_TYPE,
+    SENTINEL_TYPE,
+    chained,
+    class_namespace,
+    proxy_own_dict,
+    wrapt_proxy_roots,
+)
 from ._paths import Path, format_path, walk
 from ._reads import script_reads
 from .exceptions import UnpicklingError, make_combined
@@ -452,16 +459,23 @@ def _make_module(name: str, namespace: dict[str, Any]) -> types.ModuleType:
 # ---------------------------------------------------------- classes by value
 
 
-def _known_class(tracker_id: str, origin: _tracker.Origin | None) -> type | None:
+def _known_class(
+    tracker_id: str, origin: _tracker.Origin | None, namespace: dict[str, Any]
+) -> type | None:
     """The class this process already has for a by-value class: one it made or
     sent under ``tracker_id``, or the original a spawned child sends back."""
     known = _tracker.known(tracker_id)
+    if known is None:
+        known = _tracker.main_original(origin)
+        if known is not None:
+            _tracker.track(known, tracker_id)
     if known is not None:
-        return known
-    original = _tracker.main_original(origin)
-    if original is not None:
-        _tracker.track(original, tracker_id)
-    return original
+        cell = namespace.get("__classdictcell__")
+        if type(cell) is types.CellType:
+            # What type() does for a class it makes: the copies of the class's
+            # annotation scopes that this payload brings read its namespace.
+            cell.cell_contents = class_namespace(known)
+    return known
 
 
 @_rebuilder("value", "builds a class by value", "class")
@@ -474,7 +488,7 @@ def _make_class(
     origin: _tracker.Origin | None,
 ) -> type:
     """Create (or find again) a class shipped by value; attributes come later."""
-    known = _known_class(tracker_id, origin)
+    known = _known_class(tracker_id, origin, namespace)
     if known is not None:
         return known
     if metaclass is type:
@@ -499,7 +513,7 @@ def _make_enum(
     origin: _tracker.Origin | None,
 ) -> type:
     """Create (or find again) an Enum class shipped by value."""
-    known = _known_class(tracker_id, origin)
+    known = _known_class(tracker_id, origin, namespace)
     if known is not None:
         return known
     classdict = metaclass.__prepare__(name, bases)

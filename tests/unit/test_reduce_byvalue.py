@@ -345,9 +345,13 @@ class TestAnnotations:
 
     @staticmethod
     def _run(source: str, **names) -> dict:
-        """Run ``source`` without this module's ``from __future__ import annotations``."""
+        """Run ``source`` without this module's ``from __future__ import annotations``,
+        and give ``f`` its annotations as a dict: since Python 3.14 a function
+        computes them with ``__annotate__``, which its copy ships instead (that
+        dict is what a copy carries where ``__annotate__`` is None)."""
         ns: dict = {"__name__": "scratch", **names}
         exec(compile(source, "<scratch>", "exec", dont_inherit=True), ns)
+        ns["f"].__annotations__ = dict(ns["f"].__annotations__)
         return ns
 
     @staticmethod

@@ -23,7 +23,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _locator, _reconstruct, _tracker
-from .._compat import MAIN_MODULES, class_module, is_heap_type, written_in_c
+from .._compat import (
+    CLASSDICT_CELL,
+    CLASSDICT_SCOPES,
+    MAIN_MODULES,
+    class_module,
+    class_namespace,
+    is_heap_type,
+    written_in_c,
+)
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
@@ -36,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "class_by_value",
     "class_pieces",
+    "classdict_cell",
     "locate_misnamed_type",
     "reduce_class",
 ]
@@ -316,6 +325,17 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         namespace["__orig_bases__"] = cls.__dict__["__orig_bases__"]
     for key in sorted(_TYPE_SETS_ELSEWHERE.intersection(cls.__dict__)):
         namespace[key] = cls.__dict__[key]
+    cell = None
+    if CLASSDICT_SCOPES:
+        cell = payload.classdict_cells.pop(id(class_namespace(cls)), None) or classdict_cell(cls)
+    if cell is not None:
+        # The class's annotation scopes (3.14: every __annotate__ of its body)
+        # read its namespace through this cell: type() fills the copy's with
+        # the copy's namespace, as it did the original's (the cell itself
+        # ships empty; see functions.function_by_value).
+        namespace["__classdictcell__"] = cell
+        payload.class_cells[id(cell)] = cls
+        payload.deferred_cells.add(id(cell))
     canonical = pickler._canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     origin = _script_origin(cls)
@@ -358,6 +378,46 @@ def _skeleton_bases(cls: type) -> tuple[Any, ...]:
         if type(named) is tuple and named:
             return named
     return cls.__bases__
+
+
+def classdict_cell(cls: type) -> types.CellType | None:
+    """The cell through which the annotation scopes of ``cls``'s body read its
+    namespace (Python 3.12+: one per class body, shared by them all), found in
+    the functions of its namespace and their ``__annotate__``; None without one."""
+    if not CLASSDICT_SCOPES:
+        return None
+    namespace = class_namespace(cls)
+    for value in namespace.values():
+        for func in _body_functions(value):
+            code = func.__code__
+            if CLASSDICT_CELL not in code.co_freevars:
+                continue
+            cell = func.__closure__[code.co_freevars.index(CLASSDICT_CELL)]  # type: ignore[index]
+            try:
+                if cell.cell_contents is namespace:
+                    return cell
+            except ValueError:
+                continue
+    return None
+
+
+def _body_functions(value: Any) -> Iterator[types.FunctionType]:
+    """Functions a class body's entry holds (itself, a classmethod's or
+    property's functions), and their ``__annotate__`` (3.14)."""
+    if type(value) is types.FunctionType:
+        found: tuple[Any, ...] = (value,)
+    elif isinstance(value, (classmethod, staticmethod)):
+        found = (value.__func__,)
+    elif isinstance(value, property):
+        found = (value.fget, value.fset, value.fdel)
+    else:
+        return
+    for func in found:
+        if type(func) is types.FunctionType:
+            yield func
+            annotate = getattr(func, "__annotate__", None)
+            if type(annotate) is types.FunctionType:
+                yield annotate
 
 
 def class_pieces(cls: type, reduction: Any = None) -> Iterator[tuple[str, Any]]:

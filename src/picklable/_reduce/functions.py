@@ -34,15 +34,25 @@ from __future__ import annotations
 
 import builtins
 import functools
+import gc
 import marshal
 import operator
 import sys
 import types
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _code, _locator, _reconstruct
-from .._compat import MAIN_MODULES, is_heap_type
+from .._compat import (
+    CLASSDICT_CELL,
+    CLASSDICT_GLOBAL_OP,
+    LAZY_ANNOTATIONS,
+    MAIN_MODULES,
+    TYPE_PARAMS,
+    class_namespace,
+    is_heap_type,
+)
 from .._paths import walk
 from .reference import reference, with_carried_state
 from .registry import ships_by_value
@@ -57,6 +67,7 @@ from .scripts import (
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
+    from .state import PayloadState
 
 __all__ = [
     "code_info",
@@ -144,6 +155,8 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
         if origin is None:
             return reduction
         return with_origin(pickler, func, reduction, carry_state=False)
+    if func.__code__ is _dataclass_annotate_code():
+        return _reduce_dataclass_annotate(func)
     if origin is not None:
         note_copy(pickler)
         return _script_function(function_by_value(pickler, func), origin)
@@ -206,6 +219,52 @@ def _reduce_recursive_repr(func: types.FunctionType) -> Any:
     return (_recursive_repr[0], (inner,), (attributes or None, slots or None))
 
 
+# Since Python 3.14, dataclasses gives each method it generates an __annotate__
+# of its own making, a closure over the class: rebuilt by the receiver's
+# dataclasses (as the repr guard above), rather than copied as dataclasses' code.
+_dataclass_annotate: list[Any] = []  # [dataclasses._make_annotate_function, its result's code]
+
+
+def _dataclass_annotate_code() -> types.CodeType | None:
+    """The code of dataclasses' generated ``__annotate__``, None before Python
+    3.14 or while dataclasses is not imported."""
+    if not _dataclass_annotate:
+        if not LAZY_ANNOTATIONS:
+            _dataclass_annotate[:] = [None, None]
+        else:
+            module = sys.modules.get("dataclasses")
+            if module is None:
+                return None
+            make = module._make_annotate_function
+            made = make(object, "__init__", (), module.MISSING)
+            _dataclass_annotate[:] = [make, made.__code__]
+    code: types.CodeType | None = _dataclass_annotate[1]
+    return code
+
+
+def _reduce_dataclass_annotate(func: types.FunctionType) -> Any:
+    """``_make_annotate_function(cls, method, fields, return_type)``, plus what
+    differs from what it sets."""
+    cells = dict(zip(func.__code__.co_freevars, func.__closure__ or (), strict=True))
+    cls = cells["__class__"].cell_contents
+    # It names the function f"{cls.__qualname__}.{method}.__annotate__".
+    method = func.__qualname__.rpartition(".__annotate__")[0].rpartition(".")[2]
+    made = _dataclass_annotate[0](object, method, (), None)
+    fields = cells["annotation_fields"].cell_contents
+    args = (cls, method, fields, cells["return_type"].cell_contents)
+    attributes = {k: v for k, v in vars(func).items() if vars(made).get(k, _NOTHING) != v}
+    slots = {
+        name: getattr(func, name)
+        for name in ("__module__", "__doc__", "__defaults__", "__kwdefaults__")
+        if getattr(func, name) != getattr(made, name)
+    }
+    if func.__qualname__ != f"{getattr(cls, '__qualname__', None)}.{method}.__annotate__":
+        slots["__qualname__"] = func.__qualname__
+    if not attributes and not slots:
+        return (_dataclass_annotate[0], args)
+    return (_dataclass_annotate[0], args, (attributes or None, slots or None))
+
+
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
     """A singledispatch function by value: the base function plus its registrations."""
     registry = dict(func.registry)  # type: ignore[attr-defined]
@@ -232,7 +291,7 @@ _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
 
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"})
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", CLASSDICT_GLOBAL_OP})
 # Class bodies (code objects nested in a function) read globals with LOAD_NAME.
 _NESTED_NAME_OPS = _GLOBAL_OPS | {"LOAD_NAME"}
 
@@ -381,16 +440,23 @@ def function_by_value(
             effects = [_GlobalsUpdate(shipped, missing)]
     closure = func.__closure__
     if closure is not None:
-        for cell in closure:
+        for index, cell in enumerate(closure):
             try:
                 content = cell.cell_contents
             except ValueError:
                 continue  # an empty cell stays empty
             if _type(content) in _leaf:
                 continue  # reduce_cell puts it in the arguments
+            if _id(cell) in payload.class_cells:
+                continue  # a class's namespace: its copy's creation fills it
             payload.deferred_cells.add(_id(cell))
             if effects is None:
                 effects = []
+            if _type(content) is dict and code.co_freevars[index] == CLASSDICT_CELL:
+                fill = _classdict_fill(payload, cell, content)
+                if fill is not None:
+                    effects.append(fill)
+                    continue
             effects.append(_CellFill(cell, content))
             if _type(content) is _module:
                 modules = [content] if modules is None else [*modules, content]
@@ -421,7 +487,15 @@ def function_by_value(
     # (renamed, or given another function's name by functools.wraps) the payload's.
     name = func.__name__
     name = name_copy if name is code_name else payload.name(name)
-    annotations = func.__annotations__
+    annotate = func.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
+    if annotate is not None and not _reads_unshipped_class(annotate, payload.class_cells):
+        # Evaluated where it is loaded, when asked, as where it was made (PEP
+        # 649): names defined later, or never here, are no error to ship.
+        slots = slots or {}
+        slots["__annotate__"] = annotate
+        annotations = None
+    else:
+        annotations = func.__annotations__
     if annotations:
         if _plain_annotations(annotations):
             args: tuple[Any, ...] = (
@@ -446,6 +520,11 @@ def function_by_value(
         # the record before anything of the payload runs (see
         # picklable._pickler.needs_check).
         payload.first_value = func
+    if TYPE_PARAMS:
+        type_params = func.__type_params__  # type: ignore[attr-defined]
+        if type_params:  # def f[T](...) (3.12+); FunctionType makes ()
+            slots = slots or {}
+            slots["__type_params__"] = type_params
     attributes = func.__dict__
     if attributes:
         attributes = {payload.name(key): value for key, value in attributes.items()}
@@ -462,6 +541,62 @@ def _plain_annotation_values(annotations: dict[str, Any]) -> bool:
     anything: strings and built-in types (a class would import its module)."""
     values = annotations.values()
     return all(type(value) is str or value in _BUILTIN_ANNOTATIONS for value in values)
+
+
+def _classdict_fill(payload: PayloadState, cell: types.CellType, namespace: dict[str, Any]) -> Any:
+    """What fills the ``__classdict__`` cell of an annotation scope shipped
+    apart from its class (3.14: a class's ``__annotate__`` alone): the class's
+    namespace where it is loaded, read through the class found by name; or the
+    class itself, copied with this cell, which its creation fills (see
+    classes.class_by_value). None when no class has that namespace (a class
+    that another replaced, as dataclass(slots=True) does): the dict is copied."""
+    owner = namespace_owner(namespace)
+    if owner is None:
+        return None
+    module = owner.__module__
+    if (
+        type(module) is str
+        and module not in MAIN_MODULES
+        and not ships_by_value(module)
+        and _locator.importable_by_own_name(owner)
+    ):
+        path = (*owner.__qualname__.split("."), "__dict__")
+        return _CellFill(cell, _Resolved(module, path))
+    payload.classdict_cells[id(namespace)] = cell
+    return owner  # loading it makes the class, which fills the cell
+
+
+# id(namespace) -> the class whose namespace it is (see namespace_owner)
+_namespace_owners: weakref.WeakValueDictionary[int, type] = weakref.WeakValueDictionary()
+_caches.register("functions.namespace_owners", _namespace_owners.clear)
+
+
+def namespace_owner(namespace: dict[str, Any]) -> type | None:
+    """The class whose ``__dict__`` is a view of ``namespace``, or None (asked
+    only of annotation scopes shipped apart from their class: a search of the
+    objects that refer to it)."""
+    owner = _namespace_owners.get(id(namespace))
+    if owner is not None and class_namespace(owner) is namespace:
+        return owner
+    for referrer in gc.get_referrers(namespace):
+        if isinstance(referrer, type) and class_namespace(referrer) is namespace:
+            _namespace_owners[id(namespace)] = referrer
+            return referrer
+    return None
+
+
+def _reads_unshipped_class(annotate: Any, class_cells: dict[int, type]) -> bool:
+    """Whether ``annotate`` (a method's, 3.14+) reads the namespace of a class
+    that this payload does not copy with it: then the copy of the method carries
+    its annotations evaluated, as before Python 3.14, since a class's namespace
+    can travel only with the class (see classes.class_by_value)."""
+    if type(annotate) is not types.FunctionType:
+        return False
+    code = annotate.__code__
+    if CLASSDICT_CELL not in code.co_freevars:
+        return False
+    cell = annotate.__closure__[code.co_freevars.index(CLASSDICT_CELL)]  # type: ignore[index]
+    return id(cell) not in class_cells
 
 
 # Annotation values that are always plain references: None and the built-in
@@ -597,6 +732,16 @@ class _CellFill:
         self.content = content
 
 
+class _Resolved:
+    """What ``_resolve(module, path)`` finds where the payload is loaded."""
+
+    __slots__ = ("module", "path")
+
+    def __init__(self, module: str, path: tuple[str, ...]) -> None:
+        self.module = module
+        self.path = path
+
+
 def _reduce_effects(pickler: Pickler, obj: _Effects) -> tuple[Any, ...]:
     return (_FIRST, ((obj.value, *obj.effects),))
 
@@ -611,12 +756,17 @@ def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:
     return (_setattr, (obj.cell, "cell_contents", obj.content))
 
 
+def _reduce_resolved(pickler: Pickler, obj: _Resolved) -> tuple[Any, ...]:
+    return (_reconstruct._resolve, (obj.module, obj.path))
+
+
 # The load-time effects above, by type: in the table, so no detour through
 # __reduce_ex__ (they exist only inside a payload being made).
 EFFECT_REDUCERS = {
     _Effects: _reduce_effects,
     _GlobalsUpdate: _reduce_globals_update,
     _CellFill: _reduce_cell_fill,
+    _Resolved: _reduce_resolved,
 }
 
 
@@ -648,18 +798,29 @@ def function_pieces(obj: types.FunctionType, reduction: Any = None) -> Iterator[
             if cls is not object:
                 yield f".registry[{getattr(cls, '__qualname__', cls)!s}]", implementation
         return
+    if obj.__code__ is _dataclass_annotate_code():  # rebuilt around its cells alone
+        for i, cell in enumerate(obj.__closure__ or ()):
+            yield f".__closure__[{i}].cell_contents", cell.cell_contents
+        return
     attributes = obj.__dict__
     # What a decorator wraps sits in a closure cell too: name it the readable way.
     wrapped = attributes.get("__wrapped__", _NOTHING)
     if wrapped is not _NOTHING:
         yield ".__wrapped__", wrapped
+    freevars = obj.__code__.co_freevars
     for i, cell in enumerate(obj.__closure__ or ()):
         try:
             content = cell.cell_contents
         except ValueError:
             continue
-        if content is not wrapped:
-            yield f".__closure__[{i}].cell_contents", content
+        if content is wrapped:
+            continue
+        if type(content) is dict and freevars[i] == CLASSDICT_CELL:
+            owner = namespace_owner(content)
+            if owner is not None:
+                yield f".__closure__[{i}].cell_contents", owner  # its namespace, with it
+                continue
+        yield f".__closure__[{i}].cell_contents", content
     home = obj.__globals__
     for name in code_info(obj.__code__)[2]:
         if name in home:
@@ -668,6 +829,11 @@ def function_pieces(obj: types.FunctionType, reduction: Any = None) -> Iterator[
         yield f".__defaults__[{i}]", default
     for key, value in (obj.__kwdefaults__ or {}).items():
         yield f".__kwdefaults__[{key!r}]", value
+    annotate = obj.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
+    if annotate is not None:
+        yield ".__annotate__", annotate
+    for i, param in enumerate(obj.__type_params__ if TYPE_PARAMS else ()):  # type: ignore[attr-defined]
+        yield f".__type_params__[{i}]", param
     for key, value in attributes.items():
         if key != "__wrapped__":
             yield f".{key}", value

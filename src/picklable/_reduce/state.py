@@ -24,6 +24,8 @@ class PayloadState:
         "script_paths",
         "bound",
         "first_value",
+        "class_cells",
+        "classdict_cells",
     )
 
     def __init__(self) -> None:
@@ -51,6 +53,12 @@ class PayloadState:
         # rebuilder checks the record before anything of the payload runs (a
         # function or code object whose arguments are plain data), else NOT_FIRST
         self.first_value: Any = NOT_FIRST
+        # id(cell) -> the class copied by value whose creation fills it with its
+        # namespace (the __classdict__ cell of its body; see .classes)
+        self.class_cells: dict[int, type] = {}
+        # id(a class's namespace) -> the cell of an annotation scope shipped
+        # before its class, for the class's copy to fill (see .functions)
+        self.classdict_cells: dict[int, Any] = {}
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.

@@ -175,7 +175,10 @@ FUNCTION = Kind(
     functions.reduce_function,
     functions.function_pieces,
     by_name=True,
-    taken_apart="a singledispatch function: its base function and registry, rebuilt",
+    taken_apart=(
+        "a function its library makes (singledispatch, dataclasses): rebuilt there by the "
+        "library, around its pieces"
+    ),
 )
 CLASS = Kind("class", classes.reduce_class, classes.class_pieces, by_name=True)
 _INSTANCE = Kind("instance", None, objects.instance_pieces, class_piece=True)
