@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from . import _caches, _locator
-from ._compat import chained
+from ._compat import C_RECURSION_APART, chained
 from ._pickler import DEFAULT_PROTOCOL, Pickler, needs_check, with_interpreter_check
 from ._unpickler import Unpickler, unpickling_error
 from .exceptions import UnpicklingError
@@ -282,7 +282,7 @@ def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer]
 
 
 def _dump_failed(
-    obj: Any, pickler: Pickler, chunks: list[bytes], exc: Exception
+    obj: Any, pickler: _PooledPickler, chunks: list[bytes], exc: Exception
 ) -> bytes | BaseException:
     """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``:
     the payload, or the error for dumps to raise.
@@ -295,12 +295,14 @@ def _dump_failed(
     ``__reduce__`` runs once, as with pickle (the error's walk to it pickles
     nothing).
     """
+    if isinstance(exc, RecursionError):
+        if pickler.sink.buffer_callback is None:  # a callback would see its buffers twice
+            deeper = _deeper(obj, exc, pickler._scripts)
+            if deeper is not None:
+                return deeper
+        return _dump_error(obj, exc)
     scripts = _copied_script_objects(pickler)
-    if (
-        isinstance(exc, RecursionError)
-        or _is_located(exc)
-        or (not _stale_reference(exc) and not scripts)
-    ):
+    if _is_located(exc) or (not _stale_reference(exc) and not scripts):
         return _dump_error(obj, exc)
     _locator.by_name.clear()
     chunks.clear()
@@ -314,6 +316,40 @@ def _dump_failed(
     finally:
         pickler._check_copies = False
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
+
+
+def _deeper(
+    obj: Any,
+    exc: RecursionError,
+    scripts: str,
+    protocol: int | None = None,
+    fix_imports: bool = True,
+) -> bytes | BaseException | None:
+    """The payload of data nested deeper than the C pickler goes, made by the
+    pure-Python pickler (:mod:`picklable._deterministic`'s), or what to raise
+    when that fails too; None before Python 3.12.
+
+    Since 3.12 the C pickler's depth is bounded apart from
+    ``sys.getrecursionlimit()`` (3.12 and 3.13: a fixed count of C calls, about
+    750 and 5,000 levels of lists; 3.14: the C stack), and raising the limit no
+    longer helps it. Python code recurses as deep as the limit allows: the
+    error's advice (raise it) holds again, as it does on 3.11. Loading needs no
+    raise: the unpickler does not recurse.
+    """
+    if not C_RECURSION_APART:
+        return None  # 3.11: the limit bounds both picklers, the C one the least
+    from ._deterministic import DeterministicPickler
+
+    buffer = io.BytesIO()
+    pickler = DeterministicPickler(buffer, protocol, fix_imports=fix_imports, scripts=scripts)
+    try:
+        pickler.dump(obj)
+    except RecursionError:
+        return _dump_error(obj, exc)
+    except Exception as failed:  # deep inside, what cannot ship: that is the error
+        return _dump_error(obj, failed)
+    data = buffer.getvalue()
     return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
 
 
@@ -375,6 +411,9 @@ def _dumps_with(
                 scripts=scripts,
             ),
             oob.clear,  # a retry calls the callback for every buffer again
+            None
+            if deterministic or buffer_callback is not None
+            else lambda exc: _deeper(obj, exc, scripts, protocol, fix_imports),
         )
         if error is not None:
             # One traceback: see the module doc
@@ -426,6 +465,9 @@ def dump(
         lambda out: Pickler(
             out, protocol, fix_imports, buffer_callback=buffer_callback, scripts=scripts
         ),
+        deeper=None
+        if buffer_callback is not None
+        else lambda exc: _deeper(obj, exc, scripts, protocol, fix_imports),
     )
     if error is not None:
         # One traceback: see the module doc
@@ -447,6 +489,7 @@ def _dump_fresh(
     file: IO[bytes],
     make_pickler: Callable[[Any], Any],
     on_retry: Callable[[], Any] | None = None,
+    deeper: Callable[[RecursionError], bytes | BaseException | None] | None = None,
 ) -> BaseException | None:
     """Pickle ``obj`` into ``file`` with a new pickler; the error to raise, if any.
 
@@ -459,19 +502,22 @@ def _dump_fresh(
     As in :func:`dumps`, a failure that may come from a stale "importable by
     name" answer (a module attribute reassigned since makes pickle refuse the
     stale reference), or from a script object that cannot be copied, gets one
-    retry.
+    retry, and data nested too deep for the C pickler one with ``deeper`` (see
+    :func:`_deeper`).
     """
     held = _Held()
     pickler = make_pickler(held)
     try:
         pickler.dump(obj)
     except Exception as exc:
+        if isinstance(exc, RecursionError):
+            made = None if deeper is None else deeper(exc)
+            if not isinstance(made, bytes):
+                return made if made is not None else _dump_error(obj, exc)
+            file.write(made)
+            return None
         scripts = _copied_script_objects(pickler)
-        if (
-            isinstance(exc, RecursionError)
-            or _is_located(exc)
-            or (not _stale_reference(exc) and not scripts)
-        ):
+        if _is_located(exc) or (not _stale_reference(exc) and not scripts):
             return _dump_error(obj, exc)
         _locator.by_name.clear()
         if on_retry is not None:

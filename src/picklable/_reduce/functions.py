@@ -513,7 +513,9 @@ def function_by_value(
             args = (data, _RECORD, shipped, name, defaults, closure)
     else:
         args = (data, _RECORD, shipped, name, defaults, closure)
-    if plain and (len(args) == 6 or _plain_annotation_values(annotations)):
+    if plain and (
+        len(args) == 6 or (annotations is not None and _plain_annotation_values(annotations))
+    ):
         # The payload's first by-value object, and its arguments are plain data
         # (cells are too: what they hold that is not comes later, in the state;
         # defaults that are not come in the state too): _make_function checks
