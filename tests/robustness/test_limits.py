@@ -112,14 +112,18 @@ def _make_closures(count: int) -> list:
     return [namespace["factory"](i) for i in range(count)]
 
 
+_PLACEHOLDER = 1_000_003
+
+
 def _make_distinct(count: int) -> list:
     """``count`` by-value functions, each with its own code object (f_i(x) = x + i)."""
     namespace: dict = {"__name__": "__main__"}
-    exec("def base(x):\n    return x + 0\n", namespace)
+    # Not a small int: Python 3.14 loads those with LOAD_SMALL_INT, not from co_consts.
+    exec(f"def base(x):\n    return x + {_PLACEHOLDER}\n", namespace)
     code = namespace["base"].__code__
     out = []
     for i in range(count):
-        consts = tuple(i if (type(c) is int and c == 0) else c for c in code.co_consts)
+        consts = tuple(i if (type(c) is int and c == _PLACEHOLDER) else c for c in code.co_consts)
         out.append(
             types.FunctionType(
                 code.replace(co_consts=consts, co_name=f"f{i}", co_qualname=f"f{i}"), namespace
@@ -146,6 +150,7 @@ class TestManyFunctions:
     def test_hundred_thousand_distinct_functions(self):
         """100,000 by-value functions with distinct code objects (past every cache size)."""
         fns = _make_distinct(COUNT)
+        assert [fns[i](1) for i in (0, 7, COUNT - 1)] == [1, 8, COUNT]  # distinct, as made
         back = picklable.loads(picklable.dumps(fns))
         assert len(back) == COUNT
         assert [back[i](1) for i in (0, 7, 50_000, COUNT - 1)] == [1, 8, 50_001, COUNT]

@@ -95,6 +95,9 @@ class Child:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            # Reaped now: left to the garbage collector, the Popen warns
+            # ("subprocess ... is still running") inside whichever test runs then.
+            self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
 
