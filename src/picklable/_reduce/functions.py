@@ -467,6 +467,9 @@ def function_by_value(
     slots: dict[str, Any] | None = None
     qualname = func.__qualname__
     if effects is not None or (qualname is not default_qualname and qualname != default_qualname):
+        # One copy per value and payload (see PayloadState.name): Python 3.14 names
+        # each closure's __annotate__ with a string of its own.
+        qualname = payload.name(qualname)
         slots = {"__qualname__": _Effects(qualname, effects) if effects else qualname}
     if func.__module__ != module_name:
         slots = slots or {}
@@ -488,14 +491,20 @@ def function_by_value(
     name = func.__name__
     name = name_copy if name is code_name else payload.name(name)
     annotate = func.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
-    if annotate is not None and not _reads_unshipped_class(annotate, payload.class_cells):
-        # Evaluated where it is loaded, when asked, as where it was made (PEP
-        # 649): names defined later, or never here, are no error to ship.
-        slots = slots or {}
-        slots["__annotate__"] = annotate
-        annotations = None
-    else:
+    annotations: dict[str, Any] | None
+    if annotate is None:
         annotations = func.__annotations__
+    else:
+        annotations = _evaluated(func)
+        if annotations is None or not (
+            _same_in_every_format(annotations)
+            or _reads_unshipped_class(annotate, payload.class_cells)
+        ):
+            # Evaluated where it is loaded, when asked, as where it was made (PEP
+            # 649): names defined later, or never here, are no error to ship.
+            slots = slots or {}
+            slots["__annotate__"] = annotate
+            annotations = None
     if annotations:
         if _plain_annotations(annotations):
             args: tuple[Any, ...] = (
@@ -587,11 +596,35 @@ def namespace_owner(namespace: dict[str, Any]) -> type | None:
     return None
 
 
+def _evaluated(func: types.FunctionType) -> dict[str, Any] | None:
+    """``func.__annotations__`` (3.14: computed by its ``__annotate__``, and kept,
+    as on any first access), or None when computing them raises (a name that is
+    not defined yet, or only under ``TYPE_CHECKING``)."""
+    try:
+        return func.__annotations__
+    except Exception:
+        return None
+
+
+def _same_in_every_format(annotations: dict[str, Any]) -> bool:
+    """Whether ``annotations`` (evaluated) are only None, strings and builtin
+    types: then the dict alone gives what ``__annotate__`` gives in each of
+    annotationlib's formats (VALUE, FORWARDREF, and STRING, which writes a
+    builtin type by its bare name), and it is all the copy carries: the cheap
+    way of Python 3.13 and before (some 300 bytes of code less per function)."""
+    return all(
+        value is None
+        or type(value) is str
+        or (type(value) is type and value in _BUILTIN_ANNOTATIONS)
+        for value in annotations.values()
+    )
+
+
 def _reads_unshipped_class(annotate: Any, class_cells: dict[int, type]) -> bool:
     """Whether ``annotate`` (a method's, 3.14+) reads the namespace of a class
     that this payload does not copy with it: then the copy of the method carries
-    its annotations evaluated, as before Python 3.14, since a class's namespace
-    can travel only with the class (see classes.class_by_value)."""
+    its annotations evaluated, as before Python 3.14, rather than the class's
+    namespace (the whole class, or a reference to it; see _classdict_fill)."""
     if type(annotate) is not types.FunctionType:
         return False
     code = annotate.__code__
