@@ -104,6 +104,11 @@ def class_facts(payload: bytes) -> dict[str, Any]:
     }
 
 
+def attribute(payload: bytes, name: str) -> Any:
+    """An attribute of the loaded object."""
+    return getattr(picklable.loads(payload), name)
+
+
 def counter_pair(payload: bytes) -> tuple[int, int]:
     """Closures sharing state: increment twice through one, read through the other."""
     increment, read = picklable.loads(payload)

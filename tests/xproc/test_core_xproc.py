@@ -47,6 +47,15 @@ class TestIdentityInReceiver:
         obj = checks.walk(MOD, path)
         assert child.run(checks.is_importable_object, picklable.dumps(obj), MOD, path)
 
+    def test_class_whose_module_is_a_property(self, child):
+        """A class whose __module__ is a property (wrapt's pure-Python proxies) is
+        found where its body ran: by reference, not a copy."""
+        from picklable_testpkg import lying
+
+        assert not isinstance(lying.ReportsWrapped.__module__, str)
+        payload = picklable.dumps(lying.ReportsWrapped)
+        assert child.run(checks.is_importable_object, payload, lying.__name__, "ReportsWrapped")
+
     def test_stdlib_pickle_fails_where_picklable_locates(self):
         """The reported failures: stdlib pickle cannot ship these at all."""
         for obj in (api.add, api.beat_interval_option.apply_function, api.Frame.mean):
@@ -155,6 +164,17 @@ class TestExactCopies:
         assert back is point_cls  # it came home: the original class
         made = child.run(checks.call, picklable.dumps(point_cls), 4)
         assert made == point_cls(4) and dataclasses.fields(made)[2].name == "tags"
+
+    def test_class_body_defining_name(self, child):
+        """A class body that defines __name__ (a property for its instances) keeps
+        it, and the class keeps its own name."""
+
+        class Named:
+            __name__ = property(lambda self: "instance name")  # type: ignore[assignment]
+
+        facts = child.run(checks.class_facts, picklable.dumps(Named))
+        assert facts["name"] == "Named" and facts["qualname"] == Named.__qualname__
+        assert child.run(checks.attribute, picklable.dumps(Named()), "__name__") == "instance name"
 
     def test_local_enum(self, child):
         """A local enum keeps members, aliases and methods."""
