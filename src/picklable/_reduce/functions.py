@@ -495,16 +495,12 @@ def function_by_value(
     if annotate is None:
         annotations = func.__annotations__
     else:
-        annotations = _evaluated(func)
-        if annotations is None or not (
-            _same_in_every_format(annotations)
-            or _reads_unshipped_class(annotate, payload.class_cells)
-        ):
+        annotations = _annotations_instead(func, annotate, payload.class_cells)
+        if annotations is None:
             # Evaluated where it is loaded, when asked, as where it was made (PEP
             # 649): names defined later, or never here, are no error to ship.
             slots = slots or {}
             slots["__annotate__"] = annotate
-            annotations = None
     if annotations:
         if _plain_annotations(annotations):
             args: tuple[Any, ...] = (
@@ -596,14 +592,26 @@ def namespace_owner(namespace: dict[str, Any]) -> type | None:
     return None
 
 
-def _evaluated(func: types.FunctionType) -> dict[str, Any] | None:
-    """``func.__annotations__`` (3.14: computed by its ``__annotate__``, and kept,
-    as on any first access), or None when computing them raises (a name that is
-    not defined yet, or only under ``TYPE_CHECKING``)."""
+def _annotations_instead(
+    func: types.FunctionType, annotate: Any, class_cells: dict[int, type]
+) -> dict[str, Any] | None:
+    """The evaluated annotations that a copy of ``func`` carries instead of its
+    ``__annotate__`` (3.14+), or None: it carries ``__annotate__``.
+
+    They are computed as any first access computes them (and kept on ``func``,
+    as then); they travel when they say all ``__annotate__`` would (see
+    :func:`_same_in_every_format`), or when ``__annotate__`` reads a class's
+    namespace that the payload does not bring (:func:`_reads_unshipped_class`).
+    Annotations that cannot be computed yet (a name defined later, or only under
+    ``TYPE_CHECKING``) leave ``__annotate__`` to compute them where loaded.
+    """
     try:
-        return func.__annotations__
+        annotations: dict[str, Any] = func.__annotations__
     except Exception:
         return None
+    if _same_in_every_format(annotations) or _reads_unshipped_class(annotate, class_cells):
+        return annotations
+    return None
 
 
 def _same_in_every_format(annotations: dict[str, Any]) -> bool:
@@ -865,7 +873,7 @@ def function_pieces(obj: types.FunctionType, reduction: Any = None) -> Iterator[
     for key, value in (obj.__kwdefaults__ or {}).items():
         yield f".__kwdefaults__[{key!r}]", value
     annotate = obj.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
-    if annotate is not None:
+    if annotate is not None and _annotations_instead(obj, annotate, {}) is None:
         yield ".__annotate__", annotate
     for i, param in enumerate(obj.__type_params__ if TYPE_PARAMS else ()):  # type: ignore[attr-defined]
         yield f".__type_params__[{i}]", param
