@@ -284,6 +284,9 @@ def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
             return (_reconstruct._resolve, (owner.__module__, path))
         shared = _shared_descriptor_path(obj, owner, name)
         if shared is not None:
+            # Another version shares no such descriptor: the path leads to
+            # another object there, so the payload is bound to this one.
+            pickler._state().bound = True
             return (_reconstruct._resolve, shared)
     by_reference = class_attribute_reference(pickler, obj)
     if by_reference is not None:
