@@ -266,7 +266,7 @@ def _attacks() -> list[Attack]:
             ("STACK_GLOBAL", "REDUCE"),
             "reach",
             payload(call(stack_global("json", "JSONDecoder.__base__.__subclasses__"))),
-            reached=lambda result: subprocess.Popen in result,
+            reached=_contains(subprocess.Popen),
         ),
         Attack(
             "a class's __class__ (type)",
@@ -489,7 +489,7 @@ def _attacks() -> list[Attack]:
             ("REDUCE", "getattr"),
             "reach",
             payload(call(getattr_(stack_global("builtins", "object"), "__subclasses__"))),
-            reached=lambda result: subprocess.Popen in result,
+            reached=_contains(subprocess.Popen),
         ),
         Attack(
             "getattr of __reduce_ex__ of an allowed object (its __dict__)",

@@ -138,11 +138,16 @@ HELD_OUT = [
                 new_class(
                     "Bomb",
                     tuple_(),
+                    # A partial binds the instance as a method since Python 3.14
+                    # (3.13 warns that it will): staticmethod keeps it unbound.
                     __del__=call(
-                        stack_global("functools", "partial"),
-                        getattr_(stack_global("builtins", "dict"), "update"),
-                        registry(),
-                        dict_(mode=text("pwned")),
+                        stack_global("builtins", "staticmethod"),
+                        call(
+                            stack_global("functools", "partial"),
+                            getattr_(stack_global("builtins", "dict"), "update"),
+                            registry(),
+                            dict_(mode=text("pwned")),
+                        ),
                     ),
                 )
             )
