@@ -171,7 +171,7 @@ _DATACLASS_NAMES = (
     "_FIELD_INITVAR",
     "FrozenInstanceError",
     "InitVar",
-    "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__
+    "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__ (to 3.12)
     "_make_annotate_function",  # 3.14+: rebuilds a generated method's __annotate__
     "_auto_docstring",  # 3.15: the __doc__ of a dataclass without a docstring
 )

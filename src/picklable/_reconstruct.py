@@ -46,6 +46,7 @@ import collections
 import functools
 import importlib
 import keyword
+import reprlib
 import sys
 import threading
 import types
@@ -88,6 +89,7 @@ __all__ = [
     "_make_memoryview",
     "_make_module",
     "_make_property",
+    "_make_recursive_repr",
     "_make_singledispatch",
     "_make_traceback",
     "_make_type_alias",
@@ -659,6 +661,13 @@ def _make_property(cls: Any, fget: Any, fset: Any, fdel: Any, doc: Any) -> Any:
     obj = cls.__new__(cls)
     property.__init__(obj, fget, fset, fdel, doc)
     return obj
+
+
+@_rebuilder("wrapper", "rebuilds reprlib's recursion guard around a __repr__", "call")
+def _make_recursive_repr(wrapped: Any, fillvalue: Any) -> Any:
+    """``reprlib.recursive_repr(fillvalue)(wrapped)``: the guard dataclasses puts
+    around a generated ``__repr__`` since Python 3.13 (and any class's own)."""
+    return reprlib.recursive_repr(fillvalue)(wrapped)
 
 
 @_rebuilder("wrapper", "rebuilds a singledispatch function and its registry", "call")

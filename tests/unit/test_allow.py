@@ -8,6 +8,7 @@ import functools
 import io
 import os
 import pickle
+import reprlib
 import sys
 import types
 import typing
@@ -533,6 +534,11 @@ def _more_kinds():
         def value(self):
             return 1
 
+    class Looped:
+        @reprlib.recursive_repr("<loop>")
+        def __repr__(self):
+            return "Looped()"
+
     script = {"__name__": "__main__"}
     exec("def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\n", script)
 
@@ -545,6 +551,7 @@ def _more_kinds():
     yield "bound wrapt method", wrapt_methods.Table([1, 2]).total
     yield "property subclass", Documented(api.plain)
     yield "cached_property", vars(Lazy)["value"]
+    yield "reprlib's recursion guard", vars(Looped)["__repr__"]
     yield from _new_python_kinds()
 
 

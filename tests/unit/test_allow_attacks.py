@@ -1059,6 +1059,22 @@ def _attacks() -> list[Attack]:
             reached=_runs(b""),
         ),
         Attack(
+            "_make_recursive_repr around eval",
+            ("_make_recursive_repr",),
+            "run code",
+            payload(
+                call(
+                    call(
+                        rebuilder("_make_recursive_repr"),
+                        stack_global("builtins", "eval"),
+                        text("..."),
+                    ),
+                    text(CODE),
+                )
+            ),
+            reached=_runs(b""),
+        ),
+        Attack(
             "_make_cached_property of a foreign class",
             ("_make_cached_property",),
             "run code",

@@ -37,6 +37,7 @@ import functools
 import gc
 import marshal
 import operator
+import reprlib
 import sys
 import types
 import weakref
@@ -139,8 +140,9 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
 
 
 def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None) -> Any:
-    """A copy: a singledispatch function keeps its registry, dataclasses' repr
-    guard is made again by the receiver's dataclasses, any other is copied.
+    """A copy: a singledispatch function keeps its registry, a repr's recursion
+    guard (dataclasses', reprlib's) is made again by the receiver's own, any
+    other is copied.
 
     ``origin``: where the function lives in the sender's script (see
     :mod:`.scripts`): a receiver that runs the script uses its own.
@@ -150,8 +152,8 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
         if origin is None:
             return reduction
         return with_origin(pickler, func, reduction, carry_state=False)
-    if "__wrapped__" in func.__dict__ and func.__code__ is _recursive_repr_code():
-        reduction = _reduce_recursive_repr(func)
+    reduction = _reduce_repr_guard(func)
+    if reduction is not None:
         if origin is None:
             return reduction
         return with_origin(pickler, func, reduction, carry_state=False)
@@ -178,15 +180,19 @@ def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
 
 
 # dataclasses wraps every generated __repr__ in a guard against recursion, a
-# closure of its own module: rebuilt by the receiver's dataclasses around the
-# copied __repr__, rather than copied as dataclasses' code (which an
-# allow-list would have to admit as by-value code of 'dataclasses'). Looked up
-# once dataclasses is imported: picklable's own import does not import it.
+# closure of its own module (to Python 3.12) or of reprlib (reprlib.recursive_repr,
+# since 3.13; any class's own __repr__ may have it too): rebuilt by the
+# receiver's dataclasses or reprlib around the copied __repr__, rather than
+# copied as their code (which an allow-list would have to admit as by-value
+# code of 'dataclasses' or 'reprlib'). dataclasses' is looked up once dataclasses
+# is imported: picklable's own import does not import it.
 _recursive_repr: list[Any] = []  # [dataclasses._recursive_repr, its wrapper's code]
+_REPRLIB_GUARD_CODE = reprlib.recursive_repr()(lambda self: "").__code__
 
 
 def _recursive_repr_code() -> types.CodeType | None:
-    """The code of dataclasses' repr guard, None while dataclasses is not imported."""
+    """The code of dataclasses' own repr guard, None while dataclasses is not
+    imported, or since Python 3.13 (it uses reprlib's)."""
     if not _recursive_repr:
         module = sys.modules.get("dataclasses")
         if module is None:
@@ -200,23 +206,36 @@ def _recursive_repr_code() -> types.CodeType | None:
 _WRAPS_SETS = ("__module__", "__name__", "__qualname__", "__doc__")
 
 
-def _reduce_recursive_repr(func: types.FunctionType) -> Any:
-    """``_recursive_repr(inner)``, plus what differs from what ``functools.wraps`` sets."""
-    inner = func.__wrapped__  # type: ignore[attr-defined]
+def _reduce_repr_guard(func: types.FunctionType) -> Any:
+    """A recursion guard around a ``__repr__`` as the receiver's own guard around
+    the copied ``__repr__`` (None if ``func`` is no such guard): plus what differs
+    from what the guard sets (dataclasses renames it; the program may add attributes)."""
+    code = func.__code__
+    if code is _REPRLIB_GUARD_CODE:
+        cells = dict(zip(code.co_freevars, func.__closure__ or (), strict=True))
+        inner = cells["user_function"].cell_contents
+        rebuild: Any = _reconstruct._make_recursive_repr
+        args: tuple[Any, ...] = (inner, cells["fillvalue"].cell_contents)
+        copied: dict[str, Any] = {}  # reprlib copies no attributes of the function
+    elif "__wrapped__" in func.__dict__ and code is _recursive_repr_code():
+        inner = func.__wrapped__  # type: ignore[attr-defined]
+        rebuild, args = _recursive_repr[0], (inner,)
+        copied = vars(inner)  # functools.wraps copies its attributes
+    else:
+        return None
     slots = {
         name: getattr(func, name)
         for name in _WRAPS_SETS
         if getattr(func, name) != getattr(inner, name, None)
     }
-    own = vars(inner)
     attributes = {
         key: value
         for key, value in vars(func).items()
-        if key != "__wrapped__" and own.get(key, _NOTHING) is not value
+        if not (key == "__wrapped__" and value is inner) and copied.get(key, _NOTHING) is not value
     }
     if not slots and not attributes:
-        return (_recursive_repr[0], (inner,))
-    return (_recursive_repr[0], (inner,), (attributes or None, slots or None))
+        return (rebuild, args)
+    return (rebuild, args, (attributes or None, slots or None))
 
 
 # Since Python 3.14, dataclasses gives each method it generates an __annotate__
