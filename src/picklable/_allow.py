@@ -38,7 +38,9 @@ opcode by opcode) is never used. What holds, for every payload:
   unless the caller opts in with ``Policy(..., by_value_code=True)``; then
   it must claim an allowed module (``"__main__"`` for a script's), and runs
   with the real builtins: the allow-list limits what the payload's *opcodes*
-  reach, not what its code does once it runs.
+  reach, not what its code does once it runs. The few stdlib functions that
+  by-value classes hold and that read what their argument's data names
+  (:data:`WITH_CODE_ONLY`: a dataclass's ``__replace__``) need the opt-in too.
 
 What it does not do (see docs/safety.md): an admitted callable runs with the
 arguments the payload chooses, and does whatever it does with them (a
@@ -67,13 +69,13 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
-from . import _reconstruct, exceptions
+from . import _reconstruct, _tracker, exceptions
 from ._compat import LAZY_IMPORT_TYPE, MAIN_MODULES, PICKLE_OWN_TYPES, SENTINEL_TYPE, class_module
 from ._paths import Path, format_path
 from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
 from .exceptions import UnpicklingError
 
-__all__ = ["IMPLICIT", "SAFE_DUNDERS", "GuardedUnpickler", "Policy"]
+__all__ = ["IMPLICIT", "SAFE_DUNDERS", "WITH_CODE_ONLY", "GuardedUnpickler", "Policy"]
 
 T = TypeVar("T")
 
@@ -245,6 +247,66 @@ evaluates text, or modifies its arguments. ``builtins.getattr`` and
 ``builtins.setattr`` are admitted as guarded versions.
 """
 _IMPLICIT_IDS = {id(value): value for value in IMPLICIT.values()}
+
+
+def _with_code_only() -> dict[tuple[str, str], Any]:
+    table: dict[tuple[str, str], Any] = {}
+    replace = getattr(dataclasses, "_replace", None)  # Python 3.13+
+    if replace is not None:
+        table["dataclasses", "_replace"] = replace
+    return table
+
+
+WITH_CODE_ONLY: dict[tuple[str, str], Any] = _with_code_only()
+"""(module, name) -> object: admitted only with ``by_value_code``; without it, a
+stand-in that refuses to be called, and that no class rebuilder sets.
+
+Since Python 3.13 every dataclass's ``__replace__`` is ``dataclasses._replace``,
+which reads each attribute its argument's ``__dataclass_fields__`` names and hands
+the values to its argument's ``__class__``: on an object a payload makes, reads past
+every check (a method of an allowed class's foreign base, a class's ``__mro__``)
+into an object of the payload's choosing. A dataclass shipped by value holds it,
+and its generated methods are by-value code (which can run anything) anyway. A
+payload that carries a script's dataclass only for a receiver that does not run
+the script (where the receiver's own class is used) loads with the stand-in, never
+set on a class.
+"""
+
+
+class _Withheld:
+    """What a name of :data:`WITH_CODE_ONLY` loads as without by-value code."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}, withheld without by_value_code>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise UnpicklingError(
+            f"Refusing to call {self.name}: it reads the attributes its argument names, "
+            "which only a payload with by-value code may have it do (a dataclass shipped by "
+            "value holds it). Fix: if you would run this payload as a program, pass "
+            "allowed=picklable.Policy([...], by_value_code=True).",
+            reason=f"{self.name} not allowed (by-value code)",
+            hint="opt in with picklable.Policy(..., by_value_code=True)",
+        )
+
+
+_WITHHELD = {key: _Withheld(".".join(key)) for key in WITH_CODE_ONLY}
+
+
+def _withheld_in(value: Any) -> _Withheld | None:
+    """A stand-in among the values of ``value``: a dict, or a tuple of them (a state)."""
+    for part in value if type(value) is tuple else (value,):
+        if type(part) is dict:
+            for item in part.values():
+                if type(item) is _Withheld:
+                    return item
+    return None
+
 
 SAFE_DUNDERS = frozenset(
     {
@@ -491,7 +553,9 @@ class Policy:
         """The error for by-value code, refused without the opt-in or outside the list."""
         if not self.by_value_code:
             listed = ", ".join(repr(n) for n in self.names) or "nothing"
-            names = list(self.names if self.allows(module) else (*self.names, module))
+            names = list(
+                self.names if module is None or self.allows(module) else (*self.names, module)
+            )
             return UnpicklingError(
                 f"Refusing to load {what}: code shipped by value is arbitrary code, "
                 f"and this allow-list does not accept any (allowed: {listed}). Fix: if you "
@@ -668,6 +732,16 @@ class Policy:
 
     # ------------------------------------------------------------------ names
 
+    def implicit(self, module: Any, name: Any) -> Any:
+        """What an always-admitted name loads as, None if ``module.name`` is none:
+        IMPLICIT's object; one of :data:`WITH_CODE_ONLY` with by-value code, else
+        its stand-in."""
+        found = IMPLICIT.get((module, name))
+        if found is None and (module, name) in WITH_CODE_ONLY:
+            key = (module, name)
+            found = WITH_CODE_ONLY[key] if self.by_value_code else _WITHHELD[key]
+        return found
+
     def find_class(self, module: str, name: str) -> Any:
         """What a GLOBAL opcode naming ``module`` + ``name`` loads, if admitted."""
         # Protocols 0-2 write Python 2 names for builtins and copyreg; read them
@@ -677,7 +751,7 @@ class Policy:
         elif module in _PY2_MODULES:
             module = _PY2_MODULES[module]
         what = f"{module}.{name}"
-        implicit = IMPLICIT.get((module, name))
+        implicit = self.implicit(module, name)
         if implicit is not None:
             return implicit
         if type(module) is not str or type(name) is not str:
@@ -1340,7 +1414,7 @@ def _guard_import(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> 
             raise policy.refuse(f"reference {module!r}:{path!r}", None, "malformed reference")
         where = format_path(module, path)
         if all(type(step) is str for step in path):
-            implicit = IMPLICIT.get((module, ".".join(path)))
+            implicit = policy.implicit(module, ".".join(path))
             if implicit is not None:
                 return implicit
         if not policy.allows(module):
@@ -1386,6 +1460,9 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         if type(namespace) is dict and "__classdictcell__" in namespace:
             # Making the class fills this cell with its namespace (type() does).
             load.check_target(namespace["__classdictcell__"], f"class {name!r}'s namespace cell")
+        withheld = _withheld_in((namespace, arguments.get("members")))
+        if withheld is not None:
+            raise policy.refuse_code(f"{withheld.name} in class {name!r}", None)
         if not policy.allows("__main__") and len(args) > origin_at:
             # The receiver's own __main__ classes stay out of reach.
             args = (*args[:origin_at], None, *args[origin_at + 1 :])
@@ -1410,6 +1487,10 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         if state_name is not None and not arguments.get(state_name):
             return function(*args)  # nothing to set
         what = f"state set on {_name_of(target)}"
+        if isinstance(target, type) and _tracker.built(target):
+            withheld = _withheld_in(arguments.get(state_name))  # type: ignore[arg-type]
+            if withheld is not None:
+                raise policy.refuse_code(f"{withheld.name} set on class {_name_of(target)}", None)
         if writes is None:
             load.check_target(target, what, classes=True)
         else:

@@ -190,6 +190,30 @@ class TestAdmitted:
         assert cls is not Point and cls(2).y == [] and repr(obj).endswith(".Point(x=1, y=[])")
         assert obj < cls(2) and cls.__repr__.__wrapped__.__qualname__.endswith("__repr__")
 
+    def test_by_value_dataclass_with_no_code(self):
+        """A dataclass with no generated methods needs no opt-in, but since Python
+        3.13 its __replace__ (dataclasses._replace) reads what the fields it is
+        handed name: a class built here gets it only with by_value_code."""
+
+        @dataclasses.dataclass(init=False, repr=False, eq=False)
+        class Bare:
+            pass
+
+        payload = picklable.dumps(Bare)
+        _tracker._class_by_id.pop(_tracker._id_by_class[Bare])  # as if elsewhere
+        if not hasattr(dataclasses, "_replace"):  # Python 3.11, 3.12: no __replace__
+            assert picklable.loads(payload, allowed=[__name__]).__qualname__ == Bare.__qualname__
+            return
+        message = refused(payload, [__name__])
+        assert message == (
+            f"Refusing to load dataclasses._replace set on class {__name__}.{Bare.__qualname__}: "
+            "code shipped by value is arbitrary code, and this allow-list does not accept any "
+            f"(allowed: {__name__!r}). Fix: if you would run this payload as a program, pass "
+            f"allowed=picklable.Policy([{__name__!r}], by_value_code=True)."
+        )
+        cls = picklable.loads(payload, allowed=picklable.Policy([__name__], by_value_code=True))
+        assert cls is not Bare and cls.__replace__ is dataclasses._replace
+
     def test_by_value_enum_needs_its_module_only(self):
         """An Enum (a Flag too) by value loads with its module alone: no code, no 'enum'."""
 

@@ -32,6 +32,7 @@ from picklable_testpkg import api, modstate
 from support.opcodes import (
     NONE,
     POP,
+    TRUE,
     build,
     call,
     dict_,
@@ -67,6 +68,16 @@ def repr_guard(func: bytes) -> bytes:
     if hasattr(dataclasses, "_recursive_repr"):
         return call(stack_global("dataclasses", "_recursive_repr"), func)
     return call(rebuilder("_make_recursive_repr"), func, text("..."))
+
+
+# What a dataclass's __replace__ runs: dataclasses._replace since Python 3.13,
+# before then the same reads inline in dataclasses.replace.
+REPLACE = "_replace" if hasattr(dataclasses, "_replace") else "replace"
+
+
+def namespace_(**attributes: bytes) -> bytes:
+    """A types.SimpleNamespace with these attributes (set by BUILD)."""
+    return build(call(stack_global("types", "SimpleNamespace")), dict_(**attributes))
 
 
 def new_class(name: str, bases: bytes, **namespace: bytes) -> bytes:
@@ -546,6 +557,32 @@ HELD_OUT = [
         "chaining allowed callables",
         payload(call(repr_guard(stack_global("builtins", "eval")), text(CODE))),
         goal="run",
+    ),
+    HeldOut(
+        "dataclasses' __replace__ reads a foreign base's method for a payload class",
+        "attribute walk by an allowed callable",
+        payload(
+            call(
+                stack_global("dataclasses", REPLACE),
+                newobj(
+                    new_class(
+                        "Fields",
+                        tuple_(stack_global("picklable_testpkg.modstate", "Server")),
+                        # A field named as the method, and a __class__ that keeps
+                        # what __replace__ read and hands it.
+                        __dataclass_fields__=dict_(
+                            serve_forever=namespace_(
+                                name=text("serve_forever"),
+                                init=TRUE,
+                                _field_type=stack_global("dataclasses", "_FIELD"),
+                            )
+                        ),
+                        __class__=stack_global("types", "SimpleNamespace"),
+                    )
+                ),
+            )
+        ),
+        goal=lambda r: r.serve_forever.__func__ is socketserver.BaseServer.serve_forever,
     ),
     HeldOut(
         "GenericAlias of a foreign class, called",
