@@ -361,7 +361,11 @@ read their operands. Not the ones that set, delete, reduce, walk or re-initialis
 # Path steps picklable's locator writes (``_resolve``): through a wrapper, a
 # classmethod, a closure, a class's own namespace. Other dunders of objects
 # (``__globals__``, ``__builtins__``, ``__class__``, ``__self__`` ...) lead out.
-_PATH_DUNDERS = frozenset({"__func__", "__wrapped__", "__closure__"})
+# Since Python 3.14 a function's and a class's __annotate__ is the code of its
+# annotations (PEP 649), a function of the same module: pickle names it by its
+# qualname ("f.__annotate__"). A class keeps it under another key, its own all the same.
+_PATH_DUNDERS = frozenset({"__func__", "__wrapped__", "__closure__", "__annotate__"})
+_STORED_AS = {"__annotate__": "__annotate_func__"}
 
 # Plain data: admitted as a value (what a call returns), never by name (a
 # module's dict or list is a name's way to everything the module holds).
@@ -818,6 +822,10 @@ class Policy:
         stored = "__annotate_func__" if name == "__annotate__" else name
         for klass in _TYPE_MRO.__get__(cls, type):
             if stored in vars(klass):
+        stored = _STORED_AS.get(name, name)
+        for klass in _TYPE_MRO.__get__(cls, type):
+            namespace = vars(klass)
+            if name in namespace or stored in namespace:
                 if klass.__flags__ & (1 << 9) and self.allows(_type_module(klass)):
                     return  # the allowed module's own code
                 if name in SAFE_DUNDERS:

@@ -214,6 +214,22 @@ class TestAdmitted:
         cls = picklable.loads(payload, allowed=picklable.Policy([__name__], by_value_code=True))
         assert cls is not Bare and cls.__replace__ is dataclasses._replace
 
+    @pytest.mark.skipif(
+        sys.version_info < (3, 14), reason="__annotate__ (PEP 649) is new in Python 3.14"
+    )
+    def test_annotate_functions_by_name(self, monkeypatch):
+        """Since Python 3.14 a class's and a function's __annotate__ is its module's
+        function, pickled by its qualname ("C.__annotate__"): loads with the module."""
+        module = types.ModuleType("annotated_here")
+        source = "class C:\n    x: int\n\ndef f(x: int) -> int:\n    return x\n"
+        # Compiled without this module's "from __future__ import annotations".
+        exec(compile(source, module.__name__, "exec", dont_inherit=True), vars(module))
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        for annotate in (module.C.__annotate__, module.f.__annotate__):
+            payload = picklable.dumps(annotate)
+            assert picklable.loads(payload, allowed=[module.__name__]) is annotate
+            assert "not in the allow-list" in refused(payload, ["json"])
+
     def test_by_value_enum_needs_its_module_only(self):
         """An Enum (a Flag too) by value loads with its module alone: no code, no 'enum'."""
 
