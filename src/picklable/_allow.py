@@ -70,7 +70,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _reconstruct, _tracker, exceptions
-from ._compat import LAZY_IMPORT_TYPE, MAIN_MODULES, PICKLE_OWN_TYPES, SENTINEL_TYPE, class_module
+from ._compat import (
+    FROZENDICT,
+    LAZY_IMPORT_TYPE,
+    MAIN_MODULES,
+    PICKLE_OWN_TYPES,
+    SENTINEL_TYPE,
+    class_module,
+)
 from ._paths import Path, format_path
 from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
 from .exceptions import UnpicklingError
@@ -176,6 +183,9 @@ _DATACLASS_NAMES = (
     "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__ (to 3.12)
     "_make_annotate_function",  # 3.14+: rebuilds a generated method's __annotate__
     "_auto_docstring",  # 3.15: the __doc__ of a dataclass without a docstring
+    # Python 3.15: the __doc__ of a dataclass without one, made from its signature
+    # when read (and set on the class it is read through: the payload's own).
+    "_auto_docstring",
 )
 # An Enum by value names its metaclass and base, a Flag its boundary and the
 # operators Flag defines (IntFlag's namespace holds Flag's own functions).
@@ -370,6 +380,13 @@ _STORED_AS = {"__annotate__": "__annotate_func__"}
 # Plain data: admitted as a value (what a call returns), never by name (a
 # module's dict or list is a name's way to everything the module holds).
 _PLAIN = PICKLE_OWN_TYPES | {slice, range, type(Ellipsis), type(NotImplemented)}
+# Immutable containers: a module's own can be reached by name (their items checked).
+_FROZEN: tuple[type, ...] = (tuple, frozenset)
+_MAPPINGS: tuple[type, ...] = (dict,)
+if FROZENDICT is not None:
+    _PLAIN |= {FROZENDICT}
+    _FROZEN += (FROZENDICT,)
+    _MAPPINGS += (FROZENDICT,)
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 # Views of a dict (OrderedDict's too, as picklable ships them): data like the
 # dict they view, which is checked. Type variables are inert labels whose
@@ -424,6 +441,21 @@ _DESCRIPTORS = (
     types.MemberDescriptorType,
 )
 _BOUND_BUILTINS = (types.BuiltinFunctionType, types.MethodWrapperType)
+
+
+class _Layout:
+    """A class that adds ``__dict__`` and ``__weakref__`` to object's layout."""
+
+
+# Since Python 3.15 every such class holds the same two descriptors, whose
+# __objclass__ is object: each is a class's own attribute all the same, as a
+# class's own descriptors were before (they read and set the instance's dict,
+# and a class's __dict__ is its read-only view).
+_SHARED_LAYOUT = {
+    id(descriptor): descriptor
+    for descriptor in (vars(_Layout)["__dict__"], vars(_Layout)["__weakref__"])
+    if descriptor.__objclass__ is object
+}
 _TYPE_MODULE = type.__dict__["__module__"]
 _TYPE_MRO = type.__dict__["__mro__"]
 
@@ -593,7 +625,7 @@ class Policy:
         if t in _PLAIN:
             if t in _IMMUTABLE:
                 return obj
-            if named and t not in (tuple, frozenset):
+            if named and t not in _FROZEN:
                 # A module's dict or list leads to everything it holds, and
                 # whatever modifies it modifies the module.
                 raise self.refuse(
@@ -614,8 +646,8 @@ class Policy:
                 continue
             seen.add(id(current))
             t = type(current)
-            if t is dict:
-                if _is_namespace(current):
+            if t in _MAPPINGS:
+                if t is dict and _is_namespace(current):
                     raise self.refuse(what, None, "it is a module's namespace (or sys.modules)")
                 todo.extend(current.keys())
                 todo.extend(current.values())
@@ -661,6 +693,8 @@ class Policy:
                 raise self.refuse(what, module, f"it imports module {module!r}, not allowed")
             return
         if t in _DESCRIPTORS:
+            if _SHARED_LAYOUT.get(id(obj)) is obj:
+                return
             owner = obj.__objclass__
             self._admit_object(owner, what, depth + 1)
             self._check_builtin_name(owner, obj.__name__, what)

@@ -21,6 +21,7 @@ __all__ = [
     "CLASSDICT_GLOBAL_OP",
     "CLASSDICT_SCOPES",
     "C_RECURSION_APART",
+    "FROZENDICT",
     "HEAPTYPE",
     "IMMUTABLETYPE",
     "LAZY_ANNOTATIONS",
@@ -80,9 +81,11 @@ TRACEBACK_SPANS = sys.version_info >= (3, 13)
 # Types of objects new Python versions put in payloads; None where the running
 # Python lacks them. ``type X = ...`` makes a TypeAliasType (3.12, PEP 695);
 # ``sentinel("MISSING")`` a sentinel (3.15, PEP 661); ``lazy import json`` binds
-# a LazyImportType in the module's globals until first use (3.15, PEP 810).
+# a LazyImportType in the module's globals until first use (3.15, PEP 810);
+# ``frozendict(a=1)`` is an immutable dict (3.15, PEP 814).
 TYPE_ALIAS_TYPE: type | None = getattr(typing, "TypeAliasType", None)
 SENTINEL_TYPE: type | None = getattr(builtins, "sentinel", None)
+FROZENDICT: type | None = getattr(builtins, "frozendict", None)
 LAZY_IMPORT_TYPE: type | None = getattr(types, "LazyImportType", None)
 
 

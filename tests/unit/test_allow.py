@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import enum
 import functools
@@ -9,6 +10,7 @@ import io
 import os
 import pickle
 import reprlib
+import socketserver
 import sys
 import types
 import typing
@@ -214,6 +216,30 @@ class TestAdmitted:
         cls = picklable.loads(payload, allowed=picklable.Policy([__name__], by_value_code=True))
         assert cls is not Bare and cls.__replace__ is dataclasses._replace
 
+    def test_what_a_dataclass_names_on_this_version(self):
+        """Each name of dataclasses a by-value dataclass may carry on this Python
+        (3.13 dropped _recursive_repr, 3.15 added _auto_docstring) loads under any list."""
+        names = [n for n in _allow._DATACLASS_NAMES if hasattr(dataclasses, n)]
+        assert ("_auto_docstring" in names) == (sys.version_info >= (3, 15))
+        for name in names:
+            payload = global_payload("dataclasses", name)
+            assert picklable.loads(payload, allowed=[]) is getattr(dataclasses, name), name
+
+    @pytest.mark.skipif(
+        not hasattr(builtins, "frozendict"), reason="frozendict is new in Python 3.15"
+    )
+    def test_frozendict_is_data(self):
+        """Python 3.15's frozendict loads under any list, as frozenset does; its items
+        are checked, and one a module holds may be reached by name."""
+        frozendict = builtins.frozendict
+        value = frozendict(a=1, b=(2.0, "c"))
+        assert picklable.loads(picklable.dumps([value]), allowed=[]) == [value]
+        assert picklable.loads(pickle.dumps(value, protocol=2), allowed=[]) == value
+        policy = picklable.Policy(TESTPKG)
+        assert policy.admit(frozendict(f=api.plain), "named", named=True)["f"] is api.plain
+        with pytest.raises(picklable.UnpicklingError, match="module 'socketserver'"):
+            policy.admit(frozendict(s=socketserver.TCPServer), "named", named=True)
+
     @pytest.mark.skipif(
         sys.version_info < (3, 14), reason="__annotate__ (PEP 649) is new in Python 3.14"
     )
@@ -366,13 +392,19 @@ class TestRefused:
         refused(crafted(_reconstruct._resolve, module, path), TESTPKG)
 
     def test_resolve_located_paths(self):
-        """Paths the locator writes (through __wrapped__, __closure__, __func__) still load."""
+        """Paths the locator writes (through __wrapped__, __closure__, __func__, a class's
+        namespace) still load."""
         payload = crafted(
             _reconstruct._resolve,
             "picklable_testpkg.api",
             ("add", "__closure__", 0, "cell_contents"),
         )
         assert picklable.loads(payload, allowed=TESTPKG) is api.add.__closure__[0].cell_contents
+        for name in ("__dict__", "__weakref__"):  # one descriptor per class, or (3.15) shared
+            payload = crafted(
+                _reconstruct._resolve, "picklable_testpkg.api", ("Frame", "__dict__", (name,))
+            )
+            assert picklable.loads(payload, allowed=TESTPKG) is vars(api.Frame)[name]
         payload = crafted(_reconstruct._resolve, "types", ("MethodType",))
         assert picklable.loads(payload, allowed=[]) is types.MethodType
 
