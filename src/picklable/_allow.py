@@ -218,6 +218,9 @@ def _implicit() -> dict[tuple[str, str], Any]:
     table["copyreg", "__newobj_ex__"] = copyreg.__newobj_ex__  # type: ignore[attr-defined]
     table["functools", "partial"] = functools.partial
     table["functools", "cached_property"] = functools.cached_property
+    placeholder = getattr(functools, "Placeholder", None)  # Python 3.14+
+    if placeholder is not None:
+        table["functools", "Placeholder"] = placeholder  # a partial's empty slot
     table["_codecs", "encode"] = _codecs.encode  # bytes under protocols 0-2
     table["operator", "itemgetter"] = operator.itemgetter  # picklable's _FIRST
     # list[int] pickles as getitem(list, int): a subscription, its result checked.

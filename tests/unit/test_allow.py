@@ -137,6 +137,17 @@ class TestAdmitted:
         back = picklable.loads(payload, allowed=TESTPKG)
         assert back[0].func is api.plain and back[1]() == frame.total()
 
+    @pytest.mark.skipif(
+        not hasattr(functools, "Placeholder"), reason="functools.Placeholder is new in Python 3.14"
+    )
+    def test_partial_with_a_placeholder(self):
+        """A partial with an empty slot names functools.Placeholder: admitted with partial."""
+        placeholder = functools.Placeholder  # type: ignore[attr-defined]
+        shipped = functools.partial(api.add, placeholder, 10)
+        back = picklable.loads(picklable.dumps(shipped), allowed=TESTPKG)
+        assert back.args[0] is placeholder and back.args[1] == 10
+        assert back(1) == api.add(1, 10)
+
     def test_by_value_function_of_this_module(self):
         """Code shipped by value counts as the module its globals name."""
         fn = lambda x: x * 3  # noqa: E731 - a lambda goes by value
