@@ -76,6 +76,7 @@ from ._compat import (
     MAIN_MODULES,
     PICKLE_OWN_TYPES,
     SENTINEL_TYPE,
+    TEMPLATE_TYPES,
     class_module,
 )
 from ._paths import Path, format_path
@@ -218,6 +219,11 @@ def _implicit() -> dict[tuple[str, str], Any]:
     table["copyreg", "__newobj_ex__"] = copyreg.__newobj_ex__  # type: ignore[attr-defined]
     table["functools", "partial"] = functools.partial
     table["functools", "cached_property"] = functools.cached_property
+    for template_type in TEMPLATE_TYPES:  # Python 3.14+: t-strings, data
+        table["string.templatelib", template_type.__name__] = template_type
+    if TEMPLATE_TYPES:
+        templatelib = sys.modules["string.templatelib"]
+        table["string.templatelib", "_template_unpickle"] = templatelib._template_unpickle
     placeholder = getattr(functools, "Placeholder", None)  # Python 3.14+
     if placeholder is not None:
         table["functools", "Placeholder"] = placeholder  # a partial's empty slot
@@ -390,6 +396,15 @@ if FROZENDICT is not None:
     _PLAIN |= {FROZENDICT}
     _FROZEN += (FROZENDICT,)
     _MAPPINGS += (FROZENDICT,)
+# A t-string's Template and Interpolations (3.14+): immutable, checked through what
+# they hold (a Template its Interpolations, each its value).
+_HOLDS: dict[type, Callable[[Any], Iterable[Any]]] = {}
+if TEMPLATE_TYPES:
+    _template, _interpolation = TEMPLATE_TYPES
+    _HOLDS[_template] = operator.attrgetter("interpolations")
+    _HOLDS[_interpolation] = lambda interpolation: (interpolation.value,)
+    _PLAIN |= set(TEMPLATE_TYPES)
+    _FROZEN += TEMPLATE_TYPES
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 # Views of a dict (OrderedDict's too, as picklable ships them): data like the
 # dict they view, which is checked. Type variables are inert labels whose
@@ -656,6 +671,8 @@ class Policy:
                 todo.extend(current.values())
             elif t in (list, tuple, set, frozenset):
                 todo.extend(current)
+            elif t in _HOLDS:
+                todo.extend(_HOLDS[t](current))
             elif t in _DICT_VIEWS:
                 todo.append(current.mapping)
             elif t in _PLAIN or _is_implicit(current):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import gc
+import importlib
 import os
 import sys
 import types
@@ -30,6 +31,7 @@ __all__ = [
     "PICKLE_NOTE",
     "PICKLE_OWN_TYPES",
     "SENTINEL_TYPE",
+    "TEMPLATE_TYPES",
     "TRACEBACK_SPANS",
     "TYPE_ALIAS_TYPE",
     "TYPE_PARAMS",
@@ -110,6 +112,19 @@ def class_namespace(cls: type) -> dict[str, Any]:
     ``__classdict__`` cell holds once the class is made."""
     (namespace,) = gc.get_referents(_TYPE_DICT.__get__(cls, type))
     return namespace  # type: ignore[no-any-return]
+
+
+def _template_types() -> tuple[type, ...]:
+    try:
+        templatelib = importlib.import_module("string.templatelib")
+    except ImportError:
+        return ()
+    return (templatelib.Template, templatelib.Interpolation)
+
+
+# ``t"hello {name}"`` makes a Template of strings and Interpolations (3.14, PEP
+# 750): data, whose interpolated values are any objects. Empty before 3.14.
+TEMPLATE_TYPES: tuple[type, ...] = _template_types()
 
 
 def full_traceback() -> bool:

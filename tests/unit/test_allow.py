@@ -252,6 +252,24 @@ class TestAdmitted:
             policy.admit(frozendict(s=socketserver.TCPServer), "named", named=True)
 
     @pytest.mark.skipif(
+        sys.version_info < (3, 14), reason="template strings (PEP 750) are new in Python 3.14"
+    )
+    def test_template_strings_are_data(self):
+        """A t-string's Template and Interpolations load under any list, their values
+        checked; a module's own may be reached by name."""
+        from string.templatelib import Interpolation, Template  # type: ignore[import-not-found]
+
+        template = Template("x = ", Interpolation((1, "a"), "x", "r", ">3"), "!")
+        for payload in (picklable.dumps([template]), pickle.dumps(template, protocol=2)):
+            back = picklable.loads(payload, allowed=[])
+            assert repr(back) == repr(picklable.loads(payload))
+        policy = picklable.Policy(TESTPKG)
+        held = policy.admit(Template(Interpolation(api.plain, "f")), "named", named=True)
+        assert held.values == (api.plain,)
+        with pytest.raises(picklable.UnpicklingError, match="module 'socketserver'"):
+            policy.admit(Template(Interpolation(socketserver.TCPServer, "s")), "named", named=True)
+
+    @pytest.mark.skipif(
         sys.version_info < (3, 14), reason="__annotate__ (PEP 649) is new in Python 3.14"
     )
     def test_annotate_functions_by_name(self, monkeypatch):
