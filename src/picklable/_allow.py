@@ -872,10 +872,6 @@ class Policy:
         """A class's dunder attribute: defined by an allowed class, or a safe builtin one."""
         if name == "__new__":
             return
-        # Python 3.14 keeps a class's __annotate__ in its namespace as __annotate_func__.
-        stored = "__annotate_func__" if name == "__annotate__" else name
-        for klass in _TYPE_MRO.__get__(cls, type):
-            if stored in vars(klass):
         stored = _STORED_AS.get(name, name)
         for klass in _TYPE_MRO.__get__(cls, type):
             namespace = vars(klass)
