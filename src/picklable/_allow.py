@@ -182,7 +182,6 @@ _DATACLASS_NAMES = (
     "FrozenInstanceError",
     "InitVar",
     "_recursive_repr",  # rebuilds the recursion guard of a generated __repr__ (to 3.12)
-    "_make_annotate_function",  # 3.14+: rebuilds a generated method's __annotate__
     "_auto_docstring",  # 3.15: the __doc__ of a dataclass without a docstring
     # Python 3.15: the __doc__ of a dataclass without one, made from its signature
     # when read (and set on the class it is read through: the payload's own).
@@ -1081,6 +1080,11 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self._seen[key] = value
         return value
 
+    def made(self, value: T) -> T:
+        """Record a new object a rebuilder made for the payload (see ``made_for``)."""
+        self._made[id(value)] = value
+        return value
+
     def made_class(self, cls: T) -> T:
         """Record a class one of this payload's class rebuilders returned."""
         self._classes[id(cls)] = cls
@@ -1638,8 +1642,23 @@ def _state_on_named(policy: Policy, target: Any, what: str) -> UnpicklingError:
 
 def _guard_call(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
     """Rebuilders that call or build from what the payload holds (all of it admitted
-    already); the unpickler checks what they return like any call's result."""
-    return rebuilder.function
+    already); the unpickler checks what they return like any call's result, but
+    for a result declared made for one of the arguments (``made_for``): new, made
+    by this process's own code for an admitted object, it is the payload's."""
+    function = rebuilder.function
+    made_for = rebuilder.made_for
+    if made_for is None:
+        return function
+
+    def guarded(*args: Any) -> Any:
+        owner = _arguments(rebuilder, args).get(made_for)
+        if owner is None or type(owner) in _IMMUTABLE:
+            raise load.policy.refuse(
+                f"{rebuilder.name}(...)", None, f"it is made for no object ({made_for}={owner!r})"
+            )
+        return load.made(function(*args))
+
+    return guarded
 
 
 def _guard(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:

@@ -33,6 +33,10 @@ one place that says what loading through it means. The readers:
   path, file, first line)``: the call returns this process's own object where
   it runs that script (:func:`_script_original`), and builds (or refuses)
   otherwise; an origin whose file is None matches no script.
+* ``made_for`` -- the parameter whose object the call's result is made for
+  (``build`` reach): the result is new, made by this process's own code from
+  that object (admitted already), and the allow-list counts it as the
+  payload's, whatever module its code is in.
 
 Most of a by-value function is rebuilt by C code alone (``marshal.loads``,
 ``types.FunctionType``, pickle's BUILD). The Python frames here run once per
@@ -81,6 +85,7 @@ __all__ = [
     "_make_cached_property",
     "_make_cell",
     "_make_class",
+    "_make_dataclass_annotate",
     "_make_dict_view",
     "_make_enum",
     "_make_function",
@@ -122,6 +127,7 @@ class Rebuilder(NamedTuple):
     state: str | None = None
     writes: Callable[..., Iterable[tuple[Any, str]]] | None = None
     origin: str | None = None
+    made_for: str | None = None
 
 
 REBUILDERS: dict[str, Rebuilder] = {}
@@ -137,14 +143,16 @@ def _rebuilder(
     state: str | None = None,
     writes: Callable[..., Iterable[tuple[Any, str]]] | None = None,
     origin: str | None = None,
+    made_for: str | None = None,
 ) -> Callable[[F], F]:
     assert role in ROLES and reach in REACHES, (role, reach)
     assert (reach == "state") == (target is not None), "a state rebuilder names its target"
+    assert made_for is None or reach == "build", "only a build makes its result for an object"
 
     def declare(function: F) -> F:
         name = function.__name__
         REBUILDERS[name] = Rebuilder(
-            name, function, role, label, reach, target, state, writes, origin
+            name, function, role, label, reach, target, state, writes, origin, made_for
         )
         return function
 
@@ -668,6 +676,26 @@ def _make_recursive_repr(wrapped: Any, fillvalue: Any) -> Any:
     """``reprlib.recursive_repr(fillvalue)(wrapped)``: the guard dataclasses puts
     around a generated ``__repr__`` since Python 3.13 (and any class's own)."""
     return reprlib.recursive_repr(fillvalue)(wrapped)
+
+
+@_rebuilder(
+    "wrapper", "rebuilds dataclasses' __annotate__ of a generated method", "build", made_for="cls"
+)
+def _make_dataclass_annotate(cls: Any, method: str, fields: Any, return_type: Any) -> Any:
+    """The ``__annotate__`` dataclasses gives a method it generates (Python 3.14+),
+    made by this process's dataclasses for ``cls``: a closure that reads the
+    annotations of the class's bases when asked, never dataclasses' code copied."""
+    import dataclasses
+
+    make = getattr(dataclasses, "_make_annotate_function", None)
+    if make is None:
+        raise UnpicklingError(
+            f"Cannot load the __annotate__ of {getattr(cls, '__qualname__', cls)}.{method}: "
+            f"it was made by dataclasses of Python 3.14 or later; this is {_code.HERE}.",
+            reason="dataclasses of another Python version",
+            hint="run the same Python minor version on both sides",
+        )
+    return make(cls, method, fields, return_type)
 
 
 @_rebuilder("wrapper", "rebuilds a singledispatch function and its registry", "call")

@@ -1075,6 +1075,34 @@ def _attacks() -> list[Attack]:
             reached=_runs(b""),
         ),
         Attack(
+            "_make_dataclass_annotate for a foreign class",
+            ("_make_dataclass_annotate",),
+            "reach",
+            payload(
+                call(
+                    rebuilder("_make_dataclass_annotate"),
+                    stack_global("subprocess", "Popen"),
+                    text("__init__"),
+                    tuple_(text("args")),
+                    NONE,
+                )
+            ),
+        ),
+        Attack(
+            "_make_dataclass_annotate made for no object",
+            ("_make_dataclass_annotate",),
+            "reach",
+            payload(
+                call(
+                    rebuilder("_make_dataclass_annotate"),
+                    text("json"),
+                    text("__init__"),
+                    tuple_(),
+                    NONE,
+                )
+            ),
+        ),
+        Attack(
             "_make_cached_property of a foreign class",
             ("_make_cached_property",),
             "run code",

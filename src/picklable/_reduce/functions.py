@@ -240,7 +240,8 @@ def _reduce_repr_guard(func: types.FunctionType) -> Any:
 
 # Since Python 3.14, dataclasses gives each method it generates an __annotate__
 # of its own making, a closure over the class: rebuilt by the receiver's
-# dataclasses (as the repr guard above), rather than copied as dataclasses' code.
+# dataclasses (_reconstruct._make_dataclass_annotate, as the repr guard above),
+# rather than copied as dataclasses' code.
 _dataclass_annotate: list[Any] = []  # [dataclasses._make_annotate_function, its result's code]
 
 
@@ -279,9 +280,10 @@ def _reduce_dataclass_annotate(func: types.FunctionType) -> Any:
     }
     if func.__qualname__ != f"{getattr(cls, '__qualname__', None)}.{method}.__annotate__":
         slots["__qualname__"] = func.__qualname__
+    rebuild = _reconstruct._make_dataclass_annotate
     if not attributes and not slots:
-        return (_dataclass_annotate[0], args)
-    return (_dataclass_annotate[0], args, (attributes or None, slots or None))
+        return (rebuild, args)
+    return (rebuild, args, (attributes or None, slots or None))
 
 
 def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
