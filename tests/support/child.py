@@ -19,6 +19,16 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parent.parent
 
+# A filter (pytest.mark.filterwarnings) for tests that make fork pools in the test
+# process, which has threads of others: pytest-xdist's I/O thread, pools the
+# module keeps running. Python 3.12+ warns that forking such a process may
+# deadlock the child (3.15 raises it where warnings are errors), for picklable's
+# pools as for multiprocessing's. That a pool never forks while its own threads
+# run is tested in a fresh interpreter (tests/xproc/test_pools_scripts.py).
+FORK_AMONG_THREADS = (
+    r"ignore:This process \(pid=\d+\) is multi-threaded, use of fork\(\):DeprecationWarning"
+)
+
 
 def child_env() -> dict[str, str]:
     """Environment for child interpreters: finds the tests' helper packages."""

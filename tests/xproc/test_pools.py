@@ -22,8 +22,10 @@ import pytest
 import picklable
 from picklable import BrokenPoolError, RemoteError, RemoteTraceback, WorkerDiedError
 from picklable_testpkg import api, errors, pool_tasks
+from support.child import FORK_AMONG_THREADS
 
 METHODS = ["spawn", "forkserver", "fork"]
+pytestmark = pytest.mark.filterwarnings(FORK_AMONG_THREADS)
 # Generous: a loaded 2-core machine starts a spawn worker in well under a second.
 WAIT = 60
 

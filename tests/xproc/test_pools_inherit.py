@@ -19,8 +19,10 @@ import pytest
 import picklable
 from picklable.executors import TaskLoadError
 from picklable_testpkg import pool_state, pool_tasks
+from support.child import FORK_AMONG_THREADS
 
 METHODS = ["spawn", "forkserver", "fork"]
+pytestmark = pytest.mark.filterwarnings(FORK_AMONG_THREADS)
 WAIT = 60
 
 

@@ -462,3 +462,55 @@ def test_what_the_main_guard_rebinds_travels_as_the_senders_value(tmp_path, meth
         "locked 4 True",
         "plain 2 True",
     ]
+
+
+FORK_TEMPLATE = """
+import os
+import threading
+import warnings
+
+import picklable
+
+warnings.simplefilter("error")  # Python 3.12+ warns when a process with threads forks
+threads_at_fork = []
+os.register_at_fork(before=lambda: threads_at_fork.append(threading.active_count()))
+
+
+def state(_):
+    return os.environ["STATE"]  # what the process inherited, not what the task carries
+
+
+def die():
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    os.environ["STATE"] = "when the pool was made"
+    with picklable.Pool(2, context="fork", maxtasksperchild=1) as pool:
+        os.environ["STATE"] = "changed since"
+        seen = pool.map(state, range(6))  # one task per worker: 4 replacements at least
+        try:
+            pool.apply(die)
+        except picklable.WorkerDiedError as exc:
+            print("pool", exc.exitcode)
+        seen += pool.map(state, range(2))
+    os.environ["STATE"] = "when the pool was made"
+    with picklable.ProcessPoolExecutor(1, mp_context="fork") as ex:
+        os.environ["STATE"] = "changed since"
+        try:
+            ex.submit(die).result()
+        except picklable.WorkerDiedError as exc:
+            print("executor", exc.exitcode)
+        seen += list(ex.map(state, range(2)))
+    print(sorted(set(seen)))
+    print(threads_at_fork)
+"""
+
+
+def test_fork_workers_never_fork_among_threads(tmp_path):
+    """A fork pool forks replacement workers in its template, not from a process
+    running its manager thread; every worker starts from the state the pool was made in."""
+    out = run_script(FORK_TEMPLATE, tmp_path).splitlines()
+    assert out[:3] == ["pool 3", "executor 3", "['when the pool was made']"]
+    # The first workers and the template of each pool, from the main thread alone.
+    assert out[3] == str([1, 1, 1, 1, 1]), out

@@ -13,6 +13,8 @@ _inherit    what reaches a worker at its start: the initializer and initargs, wi
             the objects multiprocessing shares by inheritance (queues, locks)
 _launch     starting worker processes (spawn, forkserver, fork), prepared as
             multiprocessing prepares its children (main module, authkey)
+_template   the process that forks a fork pool's later workers (never the
+            parent while the pool's thread runs)
 _core       the manager thread: dispatch, results, worker death, shutdown
 _jobs       what callers hold: AsyncResult, MapResult, IMapIterator, futures
 _mp         ``Pool`` (the API of ``multiprocessing.Pool``)

@@ -44,6 +44,7 @@ from . import _protocol as P
 from ._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
 from ._errors import describe_exit
 from ._jobs import Failure, ItemsJob, Job, Unit
+from ._template import ForkTemplate
 from ._worker import WorkerConfig
 
 # A worker gets more units queued behind its running one while the estimated
@@ -334,10 +335,18 @@ class Core:
         self._poller = select.poll()
         self._poller.register(self._wake_r, select.POLLIN)
         self._by_fd: dict[int, tuple[bool, _Worker]] = {}  # fd -> (is sentinel, worker)
+        # fork: forks the workers started once the manager thread runs (see _template).
+        self.template: ForkTemplate | None = None
         _cores.add(self)
         try:
             for index in range(processes):
                 self._start_worker(index)
+            if method == "fork":
+                # From this thread, before the manager thread starts: the
+                # template has only the threads the caller's process had.
+                self.template = ForkTemplate(
+                    self._worker_config, f"{name}-fork-template", make_process
+                )
         except BaseException:
             self._kill_all()
             self._release_workers()
@@ -466,6 +475,9 @@ class Core:
                 self._kill_all()
             finally:
                 self._fail_everything(error)
+        finally:
+            if self.template is not None:
+                self.template.close()
 
     def _loop(self) -> None:
         poll = self._poller.poll
@@ -526,10 +538,17 @@ class Core:
 
     # --- workers
 
+    def _worker_config(self, index: int) -> WorkerConfig:
+        return WorkerConfig(index, self.codec, self.initializer, self.log_initializer_errors)
+
     def _start_worker(self, index: int) -> None:
-        config = WorkerConfig(index, self.codec, self.initializer, self.log_initializer_errors)
         process, sock, boot = _launch.start(
-            self.method, config, f"{self.name}-worker-{index}", self.import_main, self.make_process
+            self.method,
+            self._worker_config(index),
+            f"{self.name}-worker-{index}",
+            self.import_main,
+            self.make_process,
+            self.template,
         )
         worker = _Worker(index, process, sock, boot)
         self.workers[index] = worker
@@ -1003,8 +1022,9 @@ class Core:
                 self.workers[index] = None
 
     def _forget_after_fork(self) -> None:
-        # The workers' sockets are closed by _launch's own fork hook.
+        # The workers' sockets (and the template's) are closed by _launch's own fork hook.
         self._fd_finalizer()
+        self.template = None
 
 
 def may_queue(inflight: int, queued: float, est: float | None) -> bool:

@@ -10,7 +10,8 @@ passed to the child. The worker applies it with ``multiprocessing.spawn.prepare`
 the stdlib's own code: the same guard semantics (``if __name__ == "__main__"``
 blocks do not run), the same resource tracker. ``import_main=False`` leaves the
 main module out. ``forkserver`` and ``fork`` go through :mod:`multiprocessing`
-itself.
+itself; a fork pool's later workers are forked by its template
+(:mod:`._template`), never from the parent once the pool runs threads.
 
 Each worker gets one end of a socket pair (duplex, its own: no lock shared
 between workers) and a *sentinel*, a file descriptor that becomes readable when
@@ -27,11 +28,14 @@ import socket
 import subprocess
 import sys
 import weakref
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _protocol as P
 from ._inherit import Spawning, spawning
 from ._worker import WorkerConfig
+
+if TYPE_CHECKING:
+    from ._template import ForkTemplate
 
 START_METHODS = ("spawn", "forkserver", "fork")
 
@@ -185,6 +189,7 @@ def start(
     name: str,
     import_main: bool = True,
     make_process: Any = None,
+    template: ForkTemplate | None = None,
 ) -> tuple[Process, socket.socket, bytes]:
     """Start one worker.
 
@@ -197,6 +202,9 @@ def start(
     make_process:
         fork, forkserver: ``make_process(context, target=..., ...)`` makes the
         Process (``Pool.Process``); default ``context.Process``.
+    template:
+        fork: the pool's :class:`~._template.ForkTemplate`, which forks the
+        worker instead of this process (once the pool runs threads).
 
     Returns
     -------
@@ -211,6 +219,8 @@ def start(
             data, inherited = _spawn_data(config, name, import_main)
             process: Process = _start_spawn(child_end, inherited)
             boot = P.LENGTH.pack(len(data)) + data
+        elif template is not None:
+            process = template.start(child_end, config.index, name)
         else:
             process = _start_mp(method, child_end, config, name, make_process)
     except BaseException:
@@ -263,9 +273,14 @@ def _start_spawn(child_end: socket.socket, inherited: list[int]) -> _Spawned:
     return _Spawned(popen, sentinel)
 
 
-def _start_mp(
-    method: str, child_end: socket.socket, config: WorkerConfig, name: str, make_process: Any
-) -> _MPProcess:
+def fork_process(
+    child_end: socket.socket,
+    config: WorkerConfig,
+    name: str,
+    make_process: Any,
+    method: str = "fork",
+) -> Any:
+    """Start a worker through a ``multiprocessing`` context; return its Process."""
     import multiprocessing  # only fork and forkserver need it
 
     context = multiprocessing.get_context(method)
@@ -277,6 +292,13 @@ def _start_mp(
     process = make_process(context, target=_mp_main, args=(child_end, config), name=name)
     process.daemon = False  # a worker may start processes and pools of its own
     process.start()
+    return process
+
+
+def _start_mp(
+    method: str, child_end: socket.socket, config: WorkerConfig, name: str, make_process: Any
+) -> _MPProcess:
+    process = fork_process(child_end, config, name, make_process, method)
     if method == "fork":
         pidfd = _pidfd(process.pid)
         if pidfd is not None:
