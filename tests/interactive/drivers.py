@@ -2,8 +2,8 @@
 
 :class:`Kernel` starts ``ipykernel`` through ``jupyter_client`` (the kernel a
 notebook server would start) and executes cells over its ZeroMQ channels;
-:class:`Shell` runs the ``ipython`` command under a pseudo-terminal with
-``pexpect`` and types into it. In both, ``__main__`` is IPython's user
+:class:`Shell` runs the ``ipython`` command on a pseudo-terminal and types
+into it with ``pexpect``. In both, ``__main__`` is IPython's user
 namespace: what a cell defines has no source file a worker could import.
 
 Both hand values back the same way: ``run(code, name=expression, ...)`` executes
@@ -252,15 +252,20 @@ class Shell:
 
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
         import pexpect
+        import pexpect.fdpexpect
+
+        from support.terminal import start_in_terminal
 
         self._pexpect = pexpect
         self.transcript: list[str] = []
         env, self.mark = marked_env(dict(env, TERM="dumb", PAGER="cat"))
         ipython_dir = workdir / "ipython-dir"  # a fresh profile: no user startup files
         ipython_dir.mkdir(exist_ok=True)
-        self.child = pexpect.spawn(
-            str(Path(sys.executable).with_name("ipython")),
+        # Started without a fork of this process (pexpect.spawn forks it, and it
+        # runs threads: pytest-xdist's; Python 3.15 raises the warning about it).
+        self.process, master = start_in_terminal(
             [
+                str(Path(sys.executable).with_name("ipython")),
                 "--simple-prompt",
                 "--no-banner",
                 "--colors=NoColor",
@@ -268,17 +273,18 @@ class Shell:
                 "--HistoryManager.hist_file=:memory:",
                 f"--ipython-dir={ipython_dir}",
             ],
-            cwd=str(workdir),
+            cwd=workdir,
             env=env,
-            encoding="utf-8",
-            codec_errors="replace",
-            timeout=120,
-            dimensions=(40, 2000),  # no wrapped lines in the echo
-            echo=False,
+            columns=2000,  # no wrapped lines in the echo
+            rows=40,
+            raw_output=False,
+        )
+        self.child = pexpect.fdpexpect.fdspawn(
+            master, encoding="utf-8", codec_errors="replace", timeout=120
         )
         # Lines go out as fast as the pty takes them: the shell reads them in order.
         self.child.delaybeforesend = None
-        self.pid: int = self.child.pid
+        self.pid: int = self.process.pid
         try:
             self._wait_prompt(60)
         except BaseException:
@@ -357,14 +363,18 @@ class Shell:
     def close(self, cleanup: str = "", *, grace: float = 10.0) -> list[int]:
         """Run ``cleanup``, exit the shell, kill whatever it started that has not
         exited ``grace`` seconds later; return those pids."""
-        if cleanup and self.child.isalive():
+        if cleanup and self.process.poll() is None:
             with contextlib.suppress(Exception):
                 self.type_cell(cleanup, timeout=60)
-        if self.child.isalive():
+        if self.process.poll() is None:
             with contextlib.suppress(Exception):
                 self.child.sendline("exit")
                 self.child.expect(self._pexpect.EOF, timeout=30)
-        self.child.close(force=True)
+        with contextlib.suppress(OSError):
+            self.child.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
         return reap(self.mark, grace)
 
 

@@ -1,11 +1,11 @@
 """A program run in a real pseudo-terminal, and what a person would see on it.
 
-:func:`run_in_terminal` starts a command with stdin, stdout and stderr on a
-pty of a given size (so ``isatty()`` is true and progress bars draw in
-place); :func:`screen` replays what it wrote the way a terminal does (``\\r``
-back to the start of the line, text overwriting what is there, ``ESC[K``
-erasing to the end of the line), so a test reads the lines left on screen,
-not the bytes.
+:func:`start_in_terminal` starts a command with stdin, stdout and stderr on a
+pty of a given size (so ``isatty()`` is true and progress bars draw in place),
+and :func:`run_in_terminal` runs one to its end; :func:`screen` replays what it
+wrote the way a terminal does (``\\r`` back to the start of the line, text
+overwriting what is there, ``ESC[K`` erasing to the end of the line), so a test
+reads the lines left on screen, not the bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +16,62 @@ import re
 import select
 import struct
 import subprocess
+import sys
 import termios
 import time
 from pathlib import Path
 
 _ESCAPE = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
+
+# Runs first in the new process, then replaces itself with the program: Ctrl-C at
+# its default, as a shell on a terminal starts a program. The test process may
+# ignore SIGINT (a run started in the background by a shell without job control:
+# `pytest ... &`), and an ignored signal stays ignored across exec. (Not
+# preexec_fn: the test process runs threads, pytest-xdist's at least.)
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def start_in_terminal(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    columns: int = 100,
+    rows: int = 30,
+    raw_output: bool = True,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``argv`` on a fresh pty, without echo, in a session of its own;
+    return the process and the pty's master end (the caller closes it).
+
+    ``raw_output``: no ``\\n`` -> ``\\r\\n`` translation, so the bytes read are
+    the bytes the program wrote.
+    """
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        attributes = termios.tcgetattr(slave)
+        if raw_output:
+            attributes[1] &= ~termios.ONLCR
+        attributes[3] &= ~termios.ECHO
+        termios.tcsetattr(slave, termios.TCSANOW, attributes)
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _DEFAULT_SIGINT, *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    return process, master
 
 
 def run_in_terminal(
@@ -33,17 +84,7 @@ def run_in_terminal(
     timeout: float = 120,
 ) -> tuple[int, str]:
     """Run ``argv`` on a fresh pty; return (exit status, everything it wrote)."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    # No echo, and no \n -> \r\n translation: the bytes are what the program wrote.
-    attributes = termios.tcgetattr(slave)
-    attributes[1] &= ~termios.ONLCR
-    attributes[3] &= ~termios.ECHO
-    termios.tcsetattr(slave, termios.TCSANOW, attributes)
-    process = subprocess.Popen(
-        argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, start_new_session=True
-    )
-    os.close(slave)
+    process, master = start_in_terminal(argv, cwd=cwd, env=env, columns=columns, rows=rows)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     try:
