@@ -658,3 +658,16 @@ def test_workers_do_not_import_the_test_module(pool, method):
     """Lambdas of this module travel by value: spawned workers never import it."""
     name = __name__
     assert pool.apply(lambda: name in __import__("sys").modules) is (method == "fork")
+
+
+def test_fork_pool_without_its_template_says_so():
+    """A fork pool whose template was killed cannot replace a dead worker: the next
+    task fails with BrokenPoolError saying why, and nothing hangs."""
+    with picklable.Pool(1, context="fork") as pool:
+        template = pool._core.template._process
+        os.kill(template.pid, signal.SIGKILL)
+        template.join(WAIT)
+        with pytest.raises(WorkerDiedError):
+            pool.apply(pool_tasks.die, ("exit",))
+        with pytest.raises(BrokenPoolError, match=r"replace worker 0: .*fork template .* is gone"):
+            pool.apply(pool_tasks.identity, (1,))

@@ -226,31 +226,38 @@ def _template_main(
     while True:
         try:
             message, fds = _recv(sock)
+            reply, passed = _answer(message, fds, workers, make_config, make_process)
+            _send(sock, reply, passed)
         except (OSError, EOFError):
             return  # the parent closed the pool, or went away
-        kind = message[0]
-        if kind == "start":
-            _, index, name = message
-            child_end = socket.socket(fileno=fds[0])
-            try:
-                process = _launch.fork_process(child_end, make_config(index), name, make_process)
-            except Exception as exc:
-                reply: Any = (False, f"{type(exc).__name__}: {exc}")
-                sentinels: list[int] = []
-            else:
-                workers[process.pid] = process
-                reply = (True, process.pid)
-                sentinels = [process.sentinel]
-            finally:
-                child_end.close()
-                for fd in fds[1:]:
-                    os.close(fd)
-            _send(sock, reply, sentinels)
-        elif kind == "exitcode":
-            process = workers.pop(message[1], None)
-            if process is None:
-                _send(sock, (False, None))
-                continue
-            process.join()
-            _send(sock, (True, process.exitcode))
-            process.close()
+
+
+def _answer(
+    message: Any,
+    fds: list[int],
+    workers: dict[int, Any],
+    make_config: Callable[[int], WorkerConfig],
+    make_process: Any,
+) -> tuple[Any, list[int]]:
+    """The reply to one request of the parent, and the descriptors to pass with it."""
+    if message[0] == "start":
+        _, index, name = message
+        child_end = socket.socket(fileno=fds[0])
+        try:
+            process = _launch.fork_process(child_end, make_config(index), name, make_process)
+        except Exception as exc:
+            return (False, f"{type(exc).__name__}: {exc}"), []
+        finally:
+            child_end.close()
+            for fd in fds[1:]:
+                os.close(fd)
+        workers[process.pid] = process
+        return (True, process.pid), [process.sentinel]
+    # "exitcode": asked once the worker has ended; the template forgets it then.
+    process = workers.pop(message[1], None)
+    if process is None:
+        return (False, None), []
+    process.join()
+    code = process.exitcode
+    process.close()
+    return (True, code), []
