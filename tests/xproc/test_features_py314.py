@@ -4,8 +4,9 @@ Annotations are computed when asked for (PEP 649, 749): a function or class
 may name what is defined later, or nowhere. Module-level objects load as
 themselves in a fresh interpreter; local and script ones as exact copies whose
 annotations read the same in every format of ``annotationlib`` (VALUE, which
-may raise NameError as where they were made, FORWARDREF, STRING), with an
-``__annotate__`` of their own. ``functools.Placeholder`` is functools' own;
+may raise NameError as where they were made, FORWARDREF, STRING): an
+``__annotate__`` of their own, or where every format reads the same, the
+evaluated annotations. ``functools.Placeholder`` is functools' own;
 partials holding it and template strings are data. Each is compared with pickle
 and cloudpickle: never worse than pickle, right wherever cloudpickle is.
 """
