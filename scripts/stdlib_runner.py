@@ -9,6 +9,7 @@ already swapped in by ``stdlib_swap`` (the environment's ``.pth`` file).
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import os
 import sys
@@ -41,8 +42,14 @@ class _Recorder(unittest.TextTestResult):
         super().startTest(test)
 
     def stopTest(self, test: unittest.TestCase) -> None:
-        faulthandler.cancel_dump_traceback_later()
         super().stopTest(test)
+        # A test that failed before its executor's shutdown leaves it to the
+        # garbage collector (the stdlib pools and picklable's stop their workers
+        # then): collect now, or its workers outlive the module, whose cleanup
+        # (multiprocessing.util._cleanup_tests) waits for them without a limit.
+        gc.collect()
+        # Between tests (class and module set-up and clean-up) the same limit holds.
+        faulthandler.dump_traceback_later(TEST_TIMEOUT, exit=True)
 
     def _record(self, test: unittest.TestCase, outcome: str, detail: str = "") -> None:
         self.outcomes[test.id()] = {
@@ -88,6 +95,8 @@ def run(module: str, patterns: list[str], json_path: str) -> int:
     except BaseException:
         traceback.print_exc(file=sys.__stderr__)
         raise
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     assert isinstance(result, _Recorder)
     # setUpModule/setUpClass errors are not tied to one test: keep them too.
     for test, text in result.errors:
