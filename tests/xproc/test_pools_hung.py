@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import wait as wait_futures
 from pathlib import Path
@@ -94,6 +95,38 @@ class TestHungTask:
             results = pool.starmap(fn, [(str(tmp_path), i, 50, 0.3) for i in range(3000)], 1)
             assert results == list(range(3000))
             assert runs(tmp_path) == collections.Counter(range(3000))
+
+    @pytest.mark.parametrize("method", METHODS)
+    def test_stopped_and_continued_worker_runs_each_task_once(self, method, tmp_path):
+        """A worker stopped and continued from outside, again and again, while 2,000
+        short tasks stream: each runs exactly once."""
+        with picklable.Pool(2, context=method) as pool:
+            pool.starmap(pool_tasks.mark, [(str(tmp_path), -1)] * 20, 1)
+            for path in tmp_path.iterdir():
+                path.unlink()
+            victim = pool._core.workers[0].process.pid
+            done = threading.Event()
+
+            def stop_and_continue() -> None:
+                while not done.is_set():
+                    os.kill(victim, signal.SIGSTOP)
+                    time.sleep(0.25)
+                    os.kill(victim, signal.SIGCONT)
+                    time.sleep(0.05)
+
+            thread = threading.Thread(target=stop_and_continue)
+            thread.start()
+            try:
+                it = pool.imap_unordered(
+                    lambda x: pool_tasks.mark(str(tmp_path), x), range(2000), chunksize=1
+                )
+                results = sorted(it.next(WAIT) for _ in range(2000))
+            finally:
+                done.set()
+                thread.join()
+                os.kill(victim, signal.SIGCONT)
+            assert results == list(range(2000))
+            assert runs(tmp_path) == collections.Counter(range(2000))
 
 
 class TestTaskTimeout:
