@@ -347,6 +347,11 @@ class TestMayQueue:
         """Short units queue up to the budget; long or unknown ones wait for an idle worker."""
         assert may_queue(inflight, queued, est) is expected
 
+    @pytest.mark.parametrize(("running", "expected"), [(0.001, True), (0.2, False), (0.1, False)])
+    def test_nothing_queues_behind_a_long_unit(self, running, expected):
+        """Behind a unit estimated long (or never run: 0.1 s), short ones would wait for all of it."""
+        assert may_queue(1, 0.0, 0.000002, running) is expected
+
     def test_budget_is_small(self):
         """The queue budget keeps tail imbalance to a few milliseconds."""
         assert 0 < QUEUE_BUDGET <= 0.01

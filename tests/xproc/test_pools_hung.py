@@ -42,23 +42,19 @@ def runs(directory: Path) -> collections.Counter[int]:
     return collections.Counter(int(path.name.split("-")[0]) for path in directory.iterdir())
 
 
-def hang_task(how: str):
-    return (pool_tasks.stop_self, ()) if how == "stop" else (pool_tasks.sleep_then, (0, 3600))
-
-
 class TestHungTask:
     @pytest.mark.parametrize("how", ["sleep", "stop"])
     @pytest.mark.parametrize("method", METHODS)
     def test_pool_quick_tasks_finish(self, method, how, tmp_path):
         """Pool(2): 200 quick tasks submitted behind a hung one all finish within 10 s, once each."""
+        task = pool_tasks.mark_or_hang  # the hung task is one of them: estimated quick
         with picklable.Pool(2, context=method) as pool:
-            pool.starmap(pool_tasks.mark, [(str(tmp_path), -1)] * 20, 1)  # learn their cost
+            pool.starmap(task, [(str(tmp_path), -1)] * 20, 1)  # learn their cost
             for path in tmp_path.iterdir():
                 path.unlink()
-            fn, args = hang_task(how)
-            hung = pool.apply_async(fn, args)
+            hung = pool.apply_async(task, (str(tmp_path), -2, how))
             start = time.monotonic()
-            quick = [pool.apply_async(pool_tasks.mark, (str(tmp_path), i)) for i in range(200)]
+            quick = [pool.apply_async(task, (str(tmp_path), i)) for i in range(200)]
             for result in quick:
                 result.wait(max(0.0, start + 10 - time.monotonic()))
             done = sum(result.ready() for result in quick)
@@ -71,14 +67,14 @@ class TestHungTask:
     @pytest.mark.parametrize("method", METHODS)
     def test_executor_quick_tasks_finish(self, method, how, tmp_path):
         """ProcessPoolExecutor(2): the same, with futures."""
+        task = pool_tasks.mark_or_hang
         ex = picklable.ProcessPoolExecutor(2, mp_context=method)
         try:
-            list(ex.map(pool_tasks.mark, [str(tmp_path)] * 20, [-1] * 20))  # learn their cost
+            list(ex.map(task, [str(tmp_path)] * 20, [-1] * 20))  # learn their cost
             for path in tmp_path.iterdir():
                 path.unlink()
-            fn, args = hang_task(how)
-            hung = ex.submit(fn, *args)
-            quick = [ex.submit(pool_tasks.mark, str(tmp_path), i) for i in range(200)]
+            hung = ex.submit(task, str(tmp_path), -2, how)
+            quick = [ex.submit(task, str(tmp_path), i) for i in range(200)]
             done, _ = wait_futures(quick, timeout=10)
             assert len(done) == 200, f"{len(done)} of 200 quick tasks finished in 10 s"
             assert [f.result(0) for f in quick] == list(range(200))

@@ -10,8 +10,9 @@ holds which units, in order. A worker gets a unit when it is idle, and more
 queued behind the running one while the estimated run time of those queued
 (learned per function from the times workers report) is under
 :data:`QUEUE_BUDGET`: short tasks stream with no round trip between them. Units
-estimated over :data:`QUEUE_MAX_UNIT` are never queued behind another: long
-tasks are not stuck behind each other while a worker idles.
+estimated over :data:`QUEUE_MAX_UNIT` are never queued behind another, nor
+behind one: long tasks are not stuck behind each other, nor short ones behind
+a long one, while a worker idles.
 
 Late units. An estimate can be wrong: the unit running on a worker may hang (or
 its process be stopped) with short units queued behind it. Once it has run
@@ -807,7 +808,9 @@ class Core:
                 # Queued work = everything but the running unit; none behind a late one.
                 elif inflight and (
                     worker.overdue
-                    or not may_queue(len(inflight), worker.load - inflight[0].est, est)
+                    or not may_queue(
+                        len(inflight), worker.load - inflight[0].est, est, inflight[0].est
+                    )
                 ):
                     continue
                 if est is None:
@@ -1219,7 +1222,7 @@ def overdue_after(est: float) -> float:
     return max(OVERDUE_FACTOR * est, OVERDUE_MIN)
 
 
-def may_queue(inflight: int, queued: float, est: float | None) -> bool:
+def may_queue(inflight: int, queued: float, est: float | None, running: float = 0.0) -> bool:
     """Whether a busy worker may take one more unit now.
 
     Parameters
@@ -1230,10 +1233,15 @@ def may_queue(inflight: int, queued: float, est: float | None) -> bool:
         Estimated seconds of the units queued behind the running one.
     est:
         Estimated seconds of the new unit, None if its function never ran yet.
+    running:
+        Estimated seconds of the running unit (of a function never run yet:
+        ``2 * QUEUE_MAX_UNIT``). Nothing queues behind a long one: it would wait
+        for all of it while another worker may be free.
     """
     return (
         est is not None
         and est <= QUEUE_MAX_UNIT
+        and running <= QUEUE_MAX_UNIT
         and queued < QUEUE_BUDGET
         and inflight < MAX_INFLIGHT
     )

@@ -231,3 +231,13 @@ def write_pid_then_spin(path: str) -> None:
 
     Path(path).write_text(str(os.getpid()))
     collections.deque(itertools.count(), maxlen=0)
+
+
+def mark_or_hang(directory: str, x: Any, how: str = "") -> Any:
+    """``mark`` (a quick task), or hang as ``how`` says: "sleep" (forever) or "stop"
+    (SIGSTOP its own process). One function: its estimate is a quick task's."""
+    if how == "sleep":
+        time.sleep(3600)
+    elif how == "stop":
+        stop_self()
+    return mark(directory, x)
