@@ -50,6 +50,10 @@ class ProcessPoolExecutor(Executor):
         "__main__"`` block does not run there): module-level setup (logging,
         locks, connections, data) exists in the workers. ``False`` skips it, for
         a script that must not be imported again.
+    task_timeout:
+        Seconds each task may run before its worker is killed and replaced and
+        its future fails with :class:`~picklable.TaskTimeoutError`; None (the
+        default): no limit. :meth:`schedule` and :meth:`map` take their own.
 
     Raises
     ------
@@ -59,7 +63,9 @@ class ProcessPoolExecutor(Executor):
     .. versionchanged:: 0.2.0
         Spawned workers import the main script (``import_main``); objects that
         multiprocessing shares by inheritance (queues, locks, shared values)
-        reach the initializer through ``initargs``.
+        reach the initializer through ``initargs``; ``task_timeout`` and
+        :meth:`schedule`; after ``shutdown(wait=False)`` the interpreter's exit
+        kills the workers still running instead of waiting for them.
     """
 
     def __init__(
@@ -72,6 +78,7 @@ class ProcessPoolExecutor(Executor):
         max_tasks_per_child: int | None = None,
         retries: int = 0,
         import_main: bool = True,
+        task_timeout: float | None = None,
     ) -> None:
         self._shutdown = True
         method = start_method(mp_context)
@@ -88,6 +95,7 @@ class ProcessPoolExecutor(Executor):
                 "max_tasks_per_child is incompatible with the 'fork' start method; "
                 "supply a different mp_context."
             )
+        self._task_timeout = P.check_task_timeout(task_timeout)
         codec, init = P.start_codec(initializer, initargs, retries, method)
         self._max_workers = max_workers
         self._retries = retries
@@ -127,6 +135,9 @@ class ProcessPoolExecutor(Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Schedule ``fn(*args, **kwargs)``; return a :class:`~concurrent.futures.Future`.
 
+        Every keyword argument goes to ``fn``, as in :mod:`concurrent.futures`:
+        the executor's ``task_timeout`` applies; :meth:`schedule` sets one per call.
+
         Raises
         ------
         RuntimeError
@@ -135,13 +146,56 @@ class ProcessPoolExecutor(Executor):
         BrokenPoolError
             If the executor is broken (its initializer failed).
         """
+        return self._submit(fn, args, kwargs, self._task_timeout)
+
+    def schedule(
+        self,
+        fn: Callable[..., Any],
+        args: Iterable[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        task_timeout: float | None = None,
+    ) -> Future[Any]:
+        """Schedule ``fn(*args, **kwargs)`` with its own ``task_timeout``; return its future.
+
+        :meth:`submit` with the call's arguments apart from the executor's own
+        (as in pebble's ``ProcessPool.schedule``), so that ``submit`` stays the
+        stdlib's, where every keyword argument is ``fn``'s.
+
+        Parameters
+        ----------
+        task_timeout:
+            Seconds the call may run once started, after which its worker is
+            killed and replaced and the future fails with
+            :class:`~picklable.TaskTimeoutError`; None: the executor's
+            ``task_timeout``; ``math.inf``: no limit.
+
+        Raises
+        ------
+        RuntimeError
+            After :meth:`shutdown`, or once the interpreter exits.
+        BrokenPoolError
+            If the executor is broken (its initializer failed).
+
+        .. versionadded:: 0.2.0
+        """
+        timeout = P.task_timeout(task_timeout, self._task_timeout)
+        return self._submit(fn, tuple(args), dict(kwargs or {}), timeout)
+
+    def _submit(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        timeout: float | None,
+    ) -> Future[Any]:
         self._check()
         future: Future[Any] = Future()
         job = FutureJob(callable_name(fn), future, self)
         core = self._core
         try:
             digest, payload = core.encode_function(fn)
-            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries)
+            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries, timeout)
         except Exception as exc:
             future.set_running_or_notify_cancel()
             future.set_exception(exc)
@@ -156,6 +210,7 @@ class ProcessPoolExecutor(Executor):
         timeout: float | None = None,
         chunksize: int = 1,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> Iterator[Any]:
         """``fn`` over the zipped ``iterables``: results in order, as in :meth:`Executor.map`.
 
@@ -168,6 +223,12 @@ class ProcessPoolExecutor(Executor):
             Items per task sent to a worker.
         progress:
             Show a progress bar on stderr.
+        task_timeout:
+            Seconds each item may run (a chunk of n items: n times this) before
+            its worker is killed and replaced and the chunk's items fail with
+            :class:`~picklable.TaskTimeoutError`; None: the executor's;
+            ``math.inf``: no limit. (``timeout`` is the stdlib's: how long the
+            caller waits.)
 
         Raises
         ------
@@ -176,11 +237,12 @@ class ProcessPoolExecutor(Executor):
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         self._check()
+        limit = P.task_timeout(task_timeout, self._task_timeout)
         if chunksize < 1:
             raise ValueError("chunksize must be >= 1.")
         items = list(zip(*iterables))
         job = ItemsJob(f"map({callable_name(fn)})", self, star=True, progress=progress)
-        start_items(self._core, job, fn, items, chunksize, True, self._retries)
+        start_items(self._core, job, fn, items, chunksize, True, self._retries, limit)
         return _results(job, len(items), deadline)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -189,12 +251,21 @@ class ProcessPoolExecutor(Executor):
         Parameters
         ----------
         wait:
-            Return only when the workers have exited.
+            Return only when the workers have exited. With ``wait=False`` the
+            work goes on in the background, but the interpreter's exit does not
+            wait for it (unlike the stdlib's): workers still running then are
+            killed, and the futures not done fail with
+            :class:`~picklable.BrokenPoolError`.
         cancel_futures:
             Cancel the futures that have not started running.
+
+        .. versionchanged:: 0.2.0
+            The interpreter's exit no longer waits after ``shutdown(wait=False)``.
         """
         self._shutdown = True
         core = self._core
+        if not wait:
+            core.exit_action = "kill"
         if cancel_futures:
             core.request(lambda: _cancel_pending(core))
         core.close()
