@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import _caches
 
-__all__ = ["guard_bindings", "worker_bindings"]
+__all__ = ["guard_answer", "guard_bindings", "worker_bindings"]
 
 # Calls through which a guard may rebind any name of the module.
 _DYNAMIC = frozenset({"exec", "eval"})
@@ -78,6 +78,14 @@ def worker_bindings(filename: str) -> frozenset[str] | None:
     run under the guard. None if it cannot be told (a star import, ``exec``).
     """
     return _read(filename)[1]
+
+
+def guard_answer(filename: str) -> _Answer:
+    """``(names the main guard of the script ``filename`` binds or changes, names
+    it calls a method of)``, as the file is now; None if it cannot be told. (What
+    :func:`guard_bindings` reads against a namespace; :mod:`.scripts` keeps it
+    per version of the script.)"""
+    return _read(filename)[0]
 
 
 def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:
