@@ -78,8 +78,9 @@ def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict
 # is kept with every (namespace, name, value or _ABSENT) the walk read, and
 # holds while each is unchanged (a name defined, deleted or rebound since is
 # seen). Not kept when the walk went through a class (its methods may change
-# in place) or a wrapper; a ``__code__`` replaced on a function it reads is not
-# seen (one on the function itself is).
+# in place) or a wrapper other than the function's own ``__wrapped__``; a
+# ``__code__`` replaced on a function it reads is not seen (one on the function
+# itself is).
 _complete: dict[int, tuple[Any, Any, tuple[tuple[dict[str, Any], str, Any], ...]]] = {}
 _COMPLETE_LIMIT = 1024
 _ABSENT: Any = object()
@@ -100,7 +101,13 @@ def missing_globals(obj: Any, modules: Collection[str]) -> set[str]:
             return set()
     missing: set[str] = set()
     deps: list[tuple[dict[str, Any], str, Any]] = []
-    keep = type(obj) is types.FunctionType and "__wrapped__" not in obj.__dict__
+    keep = type(obj) is types.FunctionType
+    if keep:
+        inner = obj.__dict__.get("__wrapped__", _ABSENT)
+        if inner is not _ABSENT:
+            # A decorator's wrapper: what it wraps is read too (one level is kept).
+            deps.append((obj.__dict__, "__wrapped__", inner))
+            keep = type(inner) is types.FunctionType and "__wrapped__" not in inner.__dict__
     for name, namespace in script_reads(obj, modules):
         value = namespace.get(name, _ABSENT)
         deps.append((namespace, name, value))
