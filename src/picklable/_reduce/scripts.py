@@ -311,13 +311,24 @@ def script_location(
     """
     if module_name not in MAIN_MODULES:
         return None
+    qualname = getattr(obj, "__qualname__", None)
+    if pickler is not None and (type(qualname) is not str or "<" in qualname):
+        # A closure made in a loop: one lookup in this payload's table, first.
+        payload = pickler._payload
+        tables = (pickler._state() if payload is None else payload).script_paths
+        paths = tables.get(module_name, _UNSEEN)
+        if paths is _UNSEEN:
+            paths = tables[module_name] = _script_paths(module_name)
+        if paths is None:
+            return None
+        if id(obj) not in paths and (qualname is not None or not _named(obj)):
+            return None
     script = _script(module_name)
     if script is None or script.filename is None:
         return None
     seen = _seen(script, obj)
     if seen is not None:
         return module_name, seen.path
-    qualname = getattr(obj, "__qualname__", None)
     if type(qualname) is str and "<" not in qualname:
         try:
             if walk(script.module, tuple(qualname.split("."))) is obj:
@@ -326,21 +337,19 @@ def script_location(
                 return module_name, path
         except Exception:
             pass
-    elif pickler is not None:
-        payload = pickler._payload
-        tables = (pickler._state() if payload is None else payload).script_paths
-        paths = tables.get(module_name, _UNSEEN)
-        if paths is _UNSEEN:
-            paths = tables[module_name] = _locator.indexed_paths(module_name)
-        if paths is None:
-            return None
-        if id(obj) not in paths and (qualname is not None or not _named(obj)):
-            return None
     found = _locator.locate_in(module_name, obj)
     if found is None:
         return None
     _remember(script, obj, found)
     return module_name, found
+
+
+def _script_paths(module_name: str) -> dict[int, Path] | None:
+    """The table of the script's index (see :func:`script_location`); None if the
+    script has no file or cannot be indexed."""
+    if _script_file(module_name) is None:
+        return None
+    return _locator.indexed_paths(module_name)
 
 
 def _named(obj: Any) -> bool:
@@ -414,15 +423,18 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
     :data:`UNKNOWN` if it must be decided (the ``"auto"`` mode's first try
     only: the caller checks). What the second dump of a function costs."""
     script = _scripts.get(module_name)
-    if script is None or script.module is not sys.modules.get(module_name):
+    if script is None:
+        return UNKNOWN
+    seen = script.seen.get(id(func))
+    if seen is None:
+        return UNKNOWN  # a closure or lambda no name leads to: one dict lookup
+    if script.module is not sys.modules.get(module_name):
         return UNKNOWN
     script.check()
     if script.moved:
         return UNKNOWN
-    seen = script.seen.get(id(func))
     if (
-        seen is None
-        or seen.ref() is not func
+        seen.ref() is not func
         or func.__code__ is not seen.code
         or seen.same_reads is None
         or (
