@@ -3,7 +3,7 @@
 Run from the repository root (objects defined here live in ``__main__``, like a
 user's script)::
 
-    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first]
+    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first] [--notebook]
 
 Times are the best of 9 rounds, with the cyclic GC off while timing (as in
 timeit); ratios are the median, over the rounds, of each serializer's time
@@ -16,7 +16,9 @@ by-value functions (stdlib pickle cannot ship those: it writes a reference to
 The ``script:`` cases are what a user's script defines at its top level (issue
 29): found in the script's namespace, they travel as copies that know their
 place in the script. ``--first`` adds their first dump and load in a fresh
-interpreter (7 of them), beside the thousandth that the rounds measure.
+interpreter (7 of them), beside the thousandth that the rounds measure;
+``--notebook`` the same objects defined in a cell of a Jupyter kernel that the
+benchmark starts (loops of 200 calls, measured in the kernel).
 """
 
 from __future__ import annotations
@@ -268,6 +270,114 @@ def _first_child(turn: int) -> None:
     print(json.dumps(out))
 
 
+# Run in a Jupyter kernel (``--notebook``): the same script cases, defined in a cell
+# (the cell's namespace is the kernel's __main__, which has no file: copies alone).
+_NOTEBOOK_DEFINE = """
+import functools, json, statistics, sys
+sys.path.insert(0, {benchmarks!r})
+import cloudpickle, dill, picklable
+from timing import per_call
+
+OFFSET = 3
+nb_lambda = lambda x: x * 2 + OFFSET
+
+def make_closure(n):
+    def add(x):
+        return x + n + OFFSET
+    return add
+
+nb_closure = make_closure(7)
+
+def _logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+@_logged
+def nb_decorated(x):
+    return x + OFFSET
+
+class NbShape:
+    scale = 2
+    def __init__(self, width, height):
+        self.width = width
+        self.height = height
+    def area(self):
+        return self.width * self.height * self.scale
+"""
+_NOTEBOOK_MEASURE = """
+_cases = {{
+    "notebook: lambda (by value)": nb_lambda,
+    "notebook: closure (by value)": nb_closure,
+    "notebook: decorated function": nb_decorated,
+    "notebook: class (by value)": NbShape,
+    "notebook: 100 instances": [NbShape(i, i / 2) for i in range(100)],
+}}
+_sers = {{
+    "cloudpickle": (lambda o: cloudpickle.dumps(o, protocol=5), cloudpickle.loads),
+    "dill": (lambda o: dill.dumps(o, protocol=5), dill.loads),
+    "picklable": (picklable.dumps, picklable.loads),
+}}
+_out = {{}}
+for _name, _obj in _cases.items():
+    _times = {{s: ([], []) for s in _sers}}
+    _sizes = {{}}
+    _order = list(_sers)
+    for _round in range({rounds}):
+        for _s in _order[_round % 3:] + _order[:_round % 3]:
+            _d, _l = _sers[_s]
+            _data = _d(_obj)
+            _sizes[_s] = len(_data)
+            _times[_s][0].append(per_call(lambda: _d(_obj), {loops}, collect=True))
+            _times[_s][1].append(per_call(lambda: _l(_data), {loops}, collect=True))
+    _ref = _times["cloudpickle"]
+    _out[_name] = {{
+        _s: {{
+            "bytes": _sizes[_s],
+            "dumps_s": min(_t[0]),
+            "loads_s": min(_t[1]),
+            "dumps_ratio": statistics.median(a / b for a, b in zip(_t[0], _ref[0])),
+            "loads_ratio": statistics.median(a / b for a, b in zip(_t[1], _ref[1])),
+        }}
+        for _s, _t in _times.items()
+    }}
+print(json.dumps(_out))
+"""
+
+
+def notebook_rows(quick: bool = False) -> list[dict[str, Any]]:
+    """The script cases defined in a cell of a Jupyter kernel started here (as
+    tests/interactive does), measured in the kernel beside cloudpickle and dill."""
+    import os
+    import queue
+
+    from jupyter_client.manager import start_new_kernel
+
+    benchmarks = os.path.dirname(os.path.abspath(__file__))
+    manager, client = start_new_kernel(kernel_name="python3", env=dict(os.environ))
+    try:
+        client.execute_interactive(_NOTEBOOK_DEFINE.format(benchmarks=benchmarks), timeout=120)
+        printed: list[str] = []
+
+        def keep(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+                printed.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                printed.append("\n".join(msg["content"]["traceback"]))
+
+        code = _NOTEBOOK_MEASURE.format(rounds=3 if quick else ROUNDS, loops=20 if quick else 200)
+        try:
+            client.execute_interactive(code, timeout=1800, output_hook=keep)
+        except queue.Empty:
+            raise RuntimeError("the kernel did not answer in 30 minutes") from None
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    results = json.loads("".join(printed))
+    return [{"case": case, "by_value": True, **sers} for case, sers in results.items()]
+
+
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
         (
@@ -313,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--first", action="store_true", help="also the first dump of each script case"
     )
+    parser.add_argument(
+        "--notebook", action="store_true", help="also the script cases in a Jupyter kernel"
+    )
     parser.add_argument("--first-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.first_child is not None:
@@ -321,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(budget=0.005 if args.quick else 0.05, only=args.case)
     if args.first:
         rows += first_dumps()
+    if args.notebook:
+        rows += notebook_rows(quick=args.quick)
     print(render(rows))
     if args.json:
         with open(args.json, "w") as f:

@@ -104,6 +104,13 @@ def _script_file(module_name: str) -> str | None:
 # path it was found at and, where the guard changes names, with the script's
 # functions its reads went through; a hit checks that each still holds
 # (``namespace[name] is value``), so a rebinding is noticed on the next dump.
+#
+# Not seen: an edit made between the script's start and picklable's import (the
+# file as first read is taken for the script's); a function's ``__code__``
+# replaced on one of the functions that another's reads go through (on the
+# dumped function itself it is seen, as are its own attributes). A script with
+# no file (a notebook, ``python -c``) has no version: its objects are copies,
+# decided with a few dict lookups.
 
 _RECHECK_SECONDS = 0.1
 # Wall time of picklable's import (by the script, near its start): a script file
@@ -378,6 +385,9 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
     (``reads=False``): its methods read the globals of whichever process runs
     them, as with pickle. Kept per object and script version (see
     :func:`script_location`).
+
+    .. versionchanged:: 0.2.0
+       A script file changed since this process started answers False (issue 29).
     """
     script = _script(module_name)
     if script is None or script.filename is None or not path or type(path[0]) is not str:
