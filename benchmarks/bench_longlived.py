@@ -123,12 +123,13 @@ class ScriptShape:
         return self.width * self.height * self.scale
 
 
+# Case names of their own: a case is summarized by its name across kinds.
 SCRIPT: list[tuple[str, Any]] = [
-    ("lambda", script_lambda),
-    ("closure", script_closure),
-    ("decorated function", script_decorated),
-    ("class", ScriptShape),
-    ("10 instances", [ScriptShape(k, k / 2) for k in range(10)]),
+    ("top-level lambda", script_lambda),
+    ("top-level closure", script_closure),
+    ("top-level decorated function", script_decorated),
+    ("top-level class", ScriptShape),
+    ("10 instances of a top-level class", [ScriptShape(k, k / 2) for k in range(10)]),
 ]
 
 BY_REFERENCE: list[tuple[str, Any]] = [
