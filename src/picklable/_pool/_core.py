@@ -54,6 +54,7 @@ except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
 from .._compat import chained
+from .._reduce.scripts import recheck_scripts
 from . import _launch
 from . import _protocol as P
 from ._broken import BrokenPoolError, TaskLoadError, TaskTimeoutError, WorkerDiedError
@@ -680,6 +681,10 @@ class Core:
         return WorkerConfig(index, self.codec, self.initializer, self.log_initializer_errors)
 
     def _start_worker(self, index: int) -> None:
+        # The worker imports the script's file as it is now: look at it now, not
+        # up to 0.1 s later (a script edited since this process started ships
+        # its objects as copies; see picklable._reduce.scripts).
+        recheck_scripts()
         process, sock, boot, lines = _launch.start(
             self.method,
             self._worker_config(index),
