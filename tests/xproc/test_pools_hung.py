@@ -194,6 +194,24 @@ class TestTaskTimeout:
                 ex.submit(pool_tasks.sleep_then, 0, 3600).result(WAIT)
             assert ex.submit(pool_tasks.identity, 2).result(WAIT) == 2
 
+    @pytest.mark.parametrize("operation", ["terminate_workers", "kill_workers"])
+    def test_force_shutdown(self, operation):
+        """terminate_workers() and kill_workers() (Python 3.14's API, on every version):
+        the hung tasks' workers stop at once, every future not done fails, named so."""
+        ex = picklable.ProcessPoolExecutor(2)
+        pids = {ex.submit(pool_tasks.pid).result(WAIT) for _ in range(4)}
+        hung = [ex.submit(pool_tasks.sleep_then, i, 3600) for i in range(4)]
+        time.sleep(0.5)
+        began = time.monotonic()
+        getattr(ex, operation)()
+        for future in hung:
+            with pytest.raises(picklable.BrokenPoolError, match="forcefully shut down"):
+                future.result(WAIT)
+        assert time.monotonic() - began < 10
+        assert not any(alive(pid) for pid in pids)
+        with pytest.raises(RuntimeError):
+            ex.submit(pool_tasks.identity, 1)
+
     @pytest.mark.parametrize("value", [0, -1, "1", True])
     def test_bad_values(self, value):
         """task_timeout must be a positive number of seconds."""

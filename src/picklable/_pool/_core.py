@@ -390,6 +390,8 @@ class Core:
         self._by_fd: dict[int, tuple[bool, _Worker]] = {}  # fd -> (is sentinel, worker)
         # fork: forks the workers started once the manager thread runs (see _template).
         self.template: ForkTemplate | None = None
+        # Stop workers with SIGKILL rather than SIGTERM first (kill_workers()).
+        self.kill_at_once = False
         _cores.add(self)
         try:
             for index in range(processes):
@@ -1178,7 +1180,10 @@ class Core:
     def _kill_all(self) -> None:
         workers = [w for w in self.workers if w is not None]
         for worker in workers:
-            worker.process.terminate()
+            if self.kill_at_once:
+                worker.process.kill()
+            else:
+                worker.process.terminate()
         deadline = time.monotonic() + 1.0
         for worker in workers:
             if worker.process.wait(max(0.0, deadline - time.monotonic())) is None:

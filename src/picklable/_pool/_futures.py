@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _core
 from . import _protocol as P
+from ._broken import BrokenPoolError
 from ._core import Core
 from ._jobs import Failure, FutureJob, ItemsJob
 from ._mp import callable_name, start_items, start_method
@@ -271,6 +272,33 @@ class ProcessPoolExecutor(Executor):
         core.close()
         if wait:
             core.join()
+
+    def terminate_workers(self) -> None:
+        """Stop every worker now (``SIGTERM``), as Python 3.14's ``terminate_workers``.
+
+        The executor shuts down, the futures not started are cancelled, and the
+        running ones fail with :class:`~picklable.BrokenPoolError` ("forcefully
+        shut down"). Available on every supported Python.
+        """
+        self._force_shutdown("terminate_workers")
+
+    def kill_workers(self) -> None:
+        """Kill every worker now (``SIGKILL``), as Python 3.14's ``kill_workers``;
+        otherwise as :meth:`terminate_workers`."""
+        self._force_shutdown("kill_workers")
+
+    def _force_shutdown(self, operation: str) -> None:
+        self._shutdown = True
+        core = self._core
+        core.kill_at_once = operation == "kill_workers"
+        core.request(lambda: _cancel_pending(core))
+        core.terminate(
+            BrokenPoolError(
+                f"the executor was forcefully shut down ({operation}()): its workers were "
+                "stopped before this task finished",
+                reason="forcefully shut down",
+            )
+        )
 
 
 def _cancel_pending(core: Core) -> None:
