@@ -238,6 +238,45 @@ if __name__ == "__main__":
 """
 
 
+FINISH_SCRIPT = """
+import sys
+import time
+
+import picklable
+
+
+def late(path):
+    time.sleep(1.0)
+    with open(path, "w") as out:
+        out.write("done")
+
+
+if __name__ == "__main__":
+    ex = picklable.ProcessPoolExecutor(2, mp_context=sys.argv[1])
+    ex.submit(late, sys.argv[2])
+    ex.shutdown(wait=False)
+"""
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_exit_after_shutdown_without_wait_alone_finishes_the_tasks(tmp_path, method):
+    """shutdown(wait=False) without cancel_futures: the exit waits for the tasks, as the
+    stdlib's does (CPython's gh-83386 test)."""
+    script = tmp_path / "script.py"
+    script.write_text(FINISH_SCRIPT)
+    marker = tmp_path / "pid"
+    done = subprocess.run(
+        [sys.executable, str(script), method, str(marker)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert marker.read_text() == "done"
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_exit_after_shutdown_without_wait(tmp_path, method):
     """After shutdown(wait=False, cancel_futures=True) the interpreter exits within 5 s."""

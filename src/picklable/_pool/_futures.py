@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import itertools
 import os
 import time
 import weakref
@@ -212,6 +214,7 @@ class ProcessPoolExecutor(Executor):
         chunksize: int = 1,
         progress: bool = False,
         task_timeout: float | None = None,
+        buffersize: int | None = None,
     ) -> Iterator[Any]:
         """``fn`` over the zipped ``iterables``: results in order, as in :meth:`Executor.map`.
 
@@ -230,6 +233,11 @@ class ProcessPoolExecutor(Executor):
             :class:`~picklable.TaskTimeoutError`; None: the executor's;
             ``math.inf``: no limit. (``timeout`` is the stdlib's: how long the
             caller waits.)
+        buffersize:
+            At most this many items submitted and not yet yielded (Python
+            3.14's ``buffersize``, on every version): the iterables are read as
+            results are taken, so they may be endless. One item per task then
+            (``chunksize`` and ``progress`` are not used).
 
         Raises
         ------
@@ -237,10 +245,16 @@ class ProcessPoolExecutor(Executor):
             From the iterator, when ``timeout`` has passed.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        if buffersize is not None and (type(buffersize) is not int):
+            raise TypeError("buffersize must be an integer or None")
+        if buffersize is not None and buffersize < 1:
+            raise ValueError("buffersize must be None or > 0")
         self._check()
         limit = P.task_timeout(task_timeout, self._task_timeout)
         if chunksize < 1:
             raise ValueError("chunksize must be >= 1.")
+        if buffersize is not None:
+            return _buffered(self, fn, zip(*iterables), buffersize, deadline, task_timeout)
         items = list(zip(*iterables))
         job = ItemsJob(f"map({callable_name(fn)})", self, star=True, progress=progress)
         start_items(self._core, job, fn, items, chunksize, True, self._retries, limit)
@@ -253,19 +267,22 @@ class ProcessPoolExecutor(Executor):
         ----------
         wait:
             Return only when the workers have exited. With ``wait=False`` the
-            work goes on in the background, but the interpreter's exit does not
-            wait for it (unlike the stdlib's): workers still running then are
-            killed, and the futures not done fail with
-            :class:`~picklable.BrokenPoolError`.
+            work goes on in the background, and the interpreter's exit waits
+            for the tasks running then, as the stdlib's does.
         cancel_futures:
-            Cancel the futures that have not started running.
+            Cancel the futures that have not started running. With
+            ``wait=False`` too, the interpreter's exit does not wait for the
+            tasks still running (unlike the stdlib's, which a hung task keeps
+            from exiting): their workers are killed, and their futures fail
+            with :class:`~picklable.BrokenPoolError`.
 
         .. versionchanged:: 0.2.0
-            The interpreter's exit no longer waits after ``shutdown(wait=False)``.
+            The interpreter's exit no longer waits after
+            ``shutdown(wait=False, cancel_futures=True)``.
         """
         self._shutdown = True
         core = self._core
-        if not wait:
+        if not wait and cancel_futures:
             core.exit_action = "kill"
         if cancel_futures:
             core.request(lambda: _cancel_pending(core))
@@ -299,6 +316,43 @@ class ProcessPoolExecutor(Executor):
                 reason="forcefully shut down",
             )
         )
+
+
+def _buffered(
+    executor: ProcessPoolExecutor,
+    fn: Callable[..., Any],
+    items: Iterator[tuple[Any, ...]],
+    size: int,
+    deadline: float | None,
+    task_timeout: float | None,
+) -> Iterator[Any]:
+    """``map(..., buffersize=size)``: ``size`` futures ahead of the caller, the
+    next item submitted as each result is taken. The first ones are submitted
+    now, as the stdlib's are; the executor is held weakly, so dropping it ends
+    the submissions, not the results already asked for."""
+    ahead = collections.deque(
+        executor.schedule(fn, args, task_timeout=task_timeout)
+        for args in itertools.islice(items, size)
+    )
+    owner = weakref.ref(executor)
+    del executor
+
+    def results() -> Iterator[Any]:
+        try:
+            while ahead:
+                current = owner()
+                if current is not None:
+                    args = next(items, None)
+                    if args is not None:
+                        ahead.append(current.schedule(fn, args, task_timeout=task_timeout))
+                del current
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                yield ahead.popleft().result(left)
+        finally:
+            for future in ahead:
+                future.cancel()
+
+    return results()
 
 
 def _cancel_pending(core: Core) -> None:
