@@ -275,10 +275,6 @@ class ProcessPoolExecutor(Executor):
             tasks still running (unlike the stdlib's, which a hung task keeps
             from exiting): their workers are killed, and their futures fail
             with :class:`~picklable.BrokenPoolError`.
-
-        .. versionchanged:: 0.2.0
-            The interpreter's exit no longer waits after
-            ``shutdown(wait=False, cancel_futures=True)``.
         """
         self._shutdown = True
         core = self._core
