@@ -67,8 +67,10 @@ class ProcessPoolExecutor(Executor):
         Spawned workers import the main script (``import_main``); objects that
         multiprocessing shares by inheritance (queues, locks, shared values)
         reach the initializer through ``initargs``; ``task_timeout`` and
-        :meth:`schedule`; after ``shutdown(wait=False)`` the interpreter's exit
-        kills the workers still running instead of waiting for them.
+        :meth:`schedule`; after ``shutdown(wait=False, cancel_futures=True)``
+        the interpreter's exit kills the workers still running instead of
+        waiting for them; Python 3.14's ``map(buffersize=)``,
+        :meth:`terminate_workers` and :meth:`kill_workers` on every version.
     """
 
     def __init__(
