@@ -62,6 +62,7 @@ from .scripts import (
     known_origin,
     note_copy,
     origin_of,
+    payload_script_paths,
     same_in_workers,
     script_location,
     script_reference,
@@ -105,6 +106,12 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     # importable by their own name (the by_name cache).
     module = func.__module__
     if module in MAIN_MODULES:
+        if "<" in func.__qualname__:
+            # A lambda or a closure: only the script's index can name it (one
+            # lookup per function; 1,000 closures of a loop pay no more).
+            paths = payload_script_paths(pickler, module)
+            if paths is None or id(func) not in paths:
+                return copy_function(pickler, func)
         if pickler._scripts == "auto" and not pickler._check_copies:
             # Decided at an earlier dump of this script version (see .scripts).
             origin = known_origin(func, module)
@@ -156,22 +163,32 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
     ``origin``: where the function lives in the sender's script (see
     :mod:`.scripts`): a receiver that runs the script uses its own.
     """
-    if func.__code__ is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
-        reduction = _reduce_singledispatch(pickler, func)
-        if origin is None:
-            return reduction
-        return with_origin(pickler, func, reduction, carry_state=False)
-    reduction = _reduce_repr_guard(func)
-    if reduction is not None:
-        if origin is None:
-            return reduction
-        return with_origin(pickler, func, reduction, carry_state=False)
-    if func.__code__ is _dataclass_annotate_code():
-        return _reduce_dataclass_annotate(func)
+    if _dataclasses_pending or id(func.__code__) in _REBUILT_CODE_IDS:
+        reduction = _rebuilt_by_receiver(pickler, func)
+        if reduction is not None:
+            if origin is None:
+                return reduction
+            return with_origin(pickler, func, reduction, carry_state=False)
     if origin is not None:
         note_copy(pickler)
         return _script_function(function_by_value(pickler, func), origin)
     return function_by_value(pickler, func)
+
+
+def _rebuilt_by_receiver(pickler: Pickler, func: types.FunctionType) -> Any:
+    """A function the receiver's own module makes again (a singledispatch
+    function with its registry, a repr guard, dataclasses' ``__annotate__``),
+    as that module's call; None for any other function."""
+    _note_dataclasses()
+    code = func.__code__
+    if code is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
+        return _reduce_singledispatch(pickler, func)
+    reduction = _reduce_repr_guard(func)
+    if reduction is not None:
+        return reduction
+    if code is _dataclass_annotate_code():
+        return _reduce_dataclass_annotate(func)
+    return None
 
 
 def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
@@ -197,6 +214,23 @@ def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
 # is imported: picklable's own import does not import it.
 _recursive_repr: list[Any] = []  # [dataclasses._recursive_repr, its wrapper's code]
 _REPRLIB_GUARD_CODE = reprlib.recursive_repr()(lambda self: "").__code__
+
+
+# The codes of the functions above, by id: every copied function is checked
+# against them with one set lookup (issue 29: a lambda's dump is ~9 us). While
+# dataclasses is not imported, its codes are unknown and each copy looks again.
+_REBUILT_CODE_IDS = {id(_SINGLEDISPATCH_CODE), id(_REPRLIB_GUARD_CODE)}
+_dataclasses_pending = True
+
+
+def _note_dataclasses() -> None:
+    """Add dataclasses' codes to :data:`_REBUILT_CODE_IDS` once it is imported."""
+    global _dataclasses_pending
+    if _dataclasses_pending and "dataclasses" in sys.modules:
+        _dataclasses_pending = False
+        for code in (_recursive_repr_code(), _dataclass_annotate_code()):
+            if code is not None:
+                _REBUILT_CODE_IDS.add(id(code))
 
 
 def _recursive_repr_code() -> types.CodeType | None:

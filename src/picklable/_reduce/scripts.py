@@ -57,6 +57,7 @@ __all__ = [
     "known_origin",
     "note_copy",
     "origin_of",
+    "payload_script_paths",
     "recheck_scripts",
     "same_in_workers",
     "script_location",
@@ -321,11 +322,7 @@ def script_location(
     qualname = getattr(obj, "__qualname__", None)
     if pickler is not None and (type(qualname) is not str or "<" in qualname):
         # A closure made in a loop: one lookup in this payload's table, first.
-        payload = pickler._payload
-        tables = (pickler._state() if payload is None else payload).script_paths
-        paths = tables.get(module_name, _UNSEEN)
-        if paths is _UNSEEN:
-            paths = tables[module_name] = _script_paths(module_name)
+        paths = payload_script_paths(pickler, module_name)
         if paths is None:
             return None
         if id(obj) not in paths and (qualname is not None or not _named(obj)):
@@ -349,6 +346,19 @@ def script_location(
         return None
     _remember(script, obj, found)
     return module_name, found
+
+
+def payload_script_paths(pickler: Pickler, module_name: str) -> dict[int, Path] | None:
+    """The table of the script's index as this payload sees it (revalidated at
+    its first use in the payload), None if the script cannot be indexed. An
+    object of the script whose qualname has ``<`` (a lambda, a closure) and
+    whose id is not in it has no name in the script: a plain copy."""
+    payload = pickler._payload
+    tables = (pickler._state() if payload is None else payload).script_paths
+    paths = tables.get(module_name, _UNSEEN)
+    if paths is _UNSEEN:
+        paths = tables[module_name] = _script_paths(module_name)
+    return paths  # type: ignore[no-any-return]
 
 
 def _script_paths(module_name: str) -> dict[int, Path] | None:
