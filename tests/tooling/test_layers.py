@@ -129,3 +129,17 @@ def test_every_module_has_a_layer():
     """New modules are placed in a layer on purpose."""
     for name in MODULES:
         layer_of(name)
+
+
+def test_contributing_map_names_every_module():
+    """CONTRIBUTING's map of layers names every module file, so a newcomer finds it."""
+    text = (SRC.parents[1] / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    rows = "\n".join(line for line in text.splitlines() if line.startswith("| "))
+    unnamed = sorted(
+        str(path.relative_to(SRC))
+        for path in SRC.rglob("*.py")
+        if path.name != "__init__.py"
+        and f"`{path.name}`" not in rows
+        and f"{path.parent.name}/{path.name}`" not in rows
+    )
+    assert unnamed == [], f"CONTRIBUTING.md's layer table does not name: {unnamed}"
