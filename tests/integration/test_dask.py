@@ -191,18 +191,21 @@ class TestPicklableWrappers:
     """with_state markers, ship() envelopes and shipped functions are taken as the function."""
 
     def test_with_state_carries_the_state(self, client, workers):
-        """with_state(counted_add) runs the worker's own object with the sender's state set."""
+        """with_state(counted_add) runs a copy of the worker's own object carrying the
+        sender's state; the worker's own object is left as it was."""
         before = wrapped.counted_add.calls
+        one = [workers[0]]
+        own = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one, pure=False)
+        own_calls = own.result()
         wrapped.counted_add.calls = 41
         try:
             marker = picklable.with_state(wrapped.counted_add)
-            one = [workers[0]]
-            assert pdask.submit(client, marker, 1, 2, workers=one, pure=False).result() == (
-                "counted",
-                3,
+            probe = pdask.submit(
+                client, lambda f: (f(1, 2), f.calls), marker, workers=one, pure=False
             )
-            calls = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one)
-            assert calls.result() == 42
+            assert probe.result() == (("counted", 3), 42)
+            calls = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one, pure=False)
+            assert calls.result() == own_calls
             mapped = pdask.map(client, marker, [1], [1], workers=one, pure=False)
             assert client.gather(mapped) == [("counted", 2)]
         finally:

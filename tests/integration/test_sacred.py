@@ -107,8 +107,9 @@ class TestCapturedFunctionPolicy:
     """A captured function shipped alone follows docs/state-policy.md."""
 
     def test_importable_carries_its_config(self, child):
-        """By default the receiver's own captured function, with the sender's config
-        set on it (a wrapt proxy found by reference carries what the program set)."""
+        """By default the sender's config travels (a wrapt proxy found by reference
+        carries what the program set), on a copy: the receiver's own captured
+        function keeps its own config; with the config it has, its own function."""
         before = E.scaled.config
         E.scaled.config = {"a": 99, "b": 99}
         try:
@@ -116,10 +117,14 @@ class TestCapturedFunctionPolicy:
             assert "config" not in state_left_behind(E.scaled)
         finally:
             E.scaled.config = before
-        assert child.run(
+        assert not child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
         assert child.run(wrapper_checks.state_after_load, payload, ["config"]) == {
+            "config": {"a": 99, "b": 99}
+        }
+        own = picklable.dumps(picklable.without_state(E.scaled))
+        assert child.run(wrapper_checks.state_after_load, own, ["config"]) != {
             "config": {"a": 99, "b": 99}
         }
 
@@ -136,7 +141,8 @@ class TestCapturedFunctionPolicy:
         }
 
     def test_with_state_carries_config(self, child):
-        """with_state(captured) sets the sender's config on the receiver's own function."""
+        """with_state(captured) carries the sender's config, on a copy of the
+        receiver's own function (which keeps its own)."""
         before = E.scaled.config
         E.scaled.config = {"a": 7, "b": 1}  # what a run sets
         try:
@@ -144,7 +150,7 @@ class TestCapturedFunctionPolicy:
         finally:
             E.scaled.config = before
         assert child.run(sacred_runs.call_loaded, payload) == 71
-        assert child.run(
+        assert not child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
 
@@ -166,7 +172,7 @@ class TestCapturedFunctionPolicy:
 
     def test_after_a_run_the_run_stays_behind(self, child):
         """By default the finished run (its heartbeat thread) stays in the sender;
-        the rest of the state travels."""
+        the rest of the state travels (on a copy: the receiver's own is left alone)."""
         E.ex.run(options={"--loglevel": "ERROR", "--capture": "sys"})
         try:
             assert "run" in state_left_behind(E.scaled)
@@ -175,7 +181,7 @@ class TestCapturedFunctionPolicy:
             E.ex.current_run = None
             for captured in E.ex.captured_functions:
                 captured.run = None
-        assert child.run(
+        assert not child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
 

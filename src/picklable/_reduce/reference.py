@@ -12,7 +12,7 @@ from .. import _caches, _reconstruct
 from .._compat import MAIN_MODULES
 from .._locator import held_functions, importable_by_own_name, locate
 from .._paths import Path, walk
-from .attributes import candidate_state
+from .attributes import candidate_state, leads_back
 from .registry import registered_by_value
 from .scripts import script_location, script_reference
 
@@ -20,10 +20,14 @@ if TYPE_CHECKING:
     from .._pickler import Pickler
 
 __all__ = [
+    "Reference",
     "class_attribute_reference",
     "locate_anywhere",
     "located_reference",
+    "own_or_copy",
+    "reduce_reference",
     "reference",
+    "reference_pieces",
     "split_state",
     "took_a_name",
     "why_not_importable",
@@ -147,14 +151,60 @@ def _travels(pickler: Pickler, owner: Any, key: str, value: Any) -> bool:
 _carrying = threading.local()
 
 
+class Reference:
+    """An object by reference alone, inside a reduction that carries its state
+    (its reduction is the reference: the receiver's own object)."""
+
+    __slots__ = ("obj", "reduction")
+
+    def __init__(self, obj: Any, reduction: Any) -> None:
+        self.obj = obj
+        self.reduction = reduction
+
+
+def reduce_reference(pickler: Pickler, marker: Reference) -> Any:
+    return marker.reduction
+
+
+def reference_pieces(marker: Reference, reduction: Any = None) -> Any:
+    return iter(())
+
+
+def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any]) -> Any:
+    """``obj`` by ``reduction`` (a reference) with ``state``, what the sender set
+    on it: the receiver's own object where it has that state already, else a
+    copy of it carrying that state (:func:`picklable._reconstruct._own_or_copy`);
+    loading never writes it onto the receiver's object.
+
+    The state rides in the arguments, so that the receiver compares before it
+    chooses; a state that leads back to ``obj`` cannot (the call would need its
+    own result), so it is set on a copy afterwards, and the receiver always
+    gets a copy then. Met again inside the state it carries (a path the walk
+    missed), ``obj`` is that copy (pickle then uses it for the outer call too).
+    """
+    carrying = pickler._state().carrying
+    again = id(obj) in carrying
+    carrying.add(id(obj))
+    own = Reference(obj, reduction)
+    if again or leads_back(obj, state):
+        return (
+            _reconstruct._own_or_copy,
+            (own, None, True),
+            state,
+            None,
+            None,
+            _reconstruct._set_instance_state,
+        )
+    return (_reconstruct._own_or_copy, (own, state))
+
+
 def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) -> Any:
     """``reduction`` (a reference to ``obj``), plus the state that travels with it.
 
-    The state is set on the receiver's object once it is loaded (a state
-    setter: pickle saves it after the object is memoized, so state that leads
-    back to the object is fine); the receiver sets only the values that differ
-    from its own (:func:`picklable._reconstruct._with_state`), so what is the
-    same there (a registry's entries, shared singletons) stays its own.
+    The receiver keeps its own object where it has that state already (the
+    same values, or equal ones), and gets a copy carrying the sender's state
+    otherwise (:func:`own_or_copy`): two payloads with different states are two
+    objects there, and the receiver's own is never modified.
     """
     if not candidate_state(obj) or id(obj) in _carrying.__dict__.get("ids", ()):
         return reduction
@@ -163,7 +213,7 @@ def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) 
         return reduction
     if isinstance(reduction, str):
         reduction = (_reconstruct._resolve, (module, tuple(reduction.split("."))))
-    return (reduction[0], reduction[1], carried, None, None, _reconstruct._with_state)
+    return own_or_copy(pickler, obj, reduction, carried)
 
 
 def took_a_name(obj: Any) -> bool:
