@@ -246,7 +246,7 @@ def _children(
         wrapped = None
     if wrapped is not None and _worth_indexing(wrapped):
         out.append((wrapped, (*path, "__wrapped__")))
-    if isinstance(value, types.FunctionType):
+    if type(value) is types.FunctionType:  # not isinstance: a proxy claims the class
         closure = value.__closure__
         if closure:
             for i, cell in enumerate(closure):

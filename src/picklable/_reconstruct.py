@@ -892,6 +892,11 @@ def _copy_of(obj: Any) -> Any:
     cls = type(obj)  # past a proxy's __class__
     if _is_wrapt_proxy(obj):
         return _copy_of_wrapt_proxy(obj)
+    if cls is _LRU_WRAPPER:
+        parameters = obj.cache_parameters()
+        made = _make_lru_cache(obj.__wrapped__, parameters["maxsize"], parameters["typed"])
+        made.__dict__.update(obj.__dict__)  # a fresh cache, as any lru_cache copy
+        return made
     if not all(is_heap_type(klass) for klass in cls.__mro__[:-1]):
         return None  # a builtin base keeps state in C, which no copy of the dict holds
     try:
@@ -921,6 +926,8 @@ def _copy_of(obj: Any) -> Any:
         object.__getattribute__(copy, "__dict__").update(state)
     return copy
 
+
+_LRU_WRAPPER = type(functools.lru_cache(maxsize=1)(len))
 
 # The fields of a wrapt function wrapper (``_self_<name>``) that make it what it is.
 WRAPT_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
