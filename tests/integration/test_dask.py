@@ -829,3 +829,66 @@ def check_run_directories(results: list[dict], runs: Path) -> None:
         assert info["status"] == "COMPLETED" and info["result"] == result["result"]
         metrics = json.loads((run_dir / "metrics.json").read_text())
         assert metrics["a"]["values"] == [config["a"]]
+
+
+# A script whose task raises an exception class of the script, sent with plain
+# ship() through plain client.submit to a `dask worker` that does not run the
+# script (started from another directory): the worker builds the class from the
+# payload, and Dask pickles what the task raised with its own pickler.
+CLASS_COMES_HOME = textwrap.dedent(
+    """
+    import subprocess
+    import sys
+    import tempfile
+
+    import distributed
+    import picklable
+    from support.engines import local_cluster
+
+
+    class JobError(Exception):
+        def __init__(self, job):
+            super().__init__(f"job {job} failed")
+            self.job = job
+
+
+    def run(job):
+        if job < 0:
+            raise JobError(job)
+        return job
+
+
+    if __name__ == "__main__":
+        with local_cluster(n_workers=0) as cluster, distributed.Client(cluster) as client:
+            worker = subprocess.Popen(
+                [
+                    sys.executable, "-m", "distributed.cli.dask_worker",
+                    cluster.scheduler_address,
+                    "--no-nanny", "--nthreads", "1", "--no-dashboard",
+                ],
+                cwd=tempfile.mkdtemp(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                client.wait_for_workers(1, timeout=60)
+                task = picklable.ship(run)
+                assert client.submit(task, 3).result() == 3
+                try:
+                    client.submit(task, -1).result()
+                except JobError as exc:
+                    print("caught", exc.job, type(exc) is JobError, str(exc))
+                except Exception as exc:
+                    print("missed", type(exc).__module__, type(exc).__qualname__)
+            finally:
+                worker.terminate()
+                worker.wait(30)
+    """
+)
+
+
+def test_a_scripts_exception_class_comes_home(tmp_path):
+    """Raised on a worker that does not run the script, the script's JobError comes
+    back to the script as JobError itself: `except JobError` catches it (issue 27)."""
+    out = run_script(CLASS_COMES_HOME, tmp_path, timeout=180)
+    assert out.splitlines()[-1] == "caught -1 True job -1 failed"
