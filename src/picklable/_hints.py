@@ -683,6 +683,30 @@ def package_version(module: str) -> str:
     return f"{top} {version}" if version else f"{top}, version unknown"
 
 
+def _in_stdlib(top: str) -> bool:
+    """Whether ``top`` names a module of Python's standard library (builtins included)."""
+    return top in sys.stdlib_module_names or top in sys.builtin_module_names
+
+
+def _other_python(missing: str, module: str) -> tuple[str, str, str]:
+    """The hint for a standard library name this interpreter lacks: no package to
+    install, the sender ran another Python (one that added it, or has not yet
+    removed it). A payload with code by value names both versions before it gets
+    here (its interpreter check); one of references alone does not record its
+    sender's version, so this names the receiver's."""
+    here = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+    return (
+        (
+            f"Cannot load {missing}: {here} here has no {missing}, and {module!r} is part of "
+            f"Python's standard library: the payload was made by another Python version (one "
+            f"that added it, or that has not removed it yet). Fix: load it with the sender's "
+            f"Python version, or send what {here} has."
+        ),
+        f"{missing} not in {here}'s standard library",
+        "load it with the sender's Python version",
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def _packages_distributions() -> Mapping[str, list[str]]:
     # Scans every installed distribution (~1 s with a large environment): once
@@ -871,6 +895,8 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
     missing = _missing_attribute(exc) if isinstance(exc, AttributeError) else None
     if missing is not None:
         attribute, module = missing
+        if _in_stdlib(module.partition(".")[0]):
+            return _other_python(f"{module}.{attribute}", module)
         installed = package_version(module)
         top = module.partition(".")[0]
         return (

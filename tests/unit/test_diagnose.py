@@ -1080,9 +1080,23 @@ class TestLoadErrors:
     def test_dotted_name_missing_crafted(self):
         """A dotted name its module lacks (protocol 4): the same as a plain one, in every
         version's words (3.14: "Can't resolve path")."""
-        err = load_error(b"\x80\x04\x8c\x02os\x8c\x0bnope.deeper\x93.")
-        assert err.reason.startswith("os.nope.deeper not found here (os")
-        assert err.hint == "install the sender's version of 'os'"
+        err = load_error(b"\x80\x04\x8c\tpicklable\x8c\x0bnope.deeper\x93.")
+        assert err.reason.startswith("picklable.nope.deeper not found here (picklable")
+        assert err.hint == "install the sender's version of 'picklable'"
+
+    def test_standard_library_name_of_another_python(self):
+        """A standard library name this Python lacks (functools.Placeholder loaded on
+        3.13, builtins.frozendict before 3.15): no package to install; the sender ran
+        another Python, and this one is named."""
+        here = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+        err = load_error(b"\x80\x04\x8c\tfunctools\x8c\x0bNotYetAdded\x93.")
+        assert str(err) == (
+            f"Cannot load functools.NotYetAdded: {here} here has no functools.NotYetAdded, "
+            "and 'functools' is part of Python's standard library: the payload was made by "
+            "another Python version (one that added it, or that has not removed it yet). Fix: "
+            f"load it with the sender's Python version, or send what {here} has."
+        )
+        assert err.hint == "load it with the sender's Python version"
 
     def test_setstate_missing_a_module_attribute_is_not_a_missing_name(self):
         """An AttributeError about a module, raised by code the payload runs, names that

@@ -4,8 +4,9 @@ Annotations are computed when asked for (PEP 649, 749): a function or class
 may name what is defined later, or nowhere. Module-level objects load as
 themselves in a fresh interpreter; local and script ones as exact copies whose
 annotations read the same in every format of ``annotationlib`` (VALUE, which
-may raise NameError as where they were made, FORWARDREF, STRING), with an
-``__annotate__`` of their own. ``functools.Placeholder`` is functools' own;
+may raise NameError as where they were made, FORWARDREF, STRING): an
+``__annotate__`` of their own, or where every format reads the same, the
+evaluated annotations. ``functools.Placeholder`` is functools' own;
 partials holding it and template strings are data. Each is compared with pickle
 and cloudpickle: never worse than pickle, right wherever cloudpickle is.
 """
@@ -16,13 +17,10 @@ import annotationlib
 import functools
 import json
 import textwrap
-from collections.abc import Iterator
-
-import pytest
 
 import picklable
 from picklable_testpkg import py314_features as features
-from support.child import Child, run_script
+from support.child import run_script
 from support.feature_checks import (
     compare,
     local_rows,
@@ -33,14 +31,6 @@ from support.feature_checks import (
 )
 
 MODULE = features.__name__
-
-
-@pytest.fixture(scope="module")
-def reference() -> Iterator[Child]:
-    """Another fresh interpreter: the facts of the objects as their module makes them."""
-    handle = Child()
-    yield handle
-    handle.close()
 
 
 MODULE_OBJECTS = ["early", "dangling", "Node", "Node.adopt", "Depth", "collect"]

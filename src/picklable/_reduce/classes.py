@@ -403,7 +403,9 @@ def classdict_cell(cls: type) -> types.CellType | None:
 
 def _body_functions(value: Any) -> Iterator[types.FunctionType]:
     """Functions a class body's entry holds (itself, a classmethod's or
-    property's functions), and their ``__annotate__`` (3.14)."""
+    property's functions), their ``__annotate__`` (3.14), and the functions
+    their closures hold, one level down: a metaclass's wrapper around the body's
+    own ``__annotate__`` (3.14's TypedDict) reads the namespace through it."""
     if type(value) is types.FunctionType:
         found: tuple[Any, ...] = (value,)
     elif isinstance(value, (classmethod, staticmethod)):
@@ -418,6 +420,13 @@ def _body_functions(value: Any) -> Iterator[types.FunctionType]:
             annotate = getattr(func, "__annotate__", None)
             if type(annotate) is types.FunctionType:
                 yield annotate
+            for cell in func.__closure__ or ():
+                try:
+                    inner = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if type(inner) is types.FunctionType:
+                    yield inner
 
 
 def class_pieces(cls: type, reduction: Any = None) -> Iterator[tuple[str, Any]]:
