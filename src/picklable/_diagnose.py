@@ -296,6 +296,10 @@ def _carried_pieces(reduction: Any) -> Iterator[tuple[str, Any]]:
         state = args[1] if len(args) > 1 and args[1] is not None else None
         if state is None and len(reduction) > 2:
             state = reduction[2]
+        links = args[3] if len(args) > 3 else None
+        if type(links) is dict:
+            for key, value in links.items():
+                yield f".__globals__[{key!r}]", value
     elif len(reduction) > 5 and reduction[5] is _reconstruct._with_state:
         state = reduction[2]
     if type(state) is dict:

@@ -849,48 +849,34 @@ def _described(obj: Any) -> str:
     return f"{t.__module__}.{t.__qualname__} object"
 
 
-def _copy_of(obj: Any) -> Any:
+def _copy_of(obj: Any, links: dict[str, Any] | None = None) -> Any:
     """A new object standing for ``obj`` (this process's own), or None.
 
     A function: a new function of the same code, globals, defaults and
     closure, its attributes copied. An instance: a new one of the same class
     with a copy of its ``__dict__`` and slots, made past any ``__init__`` or
     ``__getattr__`` (as pickle rebuilds an instance). None when its state lives
-    in C (a wrapt proxy, a builtin): no copy can be made here.
+    in C (a builtin): no copy can be made here. A wrapt proxy: a proxy around
+    a copy of what it wraps; an ``lru_cache`` wrapper: a fresh cache.
+
+    ``links``: globals of the copied function's module that this payload
+    loads otherwise than the module holds them (see :func:`_links_scope`).
     """
+    scope = _links_scope(obj, links)
     if type(obj) is types.FunctionType:
-        # A closure that holds the function itself (a decorator's wrapper reading
-        # its own attributes: wrapper.config) holds the copy in the copy.
-        closure, selves = obj.__closure__, []
-        if closure is not None:
-            cells = []
-            for cell in closure:
-                try:
-                    itself = cell.cell_contents is obj
-                except ValueError:  # an empty cell
-                    itself = False
-                cells.append(types.CellType() if itself else cell)
-                if itself:
-                    selves.append(cells[-1])
-            closure = tuple(cells)
-        copy = types.FunctionType(
-            obj.__code__, obj.__globals__, obj.__name__, obj.__defaults__, closure
-        )
-        for cell in selves:
-            cell.cell_contents = copy
-        copy.__kwdefaults__ = None if obj.__kwdefaults__ is None else dict(obj.__kwdefaults__)
-        copy.__qualname__ = obj.__qualname__
-        copy.__module__ = obj.__module__
-        copy.__doc__ = obj.__doc__
-        copy.__dict__.update(obj.__dict__)
-        return copy
+        return _function_copy(obj, scope, {})
     cls = type(obj)  # past a proxy's __class__
     if _is_wrapt_proxy(obj):
-        return _copy_of_wrapt_proxy(obj)
+        return _copy_of_wrapt_proxy(obj, links)
     if cls is _LRU_WRAPPER:
         parameters = obj.cache_parameters()
-        made = _make_lru_cache(obj.__wrapped__, parameters["maxsize"], parameters["typed"])
+        wrapped = obj.__wrapped__
+        if scope is not None and type(wrapped) is types.FunctionType:
+            wrapped = _function_copy(wrapped, scope, {})
+        made = _make_lru_cache(wrapped, parameters["maxsize"], parameters["typed"])
         made.__dict__.update(obj.__dict__)  # a fresh cache, as any lru_cache copy
+        if wrapped is not obj.__wrapped__:
+            made.__wrapped__ = wrapped
         return made
     if not all(is_heap_type(klass) for klass in cls.__mro__[:-1]):
         return None  # a builtin base keeps state in C, which no copy of the dict holds
@@ -922,16 +908,141 @@ def _copy_of(obj: Any) -> Any:
     return copy
 
 
+class _LinkedGlobals(dict):  # type: ignore[type-arg]
+    """The globals of copies this process made of its own functions, for one
+    load: the objects the payload loaded for the names in ``links``, and,
+    for any other name, the module's own globals, read live."""
+
+    __slots__ = ("home",)
+
+    def __init__(self, home: dict[str, Any], links: dict[str, Any]) -> None:
+        super().__init__(links)
+        self.home = home
+        if "__builtins__" in home:
+            self["__builtins__"] = home["__builtins__"]
+
+    def __missing__(self, key: str) -> Any:
+        return self.home[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self.home
+
+
+def _home_function(obj: Any) -> types.FunctionType | None:
+    """The function a copy of ``obj`` is made of: ``obj`` itself, or, through
+    wrapt proxies and an ``lru_cache`` wrapper, the function they wrap."""
+    for _ in range(16):
+        if type(obj) is types.FunctionType:
+            return obj
+        if not (_is_wrapt_proxy(obj) or type(obj) is _LRU_WRAPPER):
+            return None
+        try:
+            obj = obj.__wrapped__
+        except Exception:
+            return None
+    return None
+
+
+def _links_scope(obj: Any, links: dict[str, Any] | None) -> _LinkedGlobals | None:
+    """The globals a copy of ``obj`` reads where ``links`` (names of its
+    module's globals, with what this payload loaded for them) differ from
+    what the module holds; None where they do not (the module's own globals).
+
+    A copy that read the module's own objects where the payload loaded
+    copies of them would split one graph: ``ex.captured_functions`` holding
+    a copy of ``scaled`` while ``main``, copied too, calls the module's
+    ``scaled``. The copy reads what the payload loaded instead.
+    """
+    if not links:
+        return None
+    func = _home_function(obj)
+    if func is None:
+        return None
+    home = func.__globals__
+    if type(home) is _LinkedGlobals:
+        home = home.home
+    if all(home.get(name, _MISSING) is value for name, value in links.items()):
+        return None
+    return _LinkedGlobals(home, links)
+
+
+def _linked(obj: Any, links: dict[str, Any] | None) -> bool:
+    """Whether ``links`` are what ``obj``'s module holds (keeping ``obj`` keeps
+    the graph whole)."""
+    return _links_scope(obj, links) is None
+
+
+_LINKED_LIMIT = 64
+
+
+def _function_copy(
+    obj: types.FunctionType, scope: _LinkedGlobals | None, made: dict[int, Any]
+) -> types.FunctionType:
+    """A new function of ``obj``'s code, defaults and closure, its attributes
+    copied. With ``scope``, it reads its globals there, and so do copies of
+    the functions of its module that it holds (in its closure, as
+    ``__wrapped__``): what its code runs reads what the payload loaded."""
+    home = obj.__globals__
+    follow = scope is not None and (home is scope.home or home is scope)
+    closure, pending = obj.__closure__, []
+    if closure is not None:
+        cells = []
+        for cell in closure:
+            try:
+                content = cell.cell_contents
+            except ValueError:  # an empty cell
+                cells.append(cell)
+                continue
+            # A closure that holds the function itself (a decorator's wrapper
+            # reading its own attributes: wrapper.config) holds the copy in the copy.
+            held = (
+                follow
+                and type(content) is types.FunctionType
+                and content.__globals__ is home
+                and len(made) < _LINKED_LIMIT
+            )
+            if content is obj or held:
+                cells.append(types.CellType())
+                pending.append((cells[-1], content))
+            else:
+                cells.append(cell)
+        closure = tuple(cells)
+    globals_ = scope if follow else home
+    copy = types.FunctionType(obj.__code__, globals_, obj.__name__, obj.__defaults__, closure)  # type: ignore[arg-type]
+    made[id(obj)] = copy
+    for cell, content in pending:
+        done = made.get(id(content))
+        cell.cell_contents = done if done is not None else _function_copy(content, scope, made)
+    copy.__kwdefaults__ = None if obj.__kwdefaults__ is None else dict(obj.__kwdefaults__)
+    copy.__qualname__ = obj.__qualname__
+    copy.__module__ = obj.__module__
+    copy.__doc__ = obj.__doc__
+    copy.__dict__.update(obj.__dict__)
+    wrapped = obj.__dict__.get("__wrapped__")
+    if follow and type(wrapped) is types.FunctionType and wrapped.__globals__ is home:
+        done = made.get(id(wrapped))
+        copy.__dict__["__wrapped__"] = (
+            done if done is not None else _function_copy(wrapped, scope, made)
+        )
+    return copy
+
+
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=1)(len))
 
 # The fields of a wrapt function wrapper (``_self_<name>``) that make it what it is.
 WRAPT_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
 
 
-def _copy_of_wrapt_proxy(proxy: Any) -> Any:
+def _copy_of_wrapt_proxy(proxy: Any, links: dict[str, Any] | None = None) -> Any:
     """A wrapt proxy like ``proxy`` around a copy of what it wraps (where the
     state a proxy shows lives), its own ``_self_*`` state copied; or None."""
-    inner = _copy_of(proxy.__wrapped__)
+    inner = _copy_of(proxy.__wrapped__, links)
     if inner is None:
         return None
     cls = type(proxy)
@@ -955,7 +1066,12 @@ def _copy_of_wrapt_proxy(proxy: Any) -> Any:
     "finds an object by reference; a copy of it if the sender's state differs",
     "call",
 )
-def _own_or_copy(obj: Any, state: dict[str, Any] | None, copy: bool = False) -> Any:
+def _own_or_copy(
+    obj: Any,
+    state: dict[str, Any] | None,
+    copy: bool = False,
+    links: dict[str, Any] | None = None,
+) -> Any:
     """This process's own ``obj`` where it already has the state the sender
     shipped with it (identity kept); otherwise a copy of it carrying that state,
     so that the receiver's own object is never modified by a load.
@@ -965,14 +1081,20 @@ def _own_or_copy(obj: Any, state: dict[str, Any] | None, copy: bool = False) -> 
     there). ``copy``: always a copy, its state set afterwards by a state
     setter (a state that leads back to the object itself).
 
+    ``links``: the globals the function ``obj`` runs reads (of its own
+    module), with what this payload loaded for them where it carries their
+    state. Where one is not what the module holds (a copy), ``obj`` is
+    copied too, and the copy reads them (:func:`_links_scope`): the copies
+    this payload makes reference each other, never the originals they stand for.
+
     Raises :class:`UnpicklingError` when a copy is needed and none can be made
     (an object whose state lives in C, a wrapt proxy).
 
     .. versionadded:: 0.2.0
     """
-    if not copy and _keeps_own(obj, state):
+    if not copy and _keeps_own(obj, state) and _linked(obj, links):
         return obj
-    made = _copy_of(obj)
+    made = _copy_of(obj, links)
     if made is None:
         raise _state_refused(
             obj,

@@ -95,6 +95,23 @@ class TestImportableExperiment:
             E.ex.observers.remove(observer)
         check_runs(run_in_spawn_pool(payload), tmp_path / "runs")
 
+    def test_runs_after_a_local_run(self, child):
+        """After ex.run() here, each captured function carries this run's config:
+        the receiver copies them (its own keep theirs), and the copy of main calls
+        the copy of scaled that the worker's run configures, not its own scaled
+        (which would miss its config: MissingConfigError)."""
+        E.ex.run(options={"--loglevel": "ERROR", "--capture": "sys"})
+        E.ex.current_run = None
+        for captured in E.ex.captured_functions:
+            captured.run = None
+        assert E.scaled.config
+        payload = picklable.dumps(E.ex)
+        assert child.run(sacred_runs.run_command, payload, "main", {"a": 1, "b": 5}) == {
+            "value": 15,
+            "label": "base",
+        }
+        assert child.run(sacred_runs.module_state, E.__name__, "scaled", "config") == {}
+
     def test_command_runs_after_loading(self, child):
         """A command of the shipped Experiment runs in a fresh interpreter."""
         assert (

@@ -9,6 +9,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _reconstruct
+from .._code import global_reads
 from .._compat import MAIN_MODULES
 from .._locator import held_functions, importable_by_own_name, locate
 from .._paths import Path, walk
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Reference",
     "class_attribute_reference",
+    "copy_links",
     "locate_anywhere",
     "located_reference",
     "own_or_copy",
@@ -195,7 +197,81 @@ def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any
             None,
             _reconstruct._set_instance_state,
         )
+    links = copy_links(pickler, obj)
+    if links:
+        return (_reconstruct._own_or_copy, (own, state, False, links))
     return (_reconstruct._own_or_copy, (own, state))
+
+
+_LINKS_LIMIT = 64
+
+
+def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
+    """The globals that a copy of ``obj`` made by the receiver would run with,
+    whose objects this payload sends with their state: ``{name: object}``.
+
+    The receiver copies its own ``obj`` where the sender's state differs
+    (:func:`picklable._reconstruct._own_or_copy`). That copy's code (its
+    function, what a proxy or cache wraps, the functions of the same module
+    held in its closure or as ``__wrapped__``) reads its module's globals; where
+    one of them is an object found by reference with state the sender set (a
+    sacred captured function that ``main`` calls), the receiver may get a copy
+    of it elsewhere in the payload, and the copies must call each other, not
+    the originals they stand for. The objects travel with ``obj`` (by
+    reference, with their state: one graph, whichever way each loads).
+    """
+    func = _reconstruct._home_function(obj)
+    if func is None:
+        return None
+    home = func.__globals__
+    names: set[str] = set()
+    seen: set[int] = set()
+    todo = [func]
+    while todo and len(seen) < _LINKS_LIMIT:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names.update(global_reads(current.__code__))
+        held = []
+        for cell in current.__closure__ or ():
+            try:
+                held.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        held.append(current.__dict__.get("__wrapped__"))
+        todo.extend(f for f in held if type(f) is types.FunctionType and f.__globals__ is home)
+    trying = _carrying.__dict__.get("ids", ())
+    links = {}
+    for name in sorted(names):
+        value = home.get(name)
+        if value is None or value is obj or id(value) in trying:
+            continue
+        if _carries_state(pickler, value):
+            links[name] = value
+    return links or None
+
+
+def _carries_state(pickler: Pickler, value: Any) -> bool:
+    """Whether ``value`` would be found by reference with state the sender set
+    on it: a wrapper (a decorator product, a proxy), or an object this payload
+    carries so already."""
+    if type(value) in _PLAIN or isinstance(value, (type, types.ModuleType)):
+        return False
+    if id(value) not in pickler._state().carrying:
+        try:
+            wrapper = _reconstruct._is_wrapt_proxy(value) or took_a_name(value)
+        except Exception:
+            return False
+        if not wrapper:
+            return False
+    try:
+        if not candidate_state(value):
+            return False
+        where = locate_anywhere(pickler, value)
+    except Exception:
+        return False
+    return where is not None and where[0] != "script"
 
 
 def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) -> Any:
