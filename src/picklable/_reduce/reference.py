@@ -97,8 +97,35 @@ def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -
         if alone is None or not carry_state:
             return alone
         return with_carried_state(pickler, obj, module, alone)
+    if _through_carried(pickler, module, path):
+        return None
     reduction = obj.__qualname__ if how == "name" else reference(pickler, obj, module, path)
     return with_carried_state(pickler, obj, module, reduction) if carry_state else reduction
+
+
+def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
+    """Whether ``path`` (inside ``module``) passes through an object whose state
+    this payload carries (in the arguments of the call that finds it, or being
+    tried): the receiver may load a copy of that object, and a reference walked
+    from its module would reach the receiver's original's attribute instead of
+    the copy's. Then the object at the end is no located reference: it goes
+    with the state that holds it (a copy, like the rest of that state)."""
+    payload = pickler._payload
+    carrying = payload.carrying if payload is not None else ()
+    trying = _carrying.__dict__.get("ids", ())
+    if (not carrying and not trying) or len(path) < 2:
+        return False
+    current: Any = sys.modules.get(module)
+    if current is None:
+        return False
+    for step in path[:-1]:
+        try:
+            current = walk(current, (step,))
+        except Exception:
+            return False
+        if id(current) in carrying or id(current) in trying:
+            return True
+    return False
 
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
