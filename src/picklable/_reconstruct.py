@@ -107,6 +107,7 @@ __all__ = [
     "_script_or_build",
     "_set_instance_state",
     "_set_proxy_state",
+    "_set_state_and_dict",
     "_update_globals",
     "_with_state",
 ]
@@ -1149,6 +1150,41 @@ def _set_instance_state(obj: Any, state: Any) -> Any:
             object.__setattr__(obj, key, value)
     if state:
         object.__getattribute__(obj, "__dict__").update(state)
+    return obj
+
+
+def _state_and_dict_writes(obj: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_set_state_and_dict` writes to: ``obj``, through its own
+    ``__setstate__``, and its ``__dict__``."""
+    yield obj, "through"
+    yield object.__getattribute__(obj, "__dict__"), "dict"
+
+
+@_rebuilder(
+    "part",
+    "sets a C type's state on an instance, then its __dict__",
+    "state",
+    target="obj",
+    state="state",
+    writes=_state_and_dict_writes,
+)
+def _set_state_and_dict(obj: Any, state: tuple[Any, dict[str, Any]]) -> Any:
+    """Give an instance of a class of Python code over a C type (an ``ndarray``
+    subclass) the state its C type's reduction ships, as pickle's BUILD gives
+    it, then its ``__dict__``, which that reduction leaves out.
+
+    ``state`` is ``(inner, attributes)``.
+
+    .. versionadded:: 0.2.0
+    """
+    inner, attributes = state
+    if inner is not None:
+        setstate = getattr(obj, "__setstate__", None)
+        if setstate is not None:
+            setstate(inner)
+        else:
+            _set_instance_state(obj, inner)
+    object.__getattribute__(obj, "__dict__").update(attributes)
     return obj
 
 

@@ -653,6 +653,12 @@ def _more_kinds():
     yield "property subclass", Documented(api.plain)
     yield "cached_property", vars(Lazy)["value"]
     yield "reprlib's recursion guard", vars(Looped)["__repr__"]
+    from picklable_testpkg.arrays import Marked
+
+    marked = Marked(shape=(2,), dtype="int8")
+    marked[:] = 3
+    marked.label = "m"  # left out by ndarray's reduction
+    yield "ndarray subclass with attributes", marked
 
     # Annotations that are objects, not strings (this module's are, by its
     # __future__ import): its __init__'s __annotate__ (3.14+) is made again by the

@@ -1359,6 +1359,20 @@ def _attacks() -> list[Attack]:
             TESTPKG,
         ),
         Attack(
+            "_set_state_and_dict on a named object",
+            ("_set_state_and_dict",),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_set_state_and_dict"),
+                    stack_global("logging", "root"),
+                    tuple_(NONE, dict_(disabled=b"\x88")),
+                )
+            ),
+            ("logging",),
+            reached=lambda result: logging.root.disabled is True,
+        ),
+        Attack(
             "_set_instance_state on a named object",
             ("_set_instance_state",),
             "modify",

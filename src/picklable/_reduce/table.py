@@ -338,6 +338,9 @@ _GETATTR_INSTANCE = Kind(
 _PLAIN_INSTANCE = Kind(
     "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
 )
+_C_REDUCED_INSTANCE = Kind(
+    "instance", objects.reduce_c_reduced_instance, objects.instance_pieces, class_piece=True
+)
 _STREAM = Kind("stream", builtins.reduce_stream, objects.instance_pieces, class_piece=True)
 _CLASSMETHOD_SUBCLASS = Kind(
     "classmethod",
@@ -384,6 +387,8 @@ def classify(t: type) -> Kind:
         return _PLAIN_INSTANCE
     if objects.is_plain(t, getattr_allowed=True):
         return _GETATTR_INSTANCE
+    if objects.c_reduced_with_dict(t):
+        return _C_REDUCED_INSTANCE
     return _INSTANCE
 
 
