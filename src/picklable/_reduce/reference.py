@@ -97,10 +97,39 @@ def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -
         if alone is None or not carry_state:
             return alone
         return with_carried_state(pickler, obj, module, alone)
-    if _through_carried(pickler, module, path):
+    if _through_carried(pickler, module, path) or (
+        how == "located" and _in_state(obj, module, path)
+    ):
         return None
     reduction = obj.__qualname__ if how == "name" else reference(pickler, obj, module, path)
     return with_carried_state(pickler, obj, module, reduction) if carry_state else reduction
+
+
+def _in_state(obj: Any, module: str, path: Path) -> bool:
+    """Whether ``obj``, an instance (not a function, class or module), was found
+    as an attribute of another instance's state (``captured.run``: a finished
+    sacred Run that a run set on each captured function). What a program sets
+    on an object at run time is not where an import puts it: the receiver's
+    object holds its own value there (or none), so this is no reference to
+    ``obj``; it ships as any instance does (or is refused, with the reason)."""
+    if isinstance(obj, (types.FunctionType, type, types.ModuleType)) or len(path) < 2:
+        return False
+    last = path[-1]
+    if type(last) is not str:
+        return False
+    try:
+        parent = walk(sys.modules[module], path[:-1])
+    except Exception:
+        return False
+    if isinstance(parent, (type, types.ModuleType)):
+        return False
+    try:
+        return candidate_state(parent).get(last, _NOT_THERE) is obj
+    except Exception:
+        return False
+
+
+_NOT_THERE: Any = object()
 
 
 def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
