@@ -892,3 +892,53 @@ def test_a_scripts_exception_class_comes_home(tmp_path):
     back to the script as JobError itself: `except JobError` catches it (issue 27)."""
     out = run_script(CLASS_COMES_HOME, tmp_path, timeout=180)
     assert out.splitlines()[-1] == "caught -1 True job -1 failed"
+
+
+ACTOR_SCRIPT = textwrap.dedent(
+    """
+    import json
+    import distributed
+    import picklable.dask
+    from support.engines import local_cluster
+
+
+    class Result:
+        def __init__(self):
+            self.total = 0
+
+        def add(self, x):
+            self.total += x
+            return self.total
+
+
+    if __name__ == "__main__":
+        with local_cluster(n_workers=1) as cluster, distributed.Client(cluster) as client:
+            said = []
+            for call in (
+                lambda: picklable.dask.submit(client, Result, actor=True),
+                lambda: picklable.dask.map(client, Result, [1], actors=True),
+                lambda: picklable.dask.Client.submit(client, Result, actor=True),
+            ):
+                try:
+                    call()
+                    said.append("submitted")
+                except TypeError as error:
+                    said.append(str(error))
+            # The fix the error gives: Dask's own submit makes the actor.
+            actor = distributed.Client.submit(client, Result, actor=True).result()
+            print(json.dumps([said, actor.add(2).result(), len(client.who_has())]))
+    """
+)
+
+
+def test_actors_are_refused_up_front(tmp_path):
+    """A script's class submitted as an actor (issue 27): before, the handle failed
+    on its first call ("type object 'Result' has no attribute 'add'"); now submit
+    and map refuse at once, submit nothing, and name the way that works."""
+    out = run_script(ACTOR_SCRIPT, tmp_path, timeout=180)
+    said, total, stored = json.loads(out.strip().splitlines()[-1])
+    assert said[0].startswith("picklable.dask.submit: Dask actors are not shipped")
+    assert "distributed.Client.submit(client, cls, ..., actor=True)" in said[0]
+    assert said[1].startswith("picklable.dask.map: Dask actors are not shipped")
+    assert said[2].startswith("picklable.dask.submit: Dask actors are not shipped")
+    assert (total, stored) == (2, 1)
