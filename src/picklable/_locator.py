@@ -170,7 +170,10 @@ class _ModuleIndex:
         # Breadth first, so the shortest path to an object wins.
         frontier: list[tuple[Any, Path]] = []
         for key, value in items:
-            if not isinstance(key, str) or not _worth_indexing(value):
+            try:
+                if not isinstance(key, str) or not _worth_indexing(value):
+                    continue
+            except Exception:  # a global that raises when touched (a context-local proxy)
                 continue
             if id(value) not in paths:
                 paths[id(value)] = (key,)
@@ -179,7 +182,13 @@ class _ModuleIndex:
         for _ in range(_MAX_DEPTH):
             nxt: list[tuple[Any, Path]] = []
             for value, path in frontier:
-                for child, child_path in _children(value, path, name, seen_classes, self.classes):
+                try:
+                    children = _children(value, path, name, seen_classes, self.classes)
+                except Exception:
+                    # Touching it raises (werkzeug's LocalProxy outside a request:
+                    # "Working outside of application context"): nothing found in it.
+                    continue
+                for child, child_path in children:
                     if id(child) not in paths:
                         paths[id(child)] = child_path
                         nxt.append((child, child_path))
@@ -274,7 +283,7 @@ def _children(
     if _heap_callable(value):
         try:
             attributes = list(vars(value).items())
-        except TypeError:
+        except Exception:  # no __dict__, or one that raises when touched
             attributes = []
         for key, attr in attributes:
             if key != "__wrapped__" and isinstance(key, str) and _worth_indexing(attr):
