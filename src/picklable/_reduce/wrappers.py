@@ -95,7 +95,11 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
     func = method.__func__
     owner = method.__self__
     name = getattr(func, "__name__", None)
-    if type(name) is str and not _held_by_instance(owner, name):
+    if (
+        type(name) is str
+        and not _held_by_instance(owner, name)
+        and not _copied_class(pickler, owner)
+    ):
         try:
             again = getattr(owner, name)
         except Exception:
@@ -151,6 +155,23 @@ def reduce_by_reference(pickler: Pickler, marker: ByReference) -> Any:
     return reduction
 
 
+def _copied_class(pickler: Pickler, owner: Any) -> bool:
+    """Whether ``owner`` is a class that goes by value (a script's, a local one).
+
+    Its attributes are set after it is made, so ``getattr(cls, name)`` met
+    inside its own state (pydantic keeps ``User.strip``, bound, in
+    ``User.__pydantic_decorators__``) would run before ``strip`` exists: such
+    a method ships as its function and its class (issue 27).
+    """
+    if not isinstance(owner, type):
+        return False
+    try:
+        where = locate_anywhere(pickler, owner)
+    except Exception:
+        return False
+    return where is None or where[0] == "script"
+
+
 def _held_by_instance(owner: Any, name: str) -> bool:
     """Whether ``owner`` holds ``name`` in its own ``__dict__`` (a per-instance
     override, ``c.handler = MethodType(f, c)``, or ``self.f2 = f2.__get__(self)``).
@@ -160,7 +181,7 @@ def _held_by_instance(owner: Any, name: str) -> bool:
     nothing at all. Such a method ships as its function and its object.
     """
     if isinstance(owner, type):
-        return False  # a class's attributes are its definition, set before it loads
+        return False  # an importable class's attributes are its definition (see above)
     try:
         state = object.__getattribute__(owner, "__dict__")
     except AttributeError:
