@@ -146,19 +146,38 @@ def reduce_c_reduced_instance(pickler: Pickler, obj: Any) -> Any:
     C type's own state (pickle, cloudpickle and dill's default lose it for an
     ``ndarray`` subclass; issue 27)."""
     try:
+        if type(obj) in pickler._table:
+            return NotImplemented  # a reducer registered for it decides (multiprocessing's)
         own = object.__getattribute__(obj, "__dict__")
+        if not own:
+            return NotImplemented
         reduction = obj.__reduce_ex__(pickler.protocol)
     except Exception:
         return NotImplemented  # pickle's own way, and its own error
-    if not own or type(reduction) is not tuple or len(reduction) < 2:
+    if type(reduction) is not tuple or len(reduction) < 2:
         return NotImplemented
     func, args, *rest = reduction
     rest += [None] * (4 - len(rest))
     state, listitems, dictitems, setter = rest
     inner = state[0] if type(state) is tuple and len(state) == 2 else state
-    if setter is not None or (type(inner) is dict and all(key in inner for key in own)):
+    if (
+        setter is not None
+        or (type(inner) is dict and all(key in inner for key in own))
+        or _holds(args, own)
+    ):
         return NotImplemented  # its reduction ships the __dict__ already (or decides)
     return (func, args, (state, dict(own)), listitems, dictitems, _reconstruct._set_state_and_dict)
+
+
+def _holds(args: Any, own: dict[str, Any]) -> bool:
+    """Whether a reduction's arguments hold the ``__dict__`` itself (ctypes'
+    ``_unpickle(cls, (__dict__, bytes))``), at most two tuples deep."""
+    if type(args) is not tuple:
+        return False
+    for arg in args:
+        if arg is own or (type(arg) is tuple and any(item is own for item in arg)):
+            return True
+    return False
 
 
 def reduce_plain_instance(
