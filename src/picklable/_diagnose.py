@@ -187,10 +187,7 @@ def decide(obj: Any) -> Decision:
         why, fix = _hints.explain_failure(obj, exc)
         return Decision(kind, None, Shipping("fails", why=why, fix=fix))
     if type(reduction) is tuple and reduction and reduction[0] is _reconstruct._with_state:
-        inner = shipping(reduction[1][0])
-        if inner.how == "reference" and reduction[1][1] is not None:
-            inner = Shipping("reference", inner.via, "with its state (picklable.with_state)")
-        return Decision(kind, reduction, inner)
+        return Decision(kind, reduction, shipping(reduction[1][0]))
     return Decision(kind, reduction, verdict(kind, obj, reduction))
 
 
@@ -291,13 +288,22 @@ def children(obj: Any, decided: Decision | None = None) -> Iterator[tuple[str, A
 
 
 def _carried_pieces(reduction: Any) -> Iterator[tuple[str, Any]]:
-    if (
-        type(reduction) is tuple
-        and len(reduction) > 5
-        and reduction[5] is _reconstruct._with_state
-        and type(reduction[2]) is dict
-    ):
-        for key, value in reduction[2].items():
+    if type(reduction) is not tuple or not reduction:
+        return
+    state = None
+    if reduction[0] is _reconstruct._own_or_copy and len(reduction) > 1:
+        args = reduction[1]
+        state = args[1] if len(args) > 1 and args[1] is not None else None
+        if state is None and len(reduction) > 2:
+            state = reduction[2]
+        links = args[3] if len(args) > 3 else None
+        if type(links) is dict:
+            for key, value in links.items():
+                yield f".__globals__[{key!r}]", value
+    elif len(reduction) > 5 and reduction[5] is _reconstruct._with_state:
+        state = reduction[2]
+    if type(state) is dict:
+        for key, value in state.items():
             yield f".{key}", value
 
 

@@ -937,6 +937,21 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
                 f"{name} raised {said}",
                 "run the same code on both sides",
             )
+        if _in_stdlib(top):
+            # No package version to blame: the standard library is this Python's,
+            # and a payload with code by value is refused on another minor version
+            # before anything of it runs (its interpreter check).
+            here = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+            return (
+                (
+                    f"Cannot load: {name} raised {said}. {here}'s standard library refused "
+                    "to rebuild an object of the payload. Fix: if the sender ran another "
+                    f"Python, run {here} there; otherwise this is a copy picklable made "
+                    "wrong: report it, with the object's class."
+                ),
+                f"{name} raised {said}",
+                f"report it: the standard library ({top}) refused picklable's copy",
+            )
         installed = package_version(module)
         return (
             (

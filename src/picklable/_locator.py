@@ -24,6 +24,7 @@ import importlib
 import sys
 import threading
 import types
+import weakref
 from typing import Any
 
 from . import _caches
@@ -95,7 +96,9 @@ class _ModuleIndex:
     def __init__(self, module: types.ModuleType) -> None:
         self.module = module
         self.paths: dict[int, Path] = {}
-        self.classes: list[tuple[type, Path]] = []
+        # Weak: a script that deletes a class (or a module that replaces one)
+        # frees it; the index is stale then, and built again on its next use.
+        self.classes: list[tuple[weakref.ref[type], Path]] = []
         # id(code) -> paths where a function of that code was indexed: where a
         # factory's next product is likely set (checked by identity on use).
         self.by_code: dict[int, list[Path]] = {}
@@ -110,7 +113,15 @@ class _ModuleIndex:
         except TypeError:  # pragma: no cover - modules always have a __dict__
             size = -1
         classes = self.classes
-        return size, sum([len(vars(c)) for c, _ in classes]) if classes else 0
+        if not classes:
+            return size, 0
+        total = 0
+        for ref, _ in classes:
+            cls = ref()
+            if cls is None:
+                return size, -1  # a class was freed: stale
+            total += len(vars(cls))
+        return size, total
 
     def stale(self) -> bool:
         return self._fingerprint() != self.fingerprint
@@ -135,7 +146,10 @@ class _ModuleIndex:
             return None
         if vars(self.module).get(name) is obj:
             return (name,)
-        for cls, path in self.classes:
+        for ref, path in self.classes:
+            cls = ref()
+            if cls is None:
+                continue
             raw = vars(cls).get(name)
             if raw is obj:
                 return (*path, name)
@@ -156,7 +170,10 @@ class _ModuleIndex:
         # Breadth first, so the shortest path to an object wins.
         frontier: list[tuple[Any, Path]] = []
         for key, value in items:
-            if not isinstance(key, str) or not _worth_indexing(value):
+            try:
+                if not isinstance(key, str) or not _worth_indexing(value):
+                    continue
+            except Exception:  # a global that raises when touched (a context-local proxy)
                 continue
             if id(value) not in paths:
                 paths[id(value)] = (key,)
@@ -165,7 +182,13 @@ class _ModuleIndex:
         for _ in range(_MAX_DEPTH):
             nxt: list[tuple[Any, Path]] = []
             for value, path in frontier:
-                for child, child_path in _children(value, path, name, seen_classes, self.classes):
+                try:
+                    children = _children(value, path, name, seen_classes, self.classes)
+                except Exception:
+                    # Touching it raises (werkzeug's LocalProxy outside a request:
+                    # "Working outside of application context"): nothing found in it.
+                    continue
+                for child, child_path in children:
                     if id(child) not in paths:
                         paths[id(child)] = child_path
                         nxt.append((child, child_path))
@@ -181,7 +204,7 @@ def _children(
     path: Path,
     module_name: str,
     seen_classes: set[int],
-    classes: list[tuple[type, Path]],
+    classes: list[tuple[weakref.ref[type], Path]],
 ) -> list[tuple[Any, Path]]:
     """Objects reachable from ``value`` by a path that resolves back to them."""
     out: list[tuple[Any, Path]] = []
@@ -189,7 +212,7 @@ def _children(
         if class_module(value) != module_name or id(value) in seen_classes:
             return out
         seen_classes.add(id(value))
-        classes.append((value, path))
+        classes.append((weakref.ref(value), path))
         try:
             namespace = list(vars(value).items())
         except TypeError:  # pragma: no cover
@@ -246,7 +269,7 @@ def _children(
         wrapped = None
     if wrapped is not None and _worth_indexing(wrapped):
         out.append((wrapped, (*path, "__wrapped__")))
-    if isinstance(value, types.FunctionType):
+    if type(value) is types.FunctionType:  # not isinstance: a proxy claims the class
         closure = value.__closure__
         if closure:
             for i, cell in enumerate(closure):
@@ -260,7 +283,7 @@ def _children(
     if _heap_callable(value):
         try:
             attributes = list(vars(value).items())
-        except TypeError:
+        except Exception:  # no __dict__, or one that raises when touched
             attributes = []
         for key, attr in attributes:
             if key != "__wrapped__" and isinstance(key, str) and _worth_indexing(attr):

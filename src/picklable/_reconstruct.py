@@ -65,6 +65,7 @@ from ._compat import (
     SENTINEL_TYPE,
     chained,
     class_namespace,
+    is_heap_type,
     proxy_own_dict,
     wrapt_proxy_roots,
 )
@@ -101,10 +102,12 @@ __all__ = [
     "_make_typevar",
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
+    "_own_or_copy",
     "_resolve",
     "_script_or_build",
     "_set_instance_state",
     "_set_proxy_state",
+    "_set_state_and_dict",
     "_update_globals",
     "_with_state",
 ]
@@ -269,14 +272,19 @@ def _main_object(origin: Origin, reason: str) -> Any:
 
 
 @_rebuilder("wrapper", "finds a script's wrapper, else builds its copy", "call", origin="origin")
-def _script_or_build(origin: Origin, builder: Any, args: tuple[Any, ...]) -> Any:
-    """A wrapper of the sender's script: this process's own, else ``builder(*args)``
-    (the copy), remembered as built so that its state applies to it alone.
+def _script_or_build(
+    origin: Origin, builder: Any, args: tuple[Any, ...], carried: dict[str, Any] | None = None
+) -> Any:
+    """A wrapper of the sender's script: this process's own where it has the
+    state the sender set on it (``carried``), else ``builder(*args)`` (the copy),
+    remembered as built so that its state applies to it alone.
 
     .. versionadded:: 0.2.0
+    .. versionchanged:: 0.2.0
+       ``carried``: this process's own object only where it has that state.
     """
     found = _script_original(origin)
-    if found is not _MISSING:
+    if found is not _MISSING and _keeps_own(found, carried):
         return found
     obj = builder(*args)
     _tracker.mark_built(obj)
@@ -287,10 +295,9 @@ def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any,
     """What :func:`_built_setstate` writes to: on this process's own object, what
     :func:`_with_state` would; on a copy, the copy (and the ``__dict__`` BUILD's
     way updates)."""
-    inner, setter, carried = state
+    inner, setter, _ = state
     if not _tracker.built(obj):
-        yield from _with_state_writes(obj, carried)
-        return
+        return  # this process's own: checked, never written
     yield obj, "through"
     if setter is None and inner is not None and getattr(obj, "__setstate__", None) is None:
         if type(inner) is tuple and len(inner) == 2:
@@ -301,7 +308,7 @@ def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any,
 
 @_rebuilder(
     "part",
-    "sets a script object's state (on the original: what the sender set)",
+    "sets a script object's copy's state (checks the original's)",
     "state",
     target="obj",
     state="state",
@@ -309,19 +316,25 @@ def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any,
 )
 def _built_setstate(obj: Any, state: tuple[Any, ...]) -> Any:
     """Give a copy built by :func:`_script_or_build` (or a script function's copy)
-    its state; give this process's own object the attributes the sender set.
+    its state; leave this process's own object as it is.
 
     ``state`` is ``(inner, setter, carried)``: on a copy, ``setter(obj, inner)``
     when the copy's reduction named one, else what pickle's BUILD does with
-    ``inner``; on this process's own object, ``carried`` (its attributes other
-    than metadata), set as :func:`_with_state` sets them on any object found by
-    reference.
+    ``inner``. This process's own object is returned by
+    :func:`_script_or_build` only where it has ``carried`` already (its
+    attributes other than metadata); a payload that did not send ``carried``
+    there (written before it did) is checked as :func:`_with_state` checks.
 
     .. versionadded:: 0.2.0
+    .. versionchanged:: 0.2.0
+       Never writes on this process's own object.
     """
     inner, setter, carried = state
     if not _tracker.built(obj):
-        return _with_state(obj, carried)
+        if _keeps_own(obj, carried):
+            return obj
+        # A state setter's result is dropped: it cannot hand back a copy.
+        raise _state_refused(obj, sorted(_differing(obj, carried or {})), "")
     if setter is not None:
         setter(obj, inner)
     elif inner is not None:
@@ -711,42 +724,394 @@ def _differing(obj: Any, state: dict[str, Any]) -> dict[str, Any]:
             continue
         try:
             current = getattr(obj, key, _MISSING)
-            same = current is value or bool(current == value)
-        except Exception:  # an array's ambiguous truth, a hostile __eq__
-            same = False
-        if not same:
+        except Exception:
+            current = _MISSING
+        if not _same(current, value):
             differ[key] = value
     return differ
 
 
-def _with_state_writes(obj: Any, state: dict[str, Any] | None) -> Iterator[tuple[Any, str]]:
-    """What :func:`_with_state` writes to: ``obj``, if a shipped value differs."""
-    if state and _differing(obj, state):
-        yield obj, "through"
+def _same(current: Any, value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` (shipped) is what ``current`` (here) is, as far as a copy
+    could tell: this very value; an equal one; containers of such values; an
+    instance of the same class without an ``__eq__`` of its own whose
+    attributes are such values (a click ``Option``, a wrapper's settings); a
+    function of the same code, defaults and closure (a per-instance helper
+    such as ``cache_parameters``, copied); objects whose pickle reductions are
+    the same so (an array's bytes, a random generator's state). Deeper than a
+    dozen levels, or not comparable: not the same.
+    """
+    if current is value:
+        return True
+    t = type(current)
+    if t is not type(value) or depth > 12:
+        return False
+    depth += 1
+    if t is list or t is tuple:
+        return len(current) == len(value) and all(
+            _same(a, b, depth) for a, b in zip(current, value)
+        )
+    if t is dict:
+        return current.keys() == value.keys() and all(
+            _same(current[k], value[k], depth) for k in current
+        )
+    if t is types.FunctionType:
+        if current.__code__ != value.__code__:
+            return False
+        left, right = current.__closure__ or (), value.__closure__ or ()
+        if len(left) != len(right):
+            return False
+        try:
+            cells = [(a.cell_contents, b.cell_contents) for a, b in zip(left, right)]
+        except ValueError:  # an empty cell
+            return False
+        pairs = [(current.__defaults__, value.__defaults__), *cells]
+        pairs.append((current.__kwdefaults__, value.__kwdefaults__))
+        pairs.append((current.__dict__, value.__dict__))
+        return all(_same(a, b, depth) for a, b in pairs)
+    if getattr(t, "__eq__", None) is not object.__eq__:
+        try:
+            return bool(current == value)
+        except Exception:  # an array's ambiguous truth: compare what a copy carries
+            pass
+    # Equal would mean the same object: compare what a copy of each would carry
+    # (their pickle reductions: class, arguments, __dict__ and slots, bytes).
+    try:
+        mine = current.__reduce_ex__(4)
+        theirs = value.__reduce_ex__(4)
+    except Exception:
+        return False
+    if type(mine) is not tuple or type(theirs) is not tuple:
+        return type(mine) is str and mine == theirs
+    return len(mine) == len(theirs) and all(_same(a, b, depth) for a, b in zip(mine, theirs))
+
+
+def _keeps_own(obj: Any, state: dict[str, Any] | None) -> bool:
+    """Whether ``obj`` (this process's own, found by reference) already holds the
+    state the sender shipped with it: then it is the answer, as it is.
+
+    This is the one test of the rule that loading never changes an object
+    the receiver had before the load: where it fails, the receiver gets a copy
+    carrying the sender's state (:func:`_own_or_copy`, :func:`_script_or_build`)
+    or a refusal (:func:`_with_state`), never its own object modified.
+    """
+    return not state or not _differing(obj, state)
+
+
+@_rebuilder("wrapper", "finds an object by reference; a copy if the state differs", "call")
+def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
+    """``obj`` (this process's own, by reference) if it has the shipped state,
+    else a copy of it that has it (:func:`_own_or_copy`).
+
+    0.1.0 wrote it for :func:`picklable.with_state` (and with no state, for a
+    copy), and set the state on ``obj``: loading never writes the sender's
+    state onto an object this process had before the load any more.
+
+    .. versionchanged:: 0.2.0
+       A copy where the state differs; ``obj`` is never modified.
+    """
+    return _own_or_copy(obj, state)
+
+
+def _state_refused(obj: Any, names: list[str], why: str) -> UnpicklingError:
+    what = _described(obj)
+    listed = ", ".join(names)
+    if why:
+        because = f" and {why}"
+        fix = (
+            "ship picklable.without_state(obj) to use the receiver's own object as it "
+            "is, or give it that state where the receiving process makes it"
+        )
+    else:
+        because = ""
+        fix = (
+            "ship picklable.without_state(obj) to use the receiver's own object as it "
+            "is, or dump the payload again with this version of picklable (it then "
+            "carries a copy)"
+        )
+    return UnpicklingError(
+        f"Cannot load the sender's state ({listed}) of {what}: this process's own "
+        f"{what} has other values there{because}. Loading never writes the sender's "
+        "state onto an object this process already has (other loads and threads "
+        f"use it). Fix: {fix}.",
+        reason=f"{what}: the sender's state differs ({listed}), and no copy is made",
+        hint=fix,
+    )
+
+
+def _described(obj: Any) -> str:
+    try:
+        name, module = obj.__qualname__, obj.__module__
+    except Exception:
+        name = module = None
+    if type(name) is str and type(module) is str:
+        return f"{module}.{name}"
+    t = type(obj)
+    return f"{t.__module__}.{t.__qualname__} object"
+
+
+def _copy_of(obj: Any, links: dict[str, Any] | None = None) -> Any:
+    """A new object standing for ``obj`` (this process's own), or None.
+
+    A function: a new function of the same code, globals, defaults and
+    closure, its attributes copied. An instance: a new one of the same class
+    with a copy of its ``__dict__`` and slots, made past any ``__init__`` or
+    ``__getattr__`` (as pickle rebuilds an instance). None when its state lives
+    in C (a builtin): no copy can be made here. A wrapt proxy: a proxy around
+    a copy of what it wraps; an ``lru_cache`` wrapper: a fresh cache.
+
+    ``links``: globals of the copied function's module that this payload
+    loads otherwise than the module holds them (see :func:`_links_scope`).
+    """
+    scope = _links_scope(obj, links)
+    if type(obj) is types.FunctionType:
+        return _function_copy(obj, scope, {})
+    cls = type(obj)  # past a proxy's __class__
+    if _is_wrapt_proxy(obj):
+        return _copy_of_wrapt_proxy(obj, links)
+    if cls is _LRU_WRAPPER:
+        parameters = obj.cache_parameters()
+        wrapped = obj.__wrapped__
+        if scope is not None and type(wrapped) is types.FunctionType:
+            wrapped = _function_copy(wrapped, scope, {})
+        made = _make_lru_cache(wrapped, parameters["maxsize"], parameters["typed"])
+        made.__dict__.update(obj.__dict__)  # a fresh cache, as any lru_cache copy
+        if wrapped is not obj.__wrapped__:
+            made.__wrapped__ = wrapped
+        return made
+    if not all(is_heap_type(klass) for klass in cls.__mro__[:-1]):
+        return None  # a builtin base keeps state in C, which no copy of the dict holds
+    try:
+        state = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        state = None
+    slots = {}
+    for klass in cls.__mro__:
+        names = vars(klass).get("__slots__", ())
+        for name in (names,) if type(names) is str else names:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            mangled = f"_{klass.__name__.lstrip('_')}{name}" if name.startswith("__") else name
+            try:
+                slots[mangled] = object.__getattribute__(obj, mangled)
+            except AttributeError:
+                continue
+    if type(state) is not dict and not slots:
+        return None
+    try:
+        copy = cls.__new__(cls)  # type: ignore[call-overload]
+    except Exception:
+        return None
+    for key, value in slots.items():
+        object.__setattr__(copy, key, value)
+    if type(state) is dict:
+        object.__getattribute__(copy, "__dict__").update(state)
+    return copy
+
+
+class _LinkedGlobals(dict):  # type: ignore[type-arg]
+    """The globals of copies this process made of its own functions, for one
+    load: the objects the payload loaded for the names in ``links``, and,
+    for any other name, the module's own globals, read live."""
+
+    __slots__ = ("home",)
+
+    def __init__(self, home: dict[str, Any], links: dict[str, Any]) -> None:
+        super().__init__(links)
+        self.home = home
+        if "__builtins__" in home:
+            self["__builtins__"] = home["__builtins__"]
+
+    def __missing__(self, key: str) -> Any:
+        return self.home[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self.home
+
+
+def _home_function(obj: Any) -> types.FunctionType | None:
+    """The function a copy of ``obj`` is made of: ``obj`` itself, or, through
+    wrapt proxies and an ``lru_cache`` wrapper, the function they wrap."""
+    for _ in range(16):
+        if type(obj) is types.FunctionType:
+            return obj
+        if not (_is_wrapt_proxy(obj) or type(obj) is _LRU_WRAPPER):
+            return None
+        try:
+            obj = obj.__wrapped__
+        except Exception:
+            return None
+    return None
+
+
+def _links_scope(obj: Any, links: dict[str, Any] | None) -> _LinkedGlobals | None:
+    """The globals a copy of ``obj`` reads where ``links`` (names of its
+    module's globals, with what this payload loaded for them) differ from
+    what the module holds; None where they do not (the module's own globals).
+
+    A copy that read the module's own objects where the payload loaded
+    copies of them would split one graph: ``ex.captured_functions`` holding
+    a copy of ``scaled`` while ``main``, copied too, calls the module's
+    ``scaled``. The copy reads what the payload loaded instead.
+    """
+    if not links:
+        return None
+    func = _home_function(obj)
+    if func is None:
+        return None
+    home = func.__globals__
+    if type(home) is _LinkedGlobals:
+        home = home.home
+    if all(home.get(name, _MISSING) is value for name, value in links.items()):
+        return None
+    return _LinkedGlobals(home, links)
+
+
+def _linked(obj: Any, links: dict[str, Any] | None) -> bool:
+    """Whether ``links`` are what ``obj``'s module holds (keeping ``obj`` keeps
+    the graph whole)."""
+    return _links_scope(obj, links) is None
+
+
+_LINKED_LIMIT = 64
+
+
+def _function_copy(
+    obj: types.FunctionType, scope: _LinkedGlobals | None, made: dict[int, Any]
+) -> types.FunctionType:
+    """A new function of ``obj``'s code, defaults and closure, its attributes
+    copied. With ``scope``, it reads its globals there, and so do copies of
+    the functions of its module that it holds (in its closure, as
+    ``__wrapped__``): what its code runs reads what the payload loaded."""
+    home = obj.__globals__
+    follow = scope is not None and (home is scope.home or home is scope)
+    closure, pending = obj.__closure__, []
+    if closure is not None:
+        cells = []
+        for cell in closure:
+            try:
+                content = cell.cell_contents
+            except ValueError:  # an empty cell
+                cells.append(cell)
+                continue
+            # A closure that holds the function itself (a decorator's wrapper
+            # reading its own attributes: wrapper.config) holds the copy in the copy.
+            held = (
+                follow
+                and type(content) is types.FunctionType
+                and content.__globals__ is home
+                and len(made) < _LINKED_LIMIT
+            )
+            if content is obj or held:
+                cells.append(types.CellType())
+                pending.append((cells[-1], content))
+            else:
+                cells.append(cell)
+        closure = tuple(cells)
+    globals_ = scope if follow else home
+    copy = types.FunctionType(obj.__code__, globals_, obj.__name__, obj.__defaults__, closure)  # type: ignore[arg-type]
+    made[id(obj)] = copy
+    for cell, content in pending:
+        done = made.get(id(content))
+        cell.cell_contents = done if done is not None else _function_copy(content, scope, made)
+    copy.__kwdefaults__ = None if obj.__kwdefaults__ is None else dict(obj.__kwdefaults__)
+    copy.__qualname__ = obj.__qualname__
+    copy.__module__ = obj.__module__
+    copy.__doc__ = obj.__doc__
+    copy.__dict__.update(obj.__dict__)
+    wrapped = obj.__dict__.get("__wrapped__")
+    if follow and type(wrapped) is types.FunctionType and wrapped.__globals__ is home:
+        done = made.get(id(wrapped))
+        copy.__dict__["__wrapped__"] = (
+            done if done is not None else _function_copy(wrapped, scope, made)
+        )
+    return copy
+
+
+_LRU_WRAPPER = type(functools.lru_cache(maxsize=1)(len))
+
+# The fields of a wrapt function wrapper (``_self_<name>``) that make it what it is.
+WRAPT_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
+
+
+def _copy_of_wrapt_proxy(proxy: Any, links: dict[str, Any] | None = None) -> Any:
+    """A wrapt proxy like ``proxy`` around a copy of what it wraps (where the
+    state a proxy shows lives), its own ``_self_*`` state copied; or None."""
+    inner = _copy_of(proxy.__wrapped__, links)
+    if inner is None:
+        return None
+    cls = type(proxy)
+    if any(klass.__name__ == "_FunctionWrapperBase" for klass in cls.__mro__):
+        fields = {
+            name: getattr(proxy, "_self_" + name)
+            for name in WRAPT_FIELDS
+            if hasattr(proxy, "_self_" + name)
+        }
+        made = _make_wrapt_function_wrapper(cls, inner, fields)
+    else:
+        made = _make_wrapt_proxy(cls, inner)
+    own = proxy_own_dict(proxy)
+    if own:
+        _set_proxy_state(made, (dict(own), None))
+    return made
 
 
 @_rebuilder(
-    "wrapper",
-    "sets the shipped state on an object (with_state)",
-    "state",
-    target="obj",
-    state="state",
-    writes=_with_state_writes,
+    "reference",
+    "finds an object by reference; a copy of it if the sender's state differs",
+    "call",
 )
-def _with_state(obj: Any, state: dict[str, Any] | None) -> Any:
-    """``obj`` (usually this process's own, by reference) with the shipped attributes set.
+def _own_or_copy(
+    obj: Any,
+    state: dict[str, Any] | None,
+    copy: bool = False,
+    links: dict[str, Any] | None = None,
+) -> Any:
+    """This process's own ``obj`` where it already has the state the sender
+    shipped with it (identity kept); otherwise a copy of it carrying that state,
+    so that the receiver's own object is never modified by a load.
 
-    Only values that differ from the object's own are set: an attribute that
-    is already this very value, or an equal one, keeps the receiver's own
-    object (a shared registry stays shared).
+    ``state`` is the sender's attributes (metadata left out; what could not
+    travel, a lock, is not in it: the copy keeps the receiver's own value
+    there). ``copy``: always a copy, its state set afterwards by a state
+    setter (a state that leads back to the object itself).
 
-    .. versionchanged:: 0.2.0
-       Equal values are no longer set again.
+    ``links``: the globals the function ``obj`` runs reads (of its own
+    module), with what this payload loaded for them where it carries their
+    state. Where one is not what the module holds (a copy), ``obj`` is
+    copied too, and the copy reads them (:func:`_links_scope`): the copies
+    this payload makes reference each other, never the originals they stand for.
+
+    Raises :class:`UnpicklingError` when a copy is needed and none can be made
+    (an object whose state lives in C, a wrapt proxy).
+
+    .. versionadded:: 0.2.0
     """
-    if state:
-        for key, value in _differing(obj, state).items():
-            setattr(obj, key, value)
-    return obj
+    if not copy and _keeps_own(obj, state) and _linked(obj, links):
+        return obj
+    made = _copy_of(obj, links)
+    if made is None:
+        raise _state_refused(
+            obj,
+            sorted(_differing(obj, state or {})) if state else ["its state"],
+            "it cannot be copied here (its state lives in C)",
+        )
+    if state and _is_wrapt_proxy(made):
+        for key, value in state.items():
+            setattr(made, key, value)  # through the proxy: on the copy it wraps
+    elif state:
+        try:
+            object.__getattribute__(made, "__dict__").update(state)
+        except AttributeError:
+            for key, value in state.items():
+                object.__setattr__(made, key, value)
+    return made
 
 
 def _instance_state_writes(obj: Any, state: Any) -> Iterator[tuple[Any, str]]:
@@ -785,6 +1150,41 @@ def _set_instance_state(obj: Any, state: Any) -> Any:
             object.__setattr__(obj, key, value)
     if state:
         object.__getattribute__(obj, "__dict__").update(state)
+    return obj
+
+
+def _state_and_dict_writes(obj: Any, state: Any) -> Iterator[tuple[Any, str]]:
+    """What :func:`_set_state_and_dict` writes to: ``obj``, through its own
+    ``__setstate__``, and its ``__dict__``."""
+    yield obj, "through"
+    yield object.__getattribute__(obj, "__dict__"), "dict"
+
+
+@_rebuilder(
+    "part",
+    "sets a C type's state on an instance, then its __dict__",
+    "state",
+    target="obj",
+    state="state",
+    writes=_state_and_dict_writes,
+)
+def _set_state_and_dict(obj: Any, state: tuple[Any, dict[str, Any]]) -> Any:
+    """Give an instance of a class of Python code over a C type (an ``ndarray``
+    subclass) the state its C type's reduction ships, as pickle's BUILD gives
+    it, then its ``__dict__``, which that reduction leaves out.
+
+    ``state`` is ``(inner, attributes)``.
+
+    .. versionadded:: 0.2.0
+    """
+    inner, attributes = state
+    if inner is not None:
+        setstate = getattr(obj, "__setstate__", None)
+        if setstate is not None:
+            setstate(inner)
+        else:
+            _set_instance_state(obj, inner)
+    object.__getattribute__(obj, "__dict__").update(attributes)
     return obj
 
 

@@ -18,13 +18,12 @@ Used by :mod:`picklable.dask` and :mod:`picklable.ray`; imports neither engine.
 from __future__ import annotations
 
 import pickle
-import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import _envelope
 from ._api import dumps, loads
 from ._envelope import Envelope, digest_of, load_cached
-from ._pool._errors import RemoteError, RemoteTraceback
 
 # Plain by type: stdlib pickle and picklable write the same bytes; engines ship them.
 SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
@@ -196,155 +195,13 @@ def open_all(args: tuple[Any, ...], kwargs: dict[str, Any], deep: bool) -> tuple
 
 
 # -------------------------------------------------------------- exceptions
-
-
-class ShippedException(Exception):
-    """Carries an exception raised in a task from the worker to the client.
-
-    Raised on the worker in place of the original; its pickle reduction is the
-    original exception, shipped with picklable. Whoever unpickles it (the client,
-    through ``future.exception()``, ``future.result()``, ``client.gather``,
-    ``dask.compute``) gets the original: its class, attributes, ``__cause__``,
-    ``__context__``, notes and the worker's traceback. The carrier itself shows up
-    only in the worker's log, as ``ShippedException('mod.Error: message')``.
-
-    An exception that picklable cannot ship arrives as a
-    :class:`picklable.RemoteError` naming its type, message and the reason, with
-    the worker's traceback text as ``__cause__``.
-
-    Attributes
-    ----------
-    payload:
-        The original exception's picklable payload.
-    """
-
-    def __init__(self, summary: str, payload: Any = b"") -> None:
-        if isinstance(payload, bytes):
-            super().__init__(summary)
-        else:  # Dask's truncation passes the text as a second argument
-            super().__init__(summary, payload)
-        self.payload = payload
-
-    def __reduce__(self) -> Any:
-        if not isinstance(self.payload, bytes) or not self.payload:
-            # Made by someone else: Dask rebuilds an error whose message is too
-            # long as type(e)("Long error message", text).
-            return (type(self), self.args)
-        # A state setter (any protocol, Python 3.8+) runs after the rebuilder and anyone
-        # who wraps this reduction: Dask's tblib sets __cause__, __context__ and
-        # __traceback__ from the carrier on what the rebuilder returned; the
-        # setter puts the original's back. The payload bytes are pickled once.
-        return (_load_exception, (self.payload,), self.payload, None, None, _restore_exception)
-
-
-# id -> (exception, its class, cause, context, suppress_context, traceback)
-# between the rebuilder and the state setter of one unpickling.
-_chains: dict[int, tuple[BaseException, type, Any, Any, bool, Any]] = {}
-_set_cause = vars(BaseException)["__cause__"].__set__
-_set_context = vars(BaseException)["__context__"].__set__
-_set_suppress = vars(BaseException)["__suppress_context__"].__set__
-_set_traceback = vars(BaseException)["__traceback__"].__set__
-# Exception class -> a subclass that takes setattr again (see _thaw).
-_thawed: dict[type, type] = {}
-
-
-def _thaw(exc: BaseException) -> None:
-    """Let ``exc`` take plain setattr until its state setter runs.
-
-    Dask's tblib sets ``__cause__``, ``__context__`` and ``__traceback__`` on what
-    the rebuilder returns with ordinary setattr, which a frozen exception (one
-    whose ``__setattr__`` refuses) turns into a failed unpickling. For that
-    moment the instance wears a subclass with object's ``__setattr__``; the
-    state setter puts its own class back.
-    """
-    cls = type(exc)
-    if cls.__setattr__ is object.__setattr__:
-        return
-    thawed = _thawed.get(cls)
-    if thawed is None:
-        namespace = {
-            "__setattr__": object.__setattr__,
-            "__slots__": (),
-            "__module__": cls.__module__,
-        }
-        thawed = _thawed[cls] = type(cls.__name__, (cls,), namespace)
-    try:
-        object.__setattr__(exc, "__class__", thawed)
-    except TypeError:  # an unusual layout: let tblib try as it is
-        pass
-
-
-def _load_exception(payload: bytes) -> BaseException:
-    """Rebuilder named in carrier pickles: the original exception."""
-    exc: BaseException = loads(payload)
-    if len(_chains) > 1024:  # only unpicklings that failed midway leave entries
-        _chains.clear()
-    cls = type(exc)
-    _chains[id(exc)] = (
-        exc,
-        cls,
-        exc.__cause__,
-        exc.__context__,
-        exc.__suppress_context__,
-        exc.__traceback__,
-    )
-    _thaw(exc)
-    return exc
-
-
-def _restore_exception(exc: BaseException, payload: bytes) -> None:
-    """State setter named in carrier pickles: the original's class, chain and traceback."""
-    entry = _chains.pop(id(exc), None)
-    if entry is None or entry[0] is not exc:
-        return
-    if type(exc) is not entry[1]:
-        object.__setattr__(exc, "__class__", entry[1])
-    # Through the base descriptors: a frozen exception's __setattr__ refuses.
-    _set_cause(exc, entry[2])
-    _set_context(exc, entry[3])
-    _set_suppress(exc, entry[4])
-    _set_traceback(exc, entry[5])
-
-
-def type_name(t: type) -> str:
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-def summary(exc: BaseException) -> str:
-    try:
-        message = str(exc)
-    except Exception as why:
-        message = f"<str() failed: {why!r}>"
-    # Short: Dask rebuilds an exception whose str() passes its error length limit.
-    if len(message) > 2000:
-        message = message[:2000] + "..."
-    return f"{type_name(type(exc))}: {message}" if message else type_name(type(exc))
-
-
-def carrier(exc: BaseException) -> ShippedException:
-    """The carrier of ``exc``, with the worker's frames below the task's call."""
-    tb = exc.__traceback__
-    if tb is not None:
-        tb = tb.tb_next  # our own frame: of no interest to the user
-    _set_traceback(exc, tb)  # a frozen exception's __setattr__ refuses
-    try:
-        payload = dumps(exc)
-        loads(payload)  # fails here, where it can still be reported, not in the client
-    except BaseException as why:
-        payload = dumps(remote_error(exc, why))
-    return ShippedException(summary(exc), payload).with_traceback(tb)
-
-
-def remote_error(exc: BaseException, why: BaseException) -> BaseException:
-    try:
-        text = "".join(traceback.format_exception(exc))
-    except Exception as failure:
-        text = f"{type_name(type(exc))}: <traceback could not be formatted: {failure!r}>\n"
-    error = RemoteError(
-        type_name(type(exc)),
-        summary(exc).partition(": ")[2],
-        f"{type_name(type(why))}: {why}",
-        text,
-    )
-    error.__cause__ = RemoteTraceback(text)
-    return error
+# The carrier lives with the envelope (an opened envelope raises it too); its
+# names stay importable here, where payloads and engines' pickles name them.
+ShippedException = _envelope.ShippedException
+_load_exception = _envelope._load_exception
+_restore_exception = _envelope._restore_exception
+_thaw = _envelope._thaw
+type_name = _envelope.type_name
+summary = _envelope.summary
+carrier = _envelope.carrier
+remote_error = _envelope.remote_error

@@ -317,6 +317,26 @@ def _function_name(fn: Any) -> str:
     return "lambda" if name == "<lambda>" else name[:50]
 
 
+def _refuse_actors(kwargs: dict[str, Any], what: str) -> None:
+    """Refuse ``actor=True`` (and ``actors=``) up front, and drop a false one.
+
+    A Dask actor is made on the worker from the class the client submitted,
+    and the client's ``Actor`` handle reads the methods of that very class:
+    the envelope picklable ships (a :class:`ShippedFunction`) is no such
+    class, so the handle failed only later, on its first method call
+    (``type object 'Result' has no attribute 'add'``; issue 27).
+    """
+    if kwargs.get("actor") or kwargs.get("actors"):
+        raise TypeError(
+            f"picklable.dask.{what}: Dask actors are not shipped through picklable: Dask "
+            "makes an actor from the class itself and its handle reads that class's "
+            f"methods. Fix: use distributed.Client.{what}(client, cls, ..., actor=True) "
+            "for actors (Dask ships the class itself), and picklable.dask for tasks."
+        )
+    kwargs.pop("actor", None)
+    kwargs.pop("actors", None)
+
+
 def _check_function(fn: Any, what: str) -> None:
     target = fn.obj if type(fn) is WithState else fn
     if not callable(target):
@@ -504,7 +524,8 @@ def submit(
 ) -> distributed.Future[T]:
     """``client.submit(fn, *args, **kwargs)``, with everything through picklable.
 
-    Takes the keywords of :meth:`distributed.Client.submit` (except ``actor``);
+    Takes the keywords of :meth:`distributed.Client.submit` (``actor=True`` is
+    refused: use Dask's own for actors);
     other keywords go to ``fn``. The future is a plain :class:`distributed.Future`:
     ``result()``, ``exception()``, ``client.gather``, ``as_completed``, and passing
     it to other tasks work as usual.
@@ -547,6 +568,7 @@ def submit(
     >>> future.result()
     42
     """
+    _refuse_actors(kwargs, "submit")
     _check_function(fn, "submit")
     check_workers(client)
     packed_args, packed_kwargs, deep = _pack_all(args, kwargs)
@@ -622,6 +644,7 @@ def map(
     >>> sum(client.gather(futures))
     332833500
     """
+    _refuse_actors(kwargs, "map")
     _check_function(fn, "map")
     check_workers(client)
     deep = False
@@ -691,26 +714,14 @@ class Client(distributed.Client):
 
     def submit(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> distributed.Future[T]:
         """:func:`picklable.dask.submit` with this client (keywords of ``Client.submit``)."""
-        if kwargs.get("actor") or kwargs.get("actors"):
-            raise TypeError(
-                "picklable.dask.Client.submit: actors are not shipped through picklable. "
-                "Fix: use distributed.Client.submit(client, ..., actor=True) for actors."
-            )
-        kwargs.pop("actor", None)
-        kwargs.pop("actors", None)
+        _refuse_actors(kwargs, "submit")
         return submit(self, func, *args, **kwargs)
 
     def map(
         self, func: Callable[..., T], *iterables: Any, **kwargs: Any
     ) -> list[distributed.Future[T]]:
         """:func:`picklable.dask.map` with this client (keywords of ``Client.map``)."""
-        if kwargs.get("actor") or kwargs.get("actors"):
-            raise TypeError(
-                "picklable.dask.Client.map: actors are not shipped through picklable. "
-                "Fix: use distributed.Client.map(client, ..., actor=True) for actors."
-            )
-        kwargs.pop("actor", None)
-        kwargs.pop("actors", None)
+        _refuse_actors(kwargs, "map")
         return map(self, func, *iterables, **kwargs)
 
 

@@ -149,7 +149,10 @@ PAGES = all_pages()
 def example_env(directory: Path) -> dict[str, str]:
     """The environment of an example: picklable installed, the page's files importable."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(directory)
+    # The page's files first; then the PYTHONPATH the tests run with, which may
+    # name the checkout under test (the installed picklable may be another one).
+    inherited = os.environ.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join([str(directory), *([inherited] if inherited else [])])
     env.pop("PYTHONSTARTUP", None)
     return env
 

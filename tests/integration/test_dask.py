@@ -191,18 +191,21 @@ class TestPicklableWrappers:
     """with_state markers, ship() envelopes and shipped functions are taken as the function."""
 
     def test_with_state_carries_the_state(self, client, workers):
-        """with_state(counted_add) runs the worker's own object with the sender's state set."""
+        """with_state(counted_add) runs a copy of the worker's own object carrying the
+        sender's state; the worker's own object is left as it was."""
         before = wrapped.counted_add.calls
+        one = [workers[0]]
+        own = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one, pure=False)
+        own_calls = own.result()
         wrapped.counted_add.calls = 41
         try:
             marker = picklable.with_state(wrapped.counted_add)
-            one = [workers[0]]
-            assert pdask.submit(client, marker, 1, 2, workers=one, pure=False).result() == (
-                "counted",
-                3,
+            probe = pdask.submit(
+                client, lambda f: (f(1, 2), f.calls), marker, workers=one, pure=False
             )
-            calls = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one)
-            assert calls.result() == 42
+            assert probe.result() == (("counted", 3), 42)
+            calls = pdask.submit(client, lambda: wrapped.counted_add.calls, workers=one, pure=False)
+            assert calls.result() == own_calls
             mapped = pdask.map(client, marker, [1], [1], workers=one, pure=False)
             assert client.gather(mapped) == [("counted", 2)]
         finally:
@@ -826,3 +829,116 @@ def check_run_directories(results: list[dict], runs: Path) -> None:
         assert info["status"] == "COMPLETED" and info["result"] == result["result"]
         metrics = json.loads((run_dir / "metrics.json").read_text())
         assert metrics["a"]["values"] == [config["a"]]
+
+
+# A script whose task raises an exception class of the script, sent with plain
+# ship() through plain client.submit to a `dask worker` that does not run the
+# script (started from another directory): the worker builds the class from the
+# payload, and Dask pickles what the task raised with its own pickler.
+CLASS_COMES_HOME = textwrap.dedent(
+    """
+    import subprocess
+    import sys
+    import tempfile
+
+    import distributed
+    import picklable
+    from support.engines import local_cluster
+
+
+    class JobError(Exception):
+        def __init__(self, job):
+            super().__init__(f"job {job} failed")
+            self.job = job
+
+
+    def run(job):
+        if job < 0:
+            raise JobError(job)
+        return job
+
+
+    if __name__ == "__main__":
+        with local_cluster(n_workers=0) as cluster, distributed.Client(cluster) as client:
+            worker = subprocess.Popen(
+                [
+                    sys.executable, "-m", "distributed.cli.dask_worker",
+                    cluster.scheduler_address,
+                    "--no-nanny", "--nthreads", "1", "--no-dashboard",
+                ],
+                cwd=tempfile.mkdtemp(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                client.wait_for_workers(1, timeout=60)
+                task = picklable.ship(run)
+                assert client.submit(task, 3).result() == 3
+                try:
+                    client.submit(task, -1).result()
+                except JobError as exc:
+                    print("caught", exc.job, type(exc) is JobError, str(exc))
+                except Exception as exc:
+                    print("missed", type(exc).__module__, type(exc).__qualname__)
+            finally:
+                worker.terminate()
+                worker.wait(30)
+    """
+)
+
+
+def test_a_scripts_exception_class_comes_home(tmp_path):
+    """Raised on a worker that does not run the script, the script's JobError comes
+    back to the script as JobError itself: `except JobError` catches it (issue 27)."""
+    out = run_script(CLASS_COMES_HOME, tmp_path, timeout=180)
+    assert out.splitlines()[-1] == "caught -1 True job -1 failed"
+
+
+ACTOR_SCRIPT = textwrap.dedent(
+    """
+    import json
+    import distributed
+    import picklable.dask
+    from support.engines import local_cluster
+
+
+    class Result:
+        def __init__(self):
+            self.total = 0
+
+        def add(self, x):
+            self.total += x
+            return self.total
+
+
+    if __name__ == "__main__":
+        with local_cluster(n_workers=1) as cluster, distributed.Client(cluster) as client:
+            said = []
+            for call in (
+                lambda: picklable.dask.submit(client, Result, actor=True),
+                lambda: picklable.dask.map(client, Result, [1], actors=True),
+                lambda: picklable.dask.Client.submit(client, Result, actor=True),
+            ):
+                try:
+                    call()
+                    said.append("submitted")
+                except TypeError as error:
+                    said.append(str(error))
+            # The fix the error gives: Dask's own submit makes the actor.
+            actor = distributed.Client.submit(client, Result, actor=True).result()
+            print(json.dumps([said, actor.add(2).result(), len(client.who_has())]))
+    """
+)
+
+
+def test_actors_are_refused_up_front(tmp_path):
+    """A script's class submitted as an actor (issue 27): before, the handle failed
+    on its first call ("type object 'Result' has no attribute 'add'"); now submit
+    and map refuse at once, submit nothing, and name the way that works."""
+    out = run_script(ACTOR_SCRIPT, tmp_path, timeout=180)
+    said, total, stored = json.loads(out.strip().splitlines()[-1])
+    assert said[0].startswith("picklable.dask.submit: Dask actors are not shipped")
+    assert "distributed.Client.submit(client, cls, ..., actor=True)" in said[0]
+    assert said[1].startswith("picklable.dask.map: Dask actors are not shipped")
+    assert said[2].startswith("picklable.dask.submit: Dask actors are not shipped")
+    assert (total, stored) == (2, 1)

@@ -95,6 +95,23 @@ class TestImportableExperiment:
             E.ex.observers.remove(observer)
         check_runs(run_in_spawn_pool(payload), tmp_path / "runs")
 
+    def test_runs_after_a_local_run(self, child):
+        """After ex.run() here, each captured function carries this run's config:
+        the receiver copies them (its own keep theirs), and the copy of main calls
+        the copy of scaled that the worker's run configures, not its own scaled
+        (which would miss its config: MissingConfigError)."""
+        E.ex.run(options={"--loglevel": "ERROR", "--capture": "sys"})
+        E.ex.current_run = None
+        for captured in E.ex.captured_functions:
+            captured.run = None
+        assert E.scaled.config
+        payload = picklable.dumps(E.ex)
+        assert child.run(sacred_runs.run_command, payload, "main", {"a": 1, "b": 5}) == {
+            "value": 15,
+            "label": "base",
+        }
+        assert child.run(sacred_runs.module_state, E.__name__, "scaled", "config") == {}
+
     def test_command_runs_after_loading(self, child):
         """A command of the shipped Experiment runs in a fresh interpreter."""
         assert (
@@ -107,8 +124,9 @@ class TestCapturedFunctionPolicy:
     """A captured function shipped alone follows docs/state-policy.md."""
 
     def test_importable_carries_its_config(self, child):
-        """By default the receiver's own captured function, with the sender's config
-        set on it (a wrapt proxy found by reference carries what the program set)."""
+        """By default the sender's config travels (a wrapt proxy found by reference
+        carries what the program set), on a copy: the receiver's own captured
+        function keeps its own config; with the config it has, its own function."""
         before = E.scaled.config
         E.scaled.config = {"a": 99, "b": 99}
         try:
@@ -116,10 +134,14 @@ class TestCapturedFunctionPolicy:
             assert "config" not in state_left_behind(E.scaled)
         finally:
             E.scaled.config = before
-        assert child.run(
+        assert not child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
         assert child.run(wrapper_checks.state_after_load, payload, ["config"]) == {
+            "config": {"a": 99, "b": 99}
+        }
+        own = picklable.dumps(picklable.without_state(E.scaled))
+        assert child.run(wrapper_checks.state_after_load, own, ["config"]) != {
             "config": {"a": 99, "b": 99}
         }
 
@@ -136,7 +158,8 @@ class TestCapturedFunctionPolicy:
         }
 
     def test_with_state_carries_config(self, child):
-        """with_state(captured) sets the sender's config on the receiver's own function."""
+        """with_state(captured) carries the sender's config, on a copy of the
+        receiver's own function (which keeps its own)."""
         before = E.scaled.config
         E.scaled.config = {"a": 7, "b": 1}  # what a run sets
         try:
@@ -144,7 +167,7 @@ class TestCapturedFunctionPolicy:
         finally:
             E.scaled.config = before
         assert child.run(sacred_runs.call_loaded, payload) == 71
-        assert child.run(
+        assert not child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
 
@@ -166,7 +189,7 @@ class TestCapturedFunctionPolicy:
 
     def test_after_a_run_the_run_stays_behind(self, child):
         """By default the finished run (its heartbeat thread) stays in the sender;
-        the rest of the state travels."""
+        the rest of the state travels (on a copy: the receiver's own is left alone)."""
         E.ex.run(options={"--loglevel": "ERROR", "--capture": "sys"})
         try:
             assert "run" in state_left_behind(E.scaled)
@@ -175,7 +198,7 @@ class TestCapturedFunctionPolicy:
             E.ex.current_run = None
             for captured in E.ex.captured_functions:
                 captured.run = None
-        assert child.run(
+        assert not child.run(
             wrapper_checks.loaded_is, payload, "picklable_testpkg.experiment", "scaled"
         )
 

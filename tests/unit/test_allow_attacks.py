@@ -1152,7 +1152,9 @@ def _attacks() -> list[Attack]:
                     dict_(loads=stack_global("json", "dumps")),
                 )
             ),
-            reached=lambda result: json.loads is json.dumps,
+            # Since issue 27 it never writes: a module cannot be copied, so it is
+            # refused, guarded or not.
+            harmless=True,
         ),
         Attack(
             "_with_state on a named function",
@@ -1165,7 +1167,7 @@ def _attacks() -> list[Attack]:
                     dict_(__kwdefaults__=dict_(indent=integer(9))),
                 )
             ),
-            reached=lambda result: json.dumps.__kwdefaults__ == {"indent": 9},
+            harmless=True,  # a copy of json.dumps, json's own left alone (issue 27)
         ),
         Attack(
             "_with_state on a named class",
@@ -1178,7 +1180,7 @@ def _attacks() -> list[Attack]:
                     dict_(decode=stack_global("json", "dumps")),
                 )
             ),
-            reached=lambda result: json.JSONDecoder.decode is json.dumps,
+            harmless=True,  # a class cannot be copied: refused (issue 27)
         ),
         Attack(
             "_make_traceback, then its frame's builtins",
@@ -1293,7 +1295,33 @@ def _attacks() -> list[Attack]:
                     tuple_(NONE, NONE, dict_(__kwdefaults__=dict_(indent=integer(9)))),
                 )
             ),
-            reached=lambda result: json.dumps.__kwdefaults__ == {"indent": 9},
+            harmless=True,  # refused: never written on this process's own (issue 27)
+        ),
+        Attack(
+            "_own_or_copy with state for an allowed module's function",
+            ("_own_or_copy",),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_own_or_copy"),
+                    stack_global("json", "dumps"),
+                    dict_(__kwdefaults__=dict_(indent=integer(9))),
+                )
+            ),
+            harmless=True,  # a copy carries it; json's own is left as it is
+        ),
+        Attack(
+            "_own_or_copy with state for a module",
+            ("_own_or_copy", "_import"),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_own_or_copy"),
+                    import_("json"),
+                    dict_(loads=stack_global("json", "dumps")),
+                )
+            ),
+            harmless=True,  # no copy of a module is made: refused
         ),
         Attack(
             "_built_setstate with nothing to carry (this process's own object, left alone)",
@@ -1329,6 +1357,20 @@ def _attacks() -> list[Attack]:
                 )
             ),
             TESTPKG,
+        ),
+        Attack(
+            "_set_state_and_dict on a named object",
+            ("_set_state_and_dict",),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_set_state_and_dict"),
+                    stack_global("logging", "root"),
+                    tuple_(NONE, dict_(disabled=b"\x88")),
+                )
+            ),
+            ("logging",),
+            reached=lambda result: logging.root.disabled is True,
         ),
         Attack(
             "_set_instance_state on a named object",

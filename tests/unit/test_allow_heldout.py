@@ -444,6 +444,10 @@ HELD_OUT = [
                 dict_(_value_=integer(99)),
             )
         ),
+        # Since issue 27 _with_state never writes: no copy of a member can be made,
+        # so it is refused, guarded or not.
+        harmless=True,
+        goal=None,
     ),
     HeldOut(
         "with_state on a singleton returned by a classmethod",
@@ -455,6 +459,8 @@ HELD_OUT = [
                 dict_(mode=text("pwned")),
             )
         ),
+        harmless=True,  # a copy carries it, the singleton is left alone (issue 27)
+        goal=None,
     ),
     HeldOut(
         "an exception's setstate with a setter that writes a module's dict",

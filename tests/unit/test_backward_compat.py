@@ -193,14 +193,29 @@ def _load_and_check(child: Child, payload: Payload, loader: str, key: bytes | No
     )
 
 
+# Checks whose value a deliberate change of the rule changed since the release
+# that wrote the payload (the manifests stay as written): (file, expression) ->
+# (the value now, why).
+CHANGED_BY_THE_RULE: dict[tuple[str, str], tuple[str, str]] = {
+    ("wrapper_with_state.pkl", "obj is picklable_testpkg.api.counted_square"): (
+        "False",
+        (
+            "issue 27: loading never writes the sender's state (calls=3) onto the "
+            "receiver's own object; a copy carries it (the receiver's has calls=0)"
+        ),
+    ),
+}
+
+
 def _mismatches(payload: Payload, result: dict[str, Any]) -> list[str]:
-    """The checks whose value after loading differs from the original's."""
+    """The checks whose value after loading differs from the original's (or from
+    what :data:`CHANGED_BY_THE_RULE` says it is now)."""
     expected = payload.entry["checks"]
     assert [expression for expression, _ in result["checks"]] == [e for e, _ in expected]
     return [
         f"{expression}: original gave {want}, loaded gives {got}"
         for (expression, want), (_, got) in zip(expected, result["checks"])
-        if got != want
+        if got != CHANGED_BY_THE_RULE.get((payload.name, expression), (want,))[0]
     ]
 
 

@@ -800,7 +800,10 @@ class TestExplain:
             "picklable_testpkg.api:counted_square",
             (),
         )
-        assert counted.why == "with the state the program set on it (calls, func)"
+        assert counted.why == (
+            "with the state the program set on it (calls, func): the receiver's own "
+            "where it has that state, else a copy that has it"
+        )
         local_node = report.find("payload['local']")
         assert local_node.how == "value" and "<locals>" in local_node.why
         partial = report.find("payload['p']")

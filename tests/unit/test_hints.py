@@ -144,3 +144,25 @@ class TestClosedStream:
     def test_open_string_io_ships(self) -> None:
         """An open one is plain data and ships."""
         assert picklable.loads(picklable.dumps(io.StringIO("x"))).getvalue() == "x"
+
+
+class _StdlibRefuses:
+    """Reduces to a call the standard library refuses (a layout conflict)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import types
+
+        return (types.new_class, ("X", (int, str)))
+
+
+class TestStandardLibraryRefusal:
+    def test_no_package_version_is_blamed(self) -> None:
+        """The standard library is this Python's: the error names the Python and
+        asks for a report, never "install the sender's version of 'types'"
+        (issue 27: a script's TypedDict was refused so)."""
+        with pytest.raises(picklable.UnpicklingError) as info:
+            picklable.loads(pickle.dumps(_StdlibRefuses()))
+        here = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+        assert "sender's version" not in str(info.value)
+        assert f"{here}'s standard library refused" in str(info.value)
+        assert info.value.hint == "report it: the standard library (types) refused picklable's copy"

@@ -48,6 +48,29 @@ class TestLocate:
         """Each problem kind is found at the shortest identity-checked path."""
         assert locate(obj) == ("picklable_testpkg.api", path)
 
+    def test_a_proxy_claiming_to_be_a_function(self, monkeypatch):
+        """A module that holds a lazy proxy claiming the function class is indexed
+        (dispatch on its real type: it has no __closure__)."""
+
+        class Lazy:
+            def __init__(self, target):
+                self.target = target
+
+            @property
+            def __class__(self):
+                return type(self.target)
+
+            def __call__(self, *args):
+                return self.target(*args)
+
+        module = types.ModuleType("picklable_test_lazy_module")
+        module.LAZY = Lazy(api.add)
+        module.holder = Lazy(api.add)
+        module.holder.inner = api.make_closure(2)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        module.holder.inner.__module__ = module.__name__
+        assert locate(module.holder.inner) == (module.__name__, ("holder", "inner"))
+
     def test_unexported_closure(self):
         """A closure nobody exports is not found."""
         assert locate(api.make_closure(1)) is None

@@ -148,3 +148,63 @@ def test_main_functions_in_a_spawn_pool(tmp_path):
     )
     out = run_script(source, tmp_path)
     assert "pickle fails" in out and out.strip().endswith("OK")
+
+
+RETENTION = textwrap.dedent(
+    """
+    import dataclasses
+    import gc
+    import json
+    import weakref
+
+    import picklable
+
+
+    class Model:
+        def __init__(self):
+            self.weights = [1.0]
+
+        def __call__(self, x):
+            return x * self.weights[0]
+
+
+    class Plain:
+        def __init__(self):
+            self.value = 1
+
+
+    @dataclasses.dataclass
+    class Point:
+        x: int = 1
+
+
+    def make_local():
+        class Local:
+            def __init__(self):
+                self.value = 2
+
+        return Local
+
+
+    if __name__ == "__main__":
+        Local = make_local()
+        refs = {
+            name: weakref.ref(cls)
+            for name, cls in [("Model", Model), ("Plain", Plain), ("Point", Point), ("Local", Local)]
+        }
+        for cls in (Model, Plain, Point, Local):
+            picklable.dumps(cls())
+            picklable.dumps([cls(), cls])
+        del Model, Plain, Point, Local, cls
+        for later in ([1, 2], json.dumps, {"a": 1}, dataclasses.field):
+            picklable.dumps(later)
+        gc.collect()
+        print(sorted(name for name, ref in refs.items() if ref() is not None))
+    """
+)
+
+
+def test_classes_a_script_drops_are_freed(tmp_path):
+    """After dumps of instances of a script's classes, the script drops them and
+    dumps other things: nothing of picklable keeps the classes alive (issue 27)."""
+    assert run_script(RETENTION, tmp_path) == "[]\n"

@@ -29,14 +29,19 @@ class TestSenderState:
         assert child.run(checks.use_loaded, ours, False, 10) == 20.0
 
     def test_decorator_config_travels(self, child, monkeypatch):
-        """A class-based decorator's config set by the program: 30x, and still
-        the receiver's own object (pickle cannot ship it at all)."""
+        """A class-based decorator's config set by the program: 30x, on a copy
+        (the receiver's own object keeps its 3x); with the config the receiver
+        has, the receiver's own object (pickle cannot ship it at all)."""
+        payload = picklable.dumps(N.scaled_task)
+        assert child.run(checks.loaded_is, payload, N.__name__, "scaled_task")
         monkeypatch.setattr(N.scaled_task, "config", 30)
         payload = picklable.dumps(N.scaled_task)
         with pytest.raises(pickle.PicklingError):
             pickle.dumps(N.scaled_task)
         assert child.run(checks.apply_loaded, payload, False, 2) == 60
-        assert child.run(checks.loaded_is, payload, N.__name__, "scaled_task")
+        assert not child.run(checks.loaded_is, payload, N.__name__, "scaled_task")
+        alone = picklable.dumps(picklable.without_state(N.scaled_task))
+        assert child.run(checks.apply_loaded, alone, False, 2) == 6
 
     def test_no_wraps_config_travels(self, child, monkeypatch):
         """The same for a closure wrapper that the locator finds under the

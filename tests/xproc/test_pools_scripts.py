@@ -368,12 +368,13 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_script_objects_are_the_workers_own_with_the_senders_state(tmp_path, method):
-    """The worker's own wrapper, with the count the sender set on it (state policy,
-    case 2). The function whose attribute the main guard set is not the worker's
-    own (its copy of the script never ran the guard): a copy, with factor 10,
-    where pickle would hand back the worker's function with factor 1."""
+    """The wrapper carries the count the sender set on it (state policy, case 2),
+    on a copy: the worker's own has another count, which a load never changes.
+    The function whose attribute the main guard set is not the worker's own (its
+    copy of the script never ran the guard): a copy, with factor 10, where
+    pickle would hand back the worker's function with factor 1."""
     out = run_script(SENDERS_STATE, tmp_path, args=(method,))
-    assert out == "(True, 3, False, 20)\n"
+    assert out == "(False, 3, False, 20)\n"
 
 
 GUARD_REBINDS = """

@@ -373,10 +373,18 @@ def _skeleton_bases(cls: type) -> tuple[Any, ...]:
     """The bases the copy is made from: its own, or, for a class a metaclass made
     (types.new_class resolves them), the ones its class statement named: a
     TypedDict's metaclass makes it a dict subclass, and refuses dict as a base."""
-    if type(cls) is not type:
+    metaclass = type(cls)
+    if metaclass is not type:
         named = cls.__dict__.get("__orig_bases__")
         if type(named) is tuple and named:
             return named
+        if metaclass.__name__ == "_TypedDictMeta":
+            # Python 3.11 keeps no __orig_bases__ on a TypedDict whose bases are
+            # TypedDicts (class Rated(Movie, total=False)): it is made from its
+            # module's TypedDict, its keys (all its bases') set as attributes.
+            typed_dict = getattr(sys.modules.get(metaclass.__module__), "TypedDict", None)
+            if typed_dict is not None:
+                return (typed_dict,)
     return cls.__bases__
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _reconstruct
-from .._compat import MAIN_MODULES
+from .._compat import MAIN_MODULES, is_heap_type
 from .._locator import importable_by_own_name
 from .._paths import Path
 from ..exceptions import PicklingError
@@ -45,12 +45,14 @@ Handler = Callable[["Pickler", Any], Any]
 
 __all__ = [
     "REFUSED",
+    "c_reduced_with_dict",
     "dataclass_singletons",
     "defaultdict_pieces",
     "instance_pieces",
     "is_plain",
     "module_pieces",
     "plain_copy",
+    "reduce_c_reduced_instance",
     "reduce_callable_instance",
     "reduce_descriptor",
     "reduce_getattr_instance",
@@ -118,6 +120,64 @@ def is_plain(t: type, *, getattr_allowed: bool = False) -> bool:
     # object.__reduce_ex__ consults (and caches on the class).
     slotnames = copyreg._slotnames(t)  # type: ignore[attr-defined]
     return type(_lookup(t, "__dict__")) is types.GetSetDescriptorType and not slotnames
+
+
+def c_reduced_with_dict(t: type) -> bool:
+    """Whether instances of ``t`` have a ``__dict__`` that their reduction may
+    leave out: a class of Python code over a C type (an ``ndarray`` subclass)
+    whose ``__reduce_ex__`` or ``__reduce__`` is the C type's own, not
+    ``object``'s (which ships the ``__dict__``) nor a class's of Python code
+    (which decides for itself)."""
+    if not is_heap_type(t) or type(_lookup(t, "__dict__")) is not types.GetSetDescriptorType:
+        return False
+    for name in ("__reduce_ex__", "__reduce__"):
+        found = _lookup(t, name)
+        if found is _OBJECT_DEFAULTS[name]:
+            continue
+        owner = next((k for k in t.__mro__ if name in vars(k)), object)
+        return not is_heap_type(owner)
+    return False
+
+
+def reduce_c_reduced_instance(pickler: Pickler, obj: Any) -> Any:
+    """An instance of a class of Python code over a C type (see
+    :func:`c_reduced_with_dict`): the C type's reduction, and, where that
+    leaves the instance's ``__dict__`` out, the ``__dict__`` too, set after the
+    C type's own state (pickle, cloudpickle and dill's default lose it for an
+    ``ndarray`` subclass; issue 27)."""
+    try:
+        if type(obj) in pickler._table:
+            return NotImplemented  # a reducer registered for it decides (multiprocessing's)
+        own = object.__getattribute__(obj, "__dict__")
+        if not own:
+            return NotImplemented
+        reduction = obj.__reduce_ex__(pickler.protocol)
+    except Exception:
+        return NotImplemented  # pickle's own way, and its own error
+    if type(reduction) is not tuple or len(reduction) < 2:
+        return NotImplemented
+    func, args, *rest = reduction
+    rest += [None] * (4 - len(rest))
+    state, listitems, dictitems, setter = rest
+    inner = state[0] if type(state) is tuple and len(state) == 2 else state
+    if (
+        setter is not None
+        or (type(inner) is dict and all(key in inner for key in own))
+        or _holds(args, own)
+    ):
+        return NotImplemented  # its reduction ships the __dict__ already (or decides)
+    return (func, args, (state, dict(own)), listitems, dictitems, _reconstruct._set_state_and_dict)
+
+
+def _holds(args: Any, own: dict[str, Any]) -> bool:
+    """Whether a reduction's arguments hold the ``__dict__`` itself (ctypes'
+    ``_unpickle(cls, (__dict__, bytes))``), at most two tuples deep."""
+    if type(args) is not tuple:
+        return False
+    for arg in args:
+        if arg is own or (type(arg) is tuple and any(item is own for item in arg)):
+            return True
+    return False
 
 
 def reduce_plain_instance(

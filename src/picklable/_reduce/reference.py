@@ -9,10 +9,11 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _reconstruct
+from .._code import global_reads
 from .._compat import MAIN_MODULES
 from .._locator import held_functions, importable_by_own_name, locate
 from .._paths import Path, walk
-from .attributes import candidate_state
+from .attributes import candidate_state, leads_back
 from .registry import registered_by_value
 from .scripts import script_location, script_reference
 
@@ -20,10 +21,15 @@ if TYPE_CHECKING:
     from .._pickler import Pickler
 
 __all__ = [
+    "Reference",
     "class_attribute_reference",
+    "copy_links",
     "locate_anywhere",
     "located_reference",
+    "own_or_copy",
+    "reduce_reference",
     "reference",
+    "reference_pieces",
     "split_state",
     "took_a_name",
     "why_not_importable",
@@ -91,8 +97,64 @@ def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -
         if alone is None or not carry_state:
             return alone
         return with_carried_state(pickler, obj, module, alone)
+    if _through_carried(pickler, module, path) or (
+        how == "located" and _in_state(obj, module, path)
+    ):
+        return None
     reduction = obj.__qualname__ if how == "name" else reference(pickler, obj, module, path)
     return with_carried_state(pickler, obj, module, reduction) if carry_state else reduction
+
+
+def _in_state(obj: Any, module: str, path: Path) -> bool:
+    """Whether ``obj``, an instance (not a function, class or module), was found
+    as an attribute of another instance's state (``captured.run``: a finished
+    sacred Run that a run set on each captured function). What a program sets
+    on an object at run time is not where an import puts it: the receiver's
+    object holds its own value there (or none), so this is no reference to
+    ``obj``; it ships as any instance does (or is refused, with the reason)."""
+    if isinstance(obj, (types.FunctionType, type, types.ModuleType)) or len(path) < 2:
+        return False
+    last = path[-1]
+    if type(last) is not str:
+        return False
+    try:
+        parent = walk(sys.modules[module], path[:-1])
+    except Exception:
+        return False
+    if isinstance(parent, (type, types.ModuleType)):
+        return False
+    try:
+        return candidate_state(parent).get(last, _NOT_THERE) is obj
+    except Exception:
+        return False
+
+
+_NOT_THERE: Any = object()
+
+
+def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
+    """Whether ``path`` (inside ``module``) passes through an object whose state
+    this payload carries (in the arguments of the call that finds it, or being
+    tried): the receiver may load a copy of that object, and a reference walked
+    from its module would reach the receiver's original's attribute instead of
+    the copy's. Then the object at the end is no located reference: it goes
+    with the state that holds it (a copy, like the rest of that state)."""
+    payload = pickler._payload
+    carrying = payload.carrying if payload is not None else ()
+    trying = _carrying.__dict__.get("ids", ())
+    if (not carrying and not trying) or len(path) < 2:
+        return False
+    current: Any = sys.modules.get(module)
+    if current is None:
+        return False
+    for step in path[:-1]:
+        try:
+            current = walk(current, (step,))
+        except Exception:
+            return False
+        if id(current) in carrying or id(current) in trying:
+            return True
+    return False
 
 
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
@@ -147,14 +209,134 @@ def _travels(pickler: Pickler, owner: Any, key: str, value: Any) -> bool:
 _carrying = threading.local()
 
 
+class Reference:
+    """An object by reference alone, inside a reduction that carries its state
+    (its reduction is the reference: the receiver's own object)."""
+
+    __slots__ = ("obj", "reduction")
+
+    def __init__(self, obj: Any, reduction: Any) -> None:
+        self.obj = obj
+        self.reduction = reduction
+
+
+def reduce_reference(pickler: Pickler, marker: Reference) -> Any:
+    return marker.reduction
+
+
+def reference_pieces(marker: Reference, reduction: Any = None) -> Any:
+    return iter(())
+
+
+def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any]) -> Any:
+    """``obj`` by ``reduction`` (a reference) with ``state``, what the sender set
+    on it: the receiver's own object where it has that state already, else a
+    copy of it carrying that state (:func:`picklable._reconstruct._own_or_copy`);
+    loading never writes it onto the receiver's object.
+
+    The state rides in the arguments, so that the receiver compares before it
+    chooses; a state that leads back to ``obj`` cannot (the call would need its
+    own result), so it is set on a copy afterwards, and the receiver always
+    gets a copy then. Met again inside the state it carries (a path the walk
+    missed), ``obj`` is that copy (pickle then uses it for the outer call too).
+    """
+    carrying = pickler._state().carrying
+    again = id(obj) in carrying
+    carrying.add(id(obj))
+    own = Reference(obj, reduction)
+    if again or leads_back(obj, state):
+        return (
+            _reconstruct._own_or_copy,
+            (own, None, True),
+            state,
+            None,
+            None,
+            _reconstruct._set_instance_state,
+        )
+    links = copy_links(pickler, obj)
+    if links:
+        return (_reconstruct._own_or_copy, (own, state, False, links))
+    return (_reconstruct._own_or_copy, (own, state))
+
+
+_LINKS_LIMIT = 64
+
+
+def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
+    """The globals that a copy of ``obj`` made by the receiver would run with,
+    whose objects this payload sends with their state: ``{name: object}``.
+
+    The receiver copies its own ``obj`` where the sender's state differs
+    (:func:`picklable._reconstruct._own_or_copy`). That copy's code (its
+    function, what a proxy or cache wraps, the functions of the same module
+    held in its closure or as ``__wrapped__``) reads its module's globals; where
+    one of them is an object found by reference with state the sender set (a
+    sacred captured function that ``main`` calls), the receiver may get a copy
+    of it elsewhere in the payload, and the copies must call each other, not
+    the originals they stand for. The objects travel with ``obj`` (by
+    reference, with their state: one graph, whichever way each loads).
+    """
+    func = _reconstruct._home_function(obj)
+    if func is None:
+        return None
+    home = func.__globals__
+    names: set[str] = set()
+    seen: set[int] = set()
+    todo = [func]
+    while todo and len(seen) < _LINKS_LIMIT:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names.update(global_reads(current.__code__))
+        held = []
+        for cell in current.__closure__ or ():
+            try:
+                held.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        held.append(current.__dict__.get("__wrapped__"))
+        todo.extend(f for f in held if type(f) is types.FunctionType and f.__globals__ is home)
+    trying = _carrying.__dict__.get("ids", ())
+    links = {}
+    for name in sorted(names):
+        value = home.get(name)
+        if value is None or value is obj or id(value) in trying:
+            continue
+        if _carries_state(pickler, value):
+            links[name] = value
+    return links or None
+
+
+def _carries_state(pickler: Pickler, value: Any) -> bool:
+    """Whether ``value`` would be found by reference with state the sender set
+    on it: a wrapper (a decorator product, a proxy), or an object this payload
+    carries so already."""
+    if type(value) in _PLAIN or isinstance(value, (type, types.ModuleType)):
+        return False
+    if id(value) not in pickler._state().carrying:
+        try:
+            wrapper = _reconstruct._is_wrapt_proxy(value) or took_a_name(value)
+        except Exception:
+            return False
+        if not wrapper:
+            return False
+    try:
+        if not candidate_state(value):
+            return False
+        where = locate_anywhere(pickler, value)
+    except Exception:
+        return False
+    return where is not None and where[0] != "script"
+
+
 def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) -> Any:
     """``reduction`` (a reference to ``obj``), plus the state that travels with it.
 
-    The state is set on the receiver's object once it is loaded (a state
-    setter: pickle saves it after the object is memoized, so state that leads
-    back to the object is fine); the receiver sets only the values that differ
-    from its own (:func:`picklable._reconstruct._with_state`), so what is the
-    same there (a registry's entries, shared singletons) stays its own.
+    The receiver keeps its own object where it has that state already (the
+    same values, or equal ones), and gets a copy carrying the sender's state
+    otherwise (:func:`own_or_copy`): two payloads with different states are two
+    objects there, and the receiver's own is never modified.
     """
     if not candidate_state(obj) or id(obj) in _carrying.__dict__.get("ids", ()):
         return reduction
@@ -163,7 +345,7 @@ def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) 
         return reduction
     if isinstance(reduction, str):
         reduction = (_reconstruct._resolve, (module, tuple(reduction.split("."))))
-    return (reduction[0], reduction[1], carried, None, None, _reconstruct._with_state)
+    return own_or_copy(pickler, obj, reduction, carried)
 
 
 def took_a_name(obj: Any) -> bool:

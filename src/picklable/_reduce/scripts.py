@@ -45,7 +45,7 @@ from .. import _caches, _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
 from .._reads import script_reads
-from .attributes import state_attributes
+from .attributes import leads_back, state_attributes
 from .main_guard import guard_answer, worker_bindings
 
 if TYPE_CHECKING:
@@ -621,8 +621,10 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     """A wrapper's copy (``reduction``), marked with where it lives in the script,
     or the reference alone; ``reduction`` unchanged for anything else.
 
-    Where the receiver has the object itself, the attributes of the copy's state
-    are set on it (``carry_state``; not for a function, which keeps its own)."""
+    Where the receiver has the object itself, it is the answer if it has the
+    attributes of the copy's state already (``carry_state``; not asked for a
+    function, which keeps its own), and the copy is built otherwise: loading
+    never writes them onto the receiver's object."""
     if pickler._scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
     where = _script_where(obj, pickler)  # an instance: one index lookup per payload
@@ -640,8 +642,16 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     state, listitems, dictitems, setter = rest
     if listitems is not None or dictitems is not None:
         return reduction  # items would be added to the receiver's own object
-    head = (_reconstruct._script_or_build, (origin_of(obj, *where), builder, args))
     carried = state_attributes(state) if carry_state else None
+    if carried is not None:
+        payload = pickler._state()
+        if id(obj) in payload.carrying or leads_back(obj, carried):
+            # Its state leads back to it: it cannot ride in the call that
+            # chooses between the receiver's own and the copy. A copy everywhere.
+            return reduction
+        payload.carrying.add(id(obj))
+    found = (origin_of(obj, *where), builder, args)
+    head = (_reconstruct._script_or_build, found if carried is None else (*found, carried))
     if state is None and setter is None and carried is None:
         return (*head, None, listitems, dictitems)
     return (*head, (state, setter, carried), listitems, dictitems, _reconstruct._built_setstate)

@@ -26,6 +26,7 @@ class PayloadState:
         "first_value",
         "class_cells",
         "classdict_cells",
+        "carrying",
     )
 
     def __init__(self) -> None:
@@ -59,6 +60,10 @@ class PayloadState:
         # id(a class's namespace) -> the cell of an annotation scope shipped
         # before its class, for the class's copy to fill (see .functions)
         self.classdict_cells: dict[int, Any] = {}
+        # ids of objects found by reference whose state this payload carries in
+        # the arguments of the call that finds them (see .reference): met again
+        # inside that state, they are the reference alone
+        self.carrying: set[int] = set()
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.

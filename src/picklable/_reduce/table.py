@@ -45,7 +45,7 @@ from .. import _caches, _locator, _reconstruct
 from .._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, TYPE_ALIAS_TYPE, is_heap_type
 from .._paths import format_path
 from . import builtins, classes, exceptions, functions, objects, wrappers
-from .reference import why_not_importable
+from .reference import Reference, reduce_reference, reference_pieces, why_not_importable
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
@@ -239,6 +239,7 @@ _STATIC: dict[type, Kind] = {
         "with_state marker", wrappers.reduce_with_state, wrappers.with_state_pieces
     ),
     wrappers.ByReference: Kind("module object", wrappers.reduce_by_reference),
+    Reference: Kind("reference alone", reduce_reference, reference_pieces),
     wrappers.WithoutState: Kind(
         "without_state marker", wrappers.reduce_without_state, wrappers.without_state_pieces
     ),
@@ -337,6 +338,9 @@ _GETATTR_INSTANCE = Kind(
 _PLAIN_INSTANCE = Kind(
     "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
 )
+_C_REDUCED_INSTANCE = Kind(
+    "instance", objects.reduce_c_reduced_instance, objects.instance_pieces, class_piece=True
+)
 _STREAM = Kind("stream", builtins.reduce_stream, objects.instance_pieces, class_piece=True)
 _CLASSMETHOD_SUBCLASS = Kind(
     "classmethod",
@@ -383,6 +387,8 @@ def classify(t: type) -> Kind:
         return _PLAIN_INSTANCE
     if objects.is_plain(t, getattr_allowed=True):
         return _GETATTR_INSTANCE
+    if objects.c_reduced_with_dict(t):
+        return _C_REDUCED_INSTANCE
     return _INSTANCE
 
 
@@ -482,6 +488,9 @@ def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
         if kind.taken_apart:
             return Shipping("wrapper", why=kind.taken_apart)
         return DATA
+    if declared.function is _reconstruct._own_or_copy and type(args[0]) is Reference:
+        found = verdict(kind, obj, args[0].reduction)
+        return found._replace(why=_carried(reduction) or found.why)
     if declared.role == "reference":
         why = _carried(reduction)
         if declared.function is _reconstruct._resolve:
@@ -515,10 +524,20 @@ def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:
 
 def _carried(reduction: tuple[Any, ...]) -> str:
     """What a reference says about the state that travels with it, if any."""
-    if len(reduction) > 5 and reduction[5] is _reconstruct._with_state and reduction[2]:
-        names = ", ".join(sorted(reduction[2]))
-        return f"with the state the program set on it ({names})"
-    return ""
+    state = None
+    if reduction[0] is _reconstruct._own_or_copy and len(reduction) > 1:
+        state = reduction[1][1] if len(reduction[1]) > 1 else None
+        if state is None and len(reduction) > 2:
+            state = reduction[2]
+    elif len(reduction) > 5 and reduction[5] is _reconstruct._with_state:
+        state = reduction[2]
+    if not state or type(state) is not dict:
+        return ""
+    names = ", ".join(sorted(state))
+    return (
+        f"with the state the program set on it ({names}): the receiver's own where it "
+        "has that state, else a copy that has it"
+    )
 
 
 def _own_name(obj: Any) -> str:

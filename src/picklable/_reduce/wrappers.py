@@ -40,6 +40,7 @@ from .reference import (
     class_attribute_reference,
     locate_anywhere,
     located_reference,
+    own_or_copy,
     with_carried_state,
 )
 from .scripts import with_origin
@@ -77,7 +78,7 @@ _RLOCK_TYPES: tuple[type, ...] = (type(threading.RLock()),)
 # Made by lru_cache itself (a lambda closing over maxsize and typed).
 _LRU_MADE = frozenset({"cache_parameters", "__wrapped__"})
 _WRAPT_MADE = frozenset({"__module__", "__doc__", "__qualname__", "__annotations__"})
-_FUNCTION_WRAPPER_FIELDS = ("instance", "wrapper", "enabled", "binding", "parent", "owner")
+_FUNCTION_WRAPPER_FIELDS = _reconstruct.WRAPT_FIELDS
 
 
 # --------------------------------------------------------- methods, descriptors
@@ -94,7 +95,11 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
     func = method.__func__
     owner = method.__self__
     name = getattr(func, "__name__", None)
-    if type(name) is str and not _held_by_instance(owner, name):
+    if (
+        type(name) is str
+        and not _held_by_instance(owner, name)
+        and not _copied_class(pickler, owner)
+    ):
         try:
             again = getattr(owner, name)
         except Exception:
@@ -150,6 +155,23 @@ def reduce_by_reference(pickler: Pickler, marker: ByReference) -> Any:
     return reduction
 
 
+def _copied_class(pickler: Pickler, owner: Any) -> bool:
+    """Whether ``owner`` is a class that goes by value (a script's, a local one).
+
+    Its attributes are set after it is made, so ``getattr(cls, name)`` met
+    inside its own state (pydantic keeps ``User.strip``, bound, in
+    ``User.__pydantic_decorators__``) would run before ``strip`` exists: such
+    a method ships as its function and its class (issue 27).
+    """
+    if not isinstance(owner, type):
+        return False
+    try:
+        where = locate_anywhere(pickler, owner)
+    except Exception:
+        return False
+    return where is None or where[0] == "script"
+
+
 def _held_by_instance(owner: Any, name: str) -> bool:
     """Whether ``owner`` holds ``name`` in its own ``__dict__`` (a per-instance
     override, ``c.handler = MethodType(f, c)``, or ``self.f2 = f2.__get__(self)``).
@@ -159,7 +181,7 @@ def _held_by_instance(owner: Any, name: str) -> bool:
     nothing at all. Such a method ships as its function and its object.
     """
     if isinstance(owner, type):
-        return False  # a class's attributes are its definition, set before it loads
+        return False  # an importable class's attributes are its definition (see above)
     try:
         state = object.__getattribute__(owner, "__dict__")
     except AttributeError:
@@ -287,8 +309,9 @@ def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
     A proxy forwards attribute access, so ``vars(proxy)`` is the state a user sees
     on it (sacred keeps a captured function's ``config`` there). When the copy's
     wrapped object is importable it goes by name, and this state would stay behind
-    although it belongs to the copy: it travels with the copy and is set again
-    through the proxy on load.
+    although it belongs to the copy: it travels with what the copy wraps
+    (:func:`with_state`: the receiver's own object where it has that state, else
+    a copy of it that has it).
     """
     try:
         state = vars(proxy)
@@ -308,9 +331,13 @@ def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
         return by_reference
     t = type(obj)
     own = proxy_own_state(obj) or None
-    state: Any = (own, _forwarded_state(pickler, obj))
-    if state == (None, None):
-        state = None
+    wrapped = obj.__wrapped__
+    if _forwarded_state(pickler, obj):
+        # What the proxy shows from the object it wraps, which is the receiver's
+        # own (by reference): that object where it has the same state, else a
+        # copy of it with the sender's, never the receiver's object modified.
+        wrapped = WithState(wrapped)
+    state: Any = (own, None) if own else None
     if _function_wrapper_base(t) is not None:
         parent = getattr(obj, "_self_parent", None)
         if parent is not None and not own:
@@ -326,7 +353,7 @@ def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
         }
         copy: Any = (
             _reconstruct._make_wrapt_function_wrapper,
-            (t, obj.__wrapped__, fields),
+            (t, wrapped, fields),
             state,
             None,
             None,
@@ -335,7 +362,7 @@ def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
     else:
         copy = (
             _reconstruct._make_wrapt_proxy,
-            (t, obj.__wrapped__),
+            (t, wrapped),
             state,
             None,
             None,
@@ -407,18 +434,22 @@ class WithState(Generic[T]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Reached only by picklers other than picklable's (which use the handler).
-        return (_reconstruct._with_state, (self.obj, state_of(self.obj)))
+        return (_reconstruct._own_or_copy, (self.obj, state_of(self.obj)))
 
 
 def with_state(obj: T) -> WithState[T]:
     """Ship ``obj`` *with* its state, even when it is importable.
 
-    By default an importable function or wrapper travels by name, and the
-    receiver uses its own object with its own state (as pickle does for every
-    function). Wrap it in ``with_state`` to carry the sender's attribute values
-    too: after loading, the receiver's object (still the very same object) has
-    had the shipped attributes set on it. An object that goes by value carries
-    its state anyway; the marker changes nothing for it.
+    By default an importable function travels by name, and the receiver uses
+    its own object with its own state (as pickle does for every function).
+    Wrap it in ``with_state`` to carry the sender's attribute values too: the
+    receiver gets its own object where that has the same values already, and
+    otherwise a copy of it (the same code and globals) carrying the sender's
+    values; the receiver's own object is never modified. An object that goes by
+    value carries its state anyway; the marker changes nothing for it.
+
+    .. versionchanged:: 0.2.0
+       A copy where the values differ: the receiver's object is left as it is.
 
     Parameters
     ----------
@@ -450,7 +481,11 @@ def reduce_with_state(pickler: Pickler, marker: WithState[Any]) -> Any:
     obj = marker.obj
     if locate_anywhere(pickler, obj) is None:
         return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
-    return (_reconstruct._with_state, (obj, state_of(obj)))
+    state = state_of(obj)
+    if not state:
+        return (_reconstruct._with_state, (obj, None))
+    alone = reduce_without_state(pickler, WithoutState(obj))
+    return own_or_copy(pickler, obj, alone, state)
 
 
 class WithoutState(Generic[T]):
