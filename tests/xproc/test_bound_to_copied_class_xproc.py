@@ -10,11 +10,8 @@ It now ships as its function and its class.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
-
-import pytest
 
 from support.child import run_script
 
@@ -86,7 +83,6 @@ PYDANTIC_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pydantic") is None, reason="needs pydantic")
 def test_a_scripts_pydantic_model_with_a_field_validator(tmp_path):
     """The model loads where the script does not run, and its validator runs there."""
     out = run_script(PYDANTIC_SCRIPT, tmp_path)
