@@ -584,6 +584,7 @@ class Policy:
         self.unsafe: bool = unsafe or inherited_unsafe
         self._prefixes = tuple(n + "." for n in self.names)
         self._exact = frozenset(self.names)
+        self._exactly: dict[int, Any] = {}  # objects admitted by their exact name
 
     def __iter__(self) -> Iterator[str]:
         """The module names (a Policy is itself a valid ``allowed=``)."""
@@ -716,7 +717,10 @@ class Policy:
             return
         if _builtin_owned(obj) or _is_constructor(obj) or _stands_for_a_type(obj):
             return
-        if _capability.is_rebuild_function(obj) or self.names_exactly(*names, own):
+        if _is_annotate(obj) or _capability.is_rebuild_function(obj):
+            return
+        if self.names_exactly(*names, own):
+            self._exactly[id(obj)] = obj  # what wraps it is checked against it later
             return
         raise self.refuse_unnamed(what, next((n for n in names if n), own))
 
@@ -794,7 +798,7 @@ class Policy:
 
     def _admit_object(self, obj: Any, what: str, depth: int, found_in: str | None = None) -> None:
         """The module check for anything but plain data (see :meth:`admit`)."""
-        if _is_implicit(obj):
+        if _is_implicit(obj) or self._exactly.get(id(obj), self) is obj:
             return
         if depth > 8:
             raise self.refuse(what, None, "it wraps callables too deeply to check")
@@ -975,6 +979,8 @@ class Policy:
             obj = self._step(obj, step, what, home, checked=not exact)
         if exact:
             self.check_callable(obj, what, *names)
+            if type(obj) not in _IMMUTABLE:
+                self._exactly[id(obj)] = obj
             return obj
         return self.admit(obj, what, found_in=home, names=tuple(names))
 
@@ -1112,6 +1118,13 @@ def _emitted_rebuild(func: Any, value: Any) -> bool:
         return False
     owner = _type_module(type(value))
     return type(owner) is str and owner.partition(".")[0] == module.partition(".")[0]
+
+
+def _is_annotate(obj: Any) -> bool:
+    """A class's or a function's ``__annotate__`` (PEP 649, Python 3.14+): the code of
+    its annotations, which reading ``__annotations__`` runs anyway; it comes with
+    what it annotates."""
+    return type(obj) is types.FunctionType and obj.__name__ == "__annotate__"
 
 
 def _stands_for_a_type(obj: Any) -> bool:
@@ -1817,7 +1830,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 # A class's declared rebuilder (zoneinfo.ZoneInfo._unpickle).
                 found = getattr(obj, name, None)
                 if found is not None and _capability.is_rebuild_function(found):
-                    return self.named(found, what)
+                    self._named[id(found)] = found  # of a class on the stack: admitted
+                    return found
             if not (_dunder(name) and isinstance(obj, type)):
                 raise self.policy.refuse(what, None, "the attribute is not public")
             self.policy._check_class_attribute(obj, name, what)

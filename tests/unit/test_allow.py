@@ -263,7 +263,9 @@ class TestAdmitted:
         assert picklable.loads(picklable.dumps([value]), allowed=[]) == [value]
         assert picklable.loads(pickle.dumps(value, protocol=2), allowed=[]) == value
         policy = picklable.Policy(TESTPKG)
-        assert policy.admit(frozendict(f=api.plain), "named", named=True)["f"] is api.plain
+        assert policy.admit(frozendict(f=api.Frame), "named", named=True)["f"] is api.Frame
+        with pytest.raises(picklable.UnpicklingError, match="must be named exactly"):
+            policy.admit(frozendict(f=api.plain), "named", named=True)
         with pytest.raises(picklable.UnpicklingError, match="module 'socketserver'"):
             policy.admit(frozendict(s=socketserver.TCPServer), "named", named=True)
 
@@ -280,8 +282,8 @@ class TestAdmitted:
             back = picklable.loads(payload, allowed=[])
             assert repr(back) == repr(picklable.loads(payload))
         policy = picklable.Policy(TESTPKG)
-        held = policy.admit(Template(Interpolation(api.plain, "f")), "named", named=True)
-        assert held.values == (api.plain,)
+        held = policy.admit(Template(Interpolation(api.Frame, "f")), "named", named=True)
+        assert held.values == (api.Frame,)
         with pytest.raises(picklable.UnpicklingError, match="module 'socketserver'"):
             policy.admit(Template(Interpolation(socketserver.TCPServer, "s")), "named", named=True)
 
