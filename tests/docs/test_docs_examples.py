@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+import picklable
 from support.engines import skip_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,7 +150,9 @@ PAGES = all_pages()
 def example_env(directory: Path) -> dict[str, str]:
     """The environment of an example: picklable installed, the page's files importable."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(directory)
+    # The picklable under test (a worktree's, not the one installed elsewhere).
+    source = Path(picklable.__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join((str(directory), str(source)))
     env.pop("PYTHONSTARTUP", None)
     return env
 
