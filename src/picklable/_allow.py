@@ -82,6 +82,7 @@ from ._compat import (
     class_module,
 )
 from ._paths import Path, format_path
+from ._reduce import table
 from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
 from .exceptions import UnpicklingError
 
@@ -1120,6 +1121,45 @@ def _emitted_rebuild(func: Any, value: Any) -> bool:
     return type(owner) is str and owner.partition(".")[0] == module.partition(".")[0]
 
 
+def _heap(cls: Any) -> bool:
+    """A class made by a ``class`` statement (not a builtin or extension type)."""
+    return isinstance(cls, type) and bool(cls.__flags__ & (1 << 9))
+
+
+_REBUILD_DECLARATIONS = (
+    "__reduce__",
+    "__reduce_ex__",
+    "__getnewargs__",
+    "__getnewargs_ex__",
+    "__getinitargs__",
+)
+
+
+# Kinds of picklable's own table whose reductions rebuild an object from its state
+# (never calling its class with arguments): a class of these kinds declares nothing.
+_BUILT_FROM_STATE = frozenset({"data", "function", "class", "instance", "callable instance"})
+
+
+def _declares_rebuild(cls: type) -> bool:
+    """Whether ``cls`` or a base other than ``object`` says how its instances are
+    rebuilt (a reduction method, a ``copyreg`` reducer for it or its metaclass), or
+    picklable's own table rebuilds its kind by calling it (weak collections,
+    ``abc.abstractclassmethod``, property subclasses)."""
+    if type(cls) in copyreg.dispatch_table:
+        return True
+    if table.kind_for(cls).name not in _BUILT_FROM_STATE:
+        return True
+    for klass in _TYPE_MRO.__get__(cls, type):
+        if klass is object:
+            continue
+        if klass in copyreg.dispatch_table:
+            return True
+        namespace = vars(klass)
+        if any(name in namespace for name in _REBUILD_DECLARATIONS):
+            return True
+    return False
+
+
 def _is_annotate(obj: Any) -> bool:
     """A class's or a function's ``__annotate__`` (PEP 649, Python 3.14+): the code of
     its annotations, which reading ``__annotations__`` runs anyway; it comes with
@@ -1447,10 +1487,55 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self.check_target(func.__self__, f"{func.__qualname__}(...)")
         if self._rebuilder_ids.get(id(func)) is not func:
             arguments = [args, kwargs]
+            target, given, keywords = func, args, kwargs
             if t is functools.partial:
                 arguments += [func.args, func.keywords]
+                target, given = func.func, (*func.args, *args)
+                keywords = {**func.keywords, **(kwargs or {})}
             self._no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
+            self._check_construction(target, given, keywords, what)
         return func(*args) if kwargs is None else func(*args, **kwargs)
+
+    def _check_construction(self, func: Any, args: Any, kwargs: Any, what: str) -> None:
+        """A class called with arguments (directly, through its ``__new__``, a
+        ``partial`` or ``copyreg``'s reconstructors) only as its instances are rebuilt."""
+        if isinstance(func, type):
+            self._check_class_call(func, args, kwargs, what)
+        elif func is copyreg.__newobj__ and args:  # type: ignore[attr-defined]
+            self._check_class_call(args[0], args[1:], kwargs, what)
+        elif func is copyreg.__newobj_ex__ and len(args) == 3:  # type: ignore[attr-defined]
+            self._check_class_call(args[0], args[1], args[2], what)
+        elif func is copyreg._reconstructor and len(args) == 3:  # type: ignore[attr-defined]
+            base, state = args[1], args[2]
+            if base is not object and state is not None and _heap(base):
+                # copyreg's own reductions name a builtin base (list, dict ...) here.
+                self._check_class_call(base, (state,), None, what)
+        elif _is_constructor(func) and args:
+            self._check_class_call(args[0], args[1:], kwargs, what)
+
+    def _check_class_call(self, cls: Any, args: Any, kwargs: Any, what: str) -> None:
+        """Refuse to run the constructor of ``cls`` with arguments the payload chose
+        unless that is how its instances are rebuilt: it (or a base) declares a
+        reduction (``__reduce__``, ``__reduce_ex__``, ``__getnewargs(_ex)__``,
+        ``__getinitargs__``, a ``copyreg`` reducer). A class that declares none is
+        rebuilt from its state, its constructor never called with arguments
+        (``logging.FileHandler(path)`` would open a file)."""
+        if not args and not kwargs:
+            return
+        if not isinstance(cls, type) or not _heap(cls) or _is_implicit(cls):
+            return
+        if self._classes.get(id(cls)) is cls or _tracker.built(cls):
+            return  # built from payloads: its constructor is by-value code
+        if _declares_rebuild(cls):
+            return
+        raise self.policy.refuse(
+            what,
+            None,
+            f"{_name_of(cls)} is called with arguments the payload chose, and that is "
+            "not how its instances are rebuilt (its classes declare no __reduce__, "
+            "__getnewargs__ or __getinitargs__, and copyreg has no reducer for it): its "
+            "constructor would run on them (and may open files or sockets)",
+        )
 
     def _no_module_in(self, values: Any, what: str, passed: bool = False) -> None:
         """Refuse a module among ``values`` and the containers inside them: a
@@ -1574,6 +1659,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if kwargs is not None and type(kwargs) is not dict:
             raise pickle.UnpicklingError("NEWOBJ_EX needs a dict of keyword arguments")
         what = f"an instance of {_name_of(cls)}"
+        self._check_class_call(cls, args, kwargs, what)
         value = self.result(self._call(cls.__new__, (cls, *args), what, kwargs), what)
         self._deeper(value, args if kwargs is None else (*args, kwargs))
         return value

@@ -8,13 +8,16 @@ natural allow-lists.
 
 from __future__ import annotations
 
+import _compat_pickle
 import array
-import io
+import importlib
 import logging
 import pickle
+import pickletools
 import re
 import zoneinfo
-from typing import Any, ClassVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -105,25 +108,43 @@ def stdlib_values() -> list[Any]:
     ]
 
 
+def _globals(data: bytes) -> Iterator[tuple[str, str]]:
+    """The (module, name) of every GLOBAL and STACK_GLOBAL of a pickle."""
+    memo: dict[int, Any] = {}
+    pushed: list[Any] = []
+    for opcode, arg, _ in pickletools.genops(data):
+        if opcode.name == "GLOBAL":
+            module, _, name = arg.partition(" ")
+            yield module, name
+        elif opcode.name == "STACK_GLOBAL":
+            yield pushed[-2], pushed[-1]
+        elif opcode.name == "MEMOIZE":
+            memo[len(memo)] = pushed[-1] if pushed else None
+        elif opcode.name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[arg] = pushed[-1] if pushed else None
+        elif opcode.name in ("GET", "BINGET", "LONG_BINGET"):
+            pushed.append(memo.get(arg))
+        elif "UNICODE" in opcode.name or "STRING" in opcode.name:
+            pushed.append(arg)
+
+
 def emitted(values: list[Any]) -> set[tuple[str, str]]:
     """The functions (not classes) that pickling ``values`` names, under every protocol."""
     found: set[tuple[str, str]] = set()
-
-    class Recording(pickle._Pickler):  # type: ignore[name-defined,misc]
-        dispatch: ClassVar[dict[type, Any]] = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
-
-        def save_global(self, obj: Any, name: Any = None) -> None:
-            if not isinstance(obj, type) and callable(obj):
-                found.add((obj.__module__, name or obj.__qualname__))
-            super().save_global(obj, name)
-
-    for kind, save in list(Recording.dispatch.items()):
-        if save is pickle._Pickler.save_global:  # type: ignore[attr-defined]
-            Recording.dispatch[kind] = Recording.save_global
     for value in values:
-        for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
-            Recording(io.BytesIO(), protocol=protocol).dump(value)
-        Recording(io.BytesIO(), protocol=5, buffer_callback=lambda _: None).dump(value)
+        payloads = [pickle.dumps(value, p) for p in range(2, pickle.HIGHEST_PROTOCOL + 1)]
+        payloads.append(pickle.dumps(value, 5, buffer_callback=lambda _: None))
+        for data in payloads:
+            for written in _globals(data):
+                # Protocol 2 writes Python 2 names for builtins and copyreg.
+                module, name = _compat_pickle.NAME_MAPPING.get(written, written)
+                obj: Any = importlib.import_module(
+                    _compat_pickle.IMPORT_MAPPING.get(module, module)
+                )
+                for step in name.split("."):
+                    obj = getattr(obj, step)
+                if callable(obj) and not isinstance(obj, type):
+                    found.add((obj.__module__, getattr(obj, "__qualname__", name)))
     return found
 
 

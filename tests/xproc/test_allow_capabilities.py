@@ -19,6 +19,7 @@ case's effect is seen, or the child crashes: the payloads are real.
 from __future__ import annotations
 
 import collections
+import copyreg
 import dataclasses
 import enum
 import functools
@@ -299,6 +300,22 @@ CASES = [
         ),
         ("builtins", "builtins.eval"),
         "builtins.eval can run code",
+    ),
+    Case(
+        "logging.FileHandler(path): a constructor with the payload's arguments",
+        _dumps(lambda d: R(logging.FileHandler, str(d / "marker"))),
+        ("logging",),
+        "logging.FileHandler is called with arguments",
+    ),
+    Case(
+        "logging.FileHandler through copyreg._reconstructor",
+        _dumps(
+            lambda d: R(
+                copyreg._reconstructor, logging.FileHandler, logging.FileHandler, str(d / "marker")
+            )
+        ),
+        ("logging",),
+        "logging.FileHandler is called with arguments",
     ),
     Case("a 200,000-deep tuple as a dict key", _deep_tuple_key, (), "nested more than 10,000 deep"),
     Case(
