@@ -57,6 +57,7 @@ import _compat_pickle
 import builtins
 import copyreg
 import dataclasses
+import datetime as dt
 import enum
 import functools
 import inspect
@@ -66,10 +67,11 @@ import pickle
 import struct
 import sys
 import types
+import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
-from . import _reconstruct, _tracker, exceptions
+from . import _capability, _reconstruct, _tracker, exceptions
 from ._compat import (
     FROZENDICT,
     LAZY_IMPORT_TYPE,
@@ -80,6 +82,7 @@ from ._compat import (
     class_module,
 )
 from ._paths import Path, format_path
+from ._reduce import table
 from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
 from .exceptions import UnpicklingError
 
@@ -226,6 +229,10 @@ def _implicit() -> dict[tuple[str, str], Any]:
     placeholder = getattr(functools, "Placeholder", None)  # Python 3.14+
     if placeholder is not None:
         table["functools", "Placeholder"] = placeholder  # a partial's empty slot
+    # The stdlib's date and time values: data like an int (a DataFrame's time zone).
+    for name in ("date", "time", "datetime", "timedelta", "timezone", "tzinfo"):
+        table["datetime", name] = getattr(dt, name)
+    table["zoneinfo", "ZoneInfo"] = zoneinfo.ZoneInfo
     table["_codecs", "encode"] = _codecs.encode  # bytes under protocols 0-2
     table["operator", "itemgetter"] = operator.itemgetter  # picklable's _FIRST
     # list[int] pickles as getitem(list, int): a subscription, its result checked.
@@ -405,6 +412,15 @@ if TEMPLATE_TYPES:
     _PLAIN |= set(TEMPLATE_TYPES)
     _FROZEN += TEMPLATE_TYPES
 _CONTAINERS = (list, tuple, set, frozenset, dict)
+MAX_DEPTH = 10_000
+"""How deep the objects a guarded load builds may nest (a tuple in a tuple ...,
+or an object built from arguments built from ...). Deeper is refused: CPython
+hashes a nested tuple recursively in C without a depth check, and a 200,000-deep
+tuple used as a dict key overflows the C stack (a crash, not an exception), as
+do other recursive C routines of builtin types."""
+
+# Containers searched for modules among a call's arguments.
+_SCANNED = frozenset({list, tuple, set, frozenset, dict})
 # Views of a dict (OrderedDict's too, as picklable ships them): data like the
 # dict they view, which is checked. Type variables are inert labels whose
 # ``__module__`` names where they were made, not their code: they count as their
@@ -532,7 +548,9 @@ class Policy:
         and modules; ``by_value_code`` is not a bool.
     """
 
-    def __init__(self, allowed: Iterable[Any], *, by_value_code: bool = False) -> None:
+    def __init__(
+        self, allowed: Iterable[Any], *, by_value_code: bool = False, unsafe: bool = False
+    ) -> None:
         if isinstance(allowed, (str, bytes)):
             raise TypeError(
                 f"allowed must be a list of module names, not a single string: "
@@ -543,7 +561,13 @@ class Policy:
                 f"by_value_code must be True or False, not {by_value_code!r}: by-value code "
                 "is arbitrary code, opt in with by_value_code=True"
             )
+        if type(unsafe) is not bool:
+            raise TypeError(
+                f"unsafe must be True or False, not {unsafe!r}: names that can run code "
+                "are admitted only with unsafe=True"
+            )
         inherited: bool = allowed.by_value_code if isinstance(allowed, Policy) else False
+        inherited_unsafe: bool = allowed.unsafe if isinstance(allowed, Policy) else False
         names: list[str] = []
         for entry in allowed:
             name = entry.__name__ if isinstance(entry, types.ModuleType) else entry
@@ -552,9 +576,16 @@ class Policy:
             names.append(name)
         if any(n in MAIN_MODULES for n in names):
             names.extend(MAIN_MODULES)
+        for name in list(names):  # "__main__.f" is "__mp_main__.f" in a spawn worker
+            top, dot, rest = name.partition(".")
+            if top in MAIN_MODULES and dot:
+                names.extend(f"{main}.{rest}" for main in MAIN_MODULES)
         self.names = tuple(sorted(set(names)))
         self.by_value_code: bool = by_value_code or inherited
+        self.unsafe: bool = unsafe or inherited_unsafe
         self._prefixes = tuple(n + "." for n in self.names)
+        self._exact = frozenset(self.names)
+        self._exactly: dict[int, Any] = {}  # objects admitted by their exact name
 
     def __iter__(self) -> Iterator[str]:
         """The module names (a Policy is itself a valid ``allowed=``)."""
@@ -562,7 +593,8 @@ class Policy:
 
     def __repr__(self) -> str:
         code = ", by_value_code=True" if self.by_value_code else ""
-        return f"Policy({list(self.names)!r}{code})"
+        unsafe = ", unsafe=True" if self.unsafe else ""
+        return f"Policy({list(self.names)!r}{code}{unsafe})"
 
     def allows(self, module: Any) -> bool:
         """Whether objects of ``module`` may be loaded.
@@ -573,12 +605,29 @@ class Policy:
         """
         if type(module) is not str or module.startswith("picklable._"):
             return False
+        if not self.unsafe and _capability.runs_code(module):
+            return False
         return module in self.names or module.startswith(self._prefixes)
+
+    def _emitted(self, module: str, path: Path) -> bool:
+        """A rebuild function that objects of an allowed module emit (see
+        :data:`picklable._capability.EMITTED_BY`)."""
+        if not all(type(step) is str for step in path):
+            return False
+        emitters = _capability.EMITTED_BY.get((module, ".".join(path)), ())
+        return any(self.allows(emitter) for emitter in emitters)
+
+    def names_exactly(self, *names: Any) -> bool:
+        """Whether the allow-list names one of ``names`` (``module.qualname``) exactly."""
+        return any(name in self._exact for name in names if type(name) is str)
 
     # ----------------------------------------------------------------- errors
 
-    def refuse(self, what: str, module: Any, why: str = "") -> UnpicklingError:
-        """The error for ``what``, refused because of ``module`` (or None: no module helps)."""
+    def refuse(
+        self, what: str, module: Any, why: str = "", *, exact: str | None = None
+    ) -> UnpicklingError:
+        """The error for ``what``, refused because of ``module`` (or None: no module
+        helps); ``exact``: the name that would admit this object alone."""
         top = module.partition(".")[0] if type(module) is str and module else None
         listed = ", ".join(repr(n) for n in self.names) or "nothing"
         if top in _NEVER_WORTH_ALLOWING or (
@@ -586,8 +635,9 @@ class Policy:
         ):
             # Listing these would admit eval and exec, or picklable's unguarded internals.
             top = None
+        alone = f" (its classes), or {exact!r} (this object alone)," if top and exact else ""
         fix = (
-            f"Fix: add {top!r} to allowed= if you trust what it does with "
+            f"Fix: add {top!r}{alone} to allowed= if you trust what it does with "
             "arguments the payload chooses."
             if top
             else "Fix: do not load this payload under an allow-list (load it only if you "
@@ -621,17 +671,81 @@ class Policy:
             what, module, f"code shipped by value counts as module {module!r}, not allowed"
         )
 
+    def refuse_capability(self, what: str, name: str) -> UnpicklingError:
+        """The error for a name that can run code or act as this process."""
+        listed = ", ".join(repr(n) for n in self.names) or "nothing"
+        return UnpicklingError(
+            f"Refusing to load {what}: {name} can run code or act as this process "
+            "(evaluate or import code, load a pickle or a library, start a process, "
+            "open files, change the process's state), and is refused even when the "
+            f"allow-list names it (allowed: {listed}). Fix: do not load this payload "
+            "under an allow-list; if you would run it as a program, pass "
+            f"allowed=picklable.Policy({[*self.names]!r}, unsafe=True).",
+            reason=f"{what} not allowed (can run code)",
+            hint="load it only if you trust whoever made it (Policy(..., unsafe=True))",
+        )
+
+    def refuse_unnamed(self, what: str, name: str | None) -> UnpicklingError:
+        """The error for a function of an allowed module that is no rebuild function."""
+        listed = ", ".join(repr(n) for n in self.names) or "nothing"
+        fix = (
+            f"Fix: add {name!r} to allowed= if you trust what it does with arguments "
+            "the payload chooses."
+            if name
+            else "Fix: do not load this payload under an allow-list."
+        )
+        return _Unnamed(
+            f"Refusing to load {what}: an allowed module admits its classes and the "
+            "functions its objects' reductions name to rebuild them, not its other "
+            "functions and methods, which act (read files, change state, call what "
+            f"they are given); those must be named exactly (allowed: {listed}). {fix}",
+            reason=f"{what} not allowed (not named exactly)",
+            hint=f"add {name!r} to allowed=" if name else "load it without an allow-list",
+        )
+
+    def check_callable(self, obj: Any, what: str, *names: Any) -> None:
+        """Refuse ``obj`` (reached by ``names``, or returned by a call) unless it is
+        data, a class, a rebuild function, a method of a builtin type, or named
+        exactly; and refuse a name that can run code unless ``unsafe``."""
+        if _is_implicit(obj):
+            return
+        own = _own_name(obj)
+        if not self.unsafe:
+            for name in (*names, own):
+                if _capability.runs_code(name):
+                    raise self.refuse_capability(what, name)
+        if isinstance(obj, (type, types.ModuleType)) or not _callable(obj):
+            return
+        if _builtin_owned(obj) or _is_constructor(obj) or _stands_for_a_type(obj):
+            return
+        if _is_annotate(obj) or _capability.is_rebuild_function(obj):
+            return
+        if self.names_exactly(*names, own):
+            self._exactly[id(obj)] = obj  # what wraps it is checked against it later
+            return
+        raise self.refuse_unnamed(what, next((n for n in names if n), own))
+
     # -------------------------------------------------------------- admission
 
-    def admit(self, obj: T, what: str, *, named: bool = True, found_in: str | None = None) -> T:
+    def admit(
+        self,
+        obj: T,
+        what: str,
+        *,
+        named: bool = True,
+        found_in: str | None = None,
+        names: tuple[str, ...] = (),
+    ) -> T:
         """Return ``obj`` if it belongs to an allowed module (or is implicit), else raise.
 
         ``found_in``: the module whose namespace holds ``obj`` (an extension type
         that says ``builtins`` without being one counts as that module's).
         ``named``: ``obj`` was reached by a name (a global, a path, ``getattr``);
         plain data reached so is refused (a module's dict or list leads to all it
-        holds). Otherwise ``obj`` is a value (what a call returned): plain data is
-        admitted if every object inside is, and it is no module's namespace.
+        holds), and a callable must be a rebuild function or named exactly (see
+        :meth:`check_callable`). Otherwise ``obj`` is a value (what a call
+        returned): plain data is admitted if every object inside is, and it is no
+        module's namespace.
         """
         if _is_implicit(obj):
             return obj
@@ -648,12 +762,14 @@ class Policy:
                 raise self.refuse(
                     what, None, f"it is a {t.__name__} that a module holds, not an object of one"
                 )
-            self._admit_contents(obj, what)
+            self._admit_contents(obj, what, named=named)
             return obj
         self._admit_object(obj, what, 0, found_in)
+        if named:
+            self.check_callable(obj, what, *names)
         return obj
 
-    def _admit_contents(self, root: Any, what: str) -> None:
+    def _admit_contents(self, root: Any, what: str, *, named: bool = False) -> None:
         """Every object inside a container a call returned (iteratively, each once)."""
         seen: set[int] = set()
         todo = [root]
@@ -678,10 +794,12 @@ class Policy:
                 continue
             else:
                 self._admit_object(current, f"{what} (an object inside it)", 0)
+                if named:
+                    self.check_callable(current, f"{what} (an object inside it)")
 
     def _admit_object(self, obj: Any, what: str, depth: int, found_in: str | None = None) -> None:
         """The module check for anything but plain data (see :meth:`admit`)."""
-        if _is_implicit(obj):
+        if _is_implicit(obj) or self._exactly.get(id(obj), self) is obj:
             return
         if depth > 8:
             raise self.refuse(what, None, "it wraps callables too deeply to check")
@@ -729,7 +847,8 @@ class Policy:
                 self.admit(owner, what, named=False)
             else:
                 self._admit_object(owner, what, depth + 1)
-            self._check_builtin_name(type(owner), obj.__name__, what)
+            if not _capability.is_rebuild_function(obj):  # zoneinfo.ZoneInfo._unpickle
+                self._check_builtin_name(type(owner), obj.__name__, what)
             return
         if t is types.MethodType:
             self._admit_object(obj.__func__, what, depth + 1)
@@ -799,11 +918,19 @@ class Policy:
             found = WITH_CODE_ONLY[key] if self.by_value_code else _WITHHELD[key]
         return found
 
-    def find_class(self, module: str, name: str) -> Any:
-        """What a GLOBAL opcode naming ``module`` + ``name`` loads, if admitted."""
+    def find_class(self, module: str, name: str, *, python2_names: bool = True) -> Any:
+        """What a GLOBAL opcode naming ``module`` + ``name`` loads, if admitted.
+
+        ``python2_names``: read Python 2 names as their Python 3 ones first (as
+        pickle does for protocols 0-2 with ``fix_imports``); never otherwise, so a
+        name no Python 3 module has (``exceptions.OSError`` in a protocol 4
+        payload) is refused as the name it is.
+        """
         # Protocols 0-2 write Python 2 names for builtins and copyreg; read them
         # as their Python 3 names before checking (only names Python 3 lacks).
-        if (module, name) in _compat_pickle.NAME_MAPPING:
+        if not python2_names:
+            pass
+        elif (module, name) in _compat_pickle.NAME_MAPPING:
             module, name = _compat_pickle.NAME_MAPPING[module, name]
         elif module in _PY2_MODULES:
             module = _PY2_MODULES[module]
@@ -813,22 +940,54 @@ class Policy:
             return implicit
         if type(module) is not str or type(name) is not str:
             raise self.refuse(repr(what), None, "a global is named by two strings")
-        if not self.allows(module):
-            raise self.refuse(what, module)
+        if (
+            not self.allows(module)
+            and not self.names_exactly(what)
+            and not self._emitted(module, tuple(name.split(".")))
+        ):
+            raise self.refuse(what, module, exact=what)
         return self.walk(module, tuple(name.split(".")), what)
 
     def walk(self, module: str, path: Path, what: str) -> Any:
-        """Follow ``path`` from ``module``, checking every step and every object on the way."""
+        """Follow ``path`` from ``module``, checking every step and every object on the way.
+
+        A path the allow-list names exactly (``"numpy.fromfile"``) is followed
+        without checking the modules and classes on the way (the list named them),
+        and leads to what it names, unless that can run code.
+        """
+        if not self.unsafe and _capability.runs_code(module):
+            raise self.refuse_capability(what, module)
+        dotted = ".".join((module, *path)) if all(type(s) is str for s in path) else None
+        # What a wrapper or a method wraps is named with it (the recursion guard of
+        # a dataclass's __repr__ calls the function it wraps, as a method its function).
+        names = [dotted] if dotted else []
+        names += [
+            ".".join((module, *path[:at]))
+            for at, step in enumerate(path)
+            if step in ("__wrapped__", "__func__") and all(type(s) is str for s in path[:at])
+        ]
+        exact = not self.allows(module) and (
+            self.names_exactly(*names) or self._emitted(module, path)
+        )
+        if not exact and not self.allows(module):
+            raise self.refuse(what, module, exact=dotted)
         obj = _reconstruct._import(module)
         if not path:
             raise self.refuse(what, None, "a reference names an object in the module")
         home = None
         for step in path:
             home = obj.__name__ if isinstance(obj, types.ModuleType) else None
-            obj = self._step(obj, step, what, home)
-        return self.admit(obj, what, found_in=home)
+            obj = self._step(obj, step, what, home, checked=not exact)
+        if exact:
+            self.check_callable(obj, what, *names)
+            if type(obj) not in _IMMUTABLE:
+                self._exactly[id(obj)] = obj
+            return obj
+        return self.admit(obj, what, found_in=home, names=tuple(names))
 
-    def _step(self, obj: Any, step: Any, what: str, home: str | None = None) -> Any:
+    def _step(
+        self, obj: Any, step: Any, what: str, home: str | None = None, *, checked: bool = True
+    ) -> Any:
         """One step of a path: allowed on ``obj``? Then the object it leads to, checked."""
         if type(step) is str:
             if not step or step == "<locals>":
@@ -846,7 +1005,9 @@ class Policy:
             raise self.refuse(what, None, f"the step {step!r} is no step of a located path")
         # Walking a container's items runs no code; anything else on the way
         # (a module in between included) must belong to an allowed module.
-        if isinstance(found, types.ModuleType) or not isinstance(found, _PATH_CONTAINERS):
+        if checked and (
+            isinstance(found, types.ModuleType) or not isinstance(found, _PATH_CONTAINERS)
+        ):
             self._admit_object(found, what, 0, home)
         return found
 
@@ -908,6 +1069,147 @@ def _misnamed(cls: type) -> bool:
         and _type_module(cls) == "builtins"
         and getattr(builtins, cls.__name__, None) is not cls
     )
+
+
+def _callable(obj: Any) -> bool:
+    """``callable(obj)``, read from its type (no hook of the object runs)."""
+    return any("__call__" in vars(klass) for klass in _TYPE_MRO.__get__(type(obj), type))
+
+
+def _own_name(obj: Any) -> str | None:
+    """``module.qualname`` of a class, a function or a method, by what it is; None
+    for other objects (read without running any of their code)."""
+    t = type(obj)
+    if isinstance(obj, type):
+        return f"{_type_module(obj)}.{_TYPE_QUALNAME.__get__(obj, type)}"
+    if isinstance(obj, types.ModuleType):
+        name = getattr(obj, "__name__", None)
+        return name if type(name) is str else None
+    if t in _DESCRIPTORS:
+        owner = obj.__objclass__
+        return f"{_own_name(owner)}.{obj.__name__}"
+    if t in _BOUND_BUILTINS:
+        owner = obj.__self__
+        name = obj.__name__
+        if owner is None:
+            module = getattr(obj, "__module__", None)
+            return f"{module}.{name}" if type(module) is str else None
+        if isinstance(owner, types.ModuleType):
+            return f"{owner.__name__}.{name}"
+        base = _own_name(owner if isinstance(owner, type) else type(owner))
+        return f"{base}.{name}"
+    if t is types.MethodType:
+        return _own_name(obj.__func__)
+    if t is types.FunctionType or t.__name__ == "cython_function_or_method":
+        module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        if type(module) is str and type(qualname) is str:
+            return f"{module}.{qualname}"
+    return None
+
+
+def _emitted_rebuild(func: Any, value: Any) -> bool:
+    """``value`` is what a rebuild function that an allowed module's objects emit
+    (:data:`picklable._capability.EMITTED_BY`) made: an object of the rebuild
+    function's own package (a pyarrow array for pandas' strings), no callable."""
+    name = _own_name(func)
+    if name is None or not _capability.is_rebuild_function(func):
+        return False
+    module, _, qualname = name.rpartition(".")
+    if (module, qualname) not in _capability.EMITTED_BY or _callable(value):
+        return False
+    owner = _type_module(type(value))
+    return type(owner) is str and owner.partition(".")[0] == module.partition(".")[0]
+
+
+def _heap(cls: Any) -> bool:
+    """A class made by a ``class`` statement (not a builtin or extension type)."""
+    return isinstance(cls, type) and bool(cls.__flags__ & (1 << 9))
+
+
+_REBUILD_DECLARATIONS = (
+    "__reduce__",
+    "__reduce_ex__",
+    "__getnewargs__",
+    "__getnewargs_ex__",
+    "__getinitargs__",
+)
+
+
+# Kinds of picklable's own table whose reductions rebuild an object from its state
+# (never calling its class with arguments): a class of these kinds declares nothing.
+_BUILT_FROM_STATE = frozenset({"data", "function", "class", "instance", "callable instance"})
+
+
+def _declares_rebuild(cls: type) -> bool:
+    """Whether ``cls`` or a base other than ``object`` says how its instances are
+    rebuilt (a reduction method, a ``copyreg`` reducer for it or its metaclass), or
+    picklable's own table rebuilds its kind by calling it (weak collections,
+    ``abc.abstractclassmethod``, property subclasses)."""
+    if type(cls) in copyreg.dispatch_table:
+        return True
+    if table.kind_for(cls).name not in _BUILT_FROM_STATE:
+        return True
+    for klass in _TYPE_MRO.__get__(cls, type):
+        if klass is object:
+            continue
+        if klass in copyreg.dispatch_table:
+            return True
+        namespace = vars(klass)
+        if any(name in namespace for name in _REBUILD_DECLARATIONS):
+            return True
+    return False
+
+
+def _is_annotate(obj: Any) -> bool:
+    """A class's or a function's ``__annotate__`` (PEP 649, Python 3.14+): the code of
+    its annotations, which reading ``__annotations__`` runs anyway; it comes with
+    what it annotates."""
+    return type(obj) is types.FunctionType and obj.__name__ == "__annotate__"
+
+
+def _stands_for_a_type(obj: Any) -> bool:
+    """An object that stands for a class where classes are expected (PEP 560:
+    its type defines ``__mro_entries__``): ``typing.List``, ``List[int]``, a
+    ``NewType``; calling it makes an instance, as calling a class does."""
+    return any("__mro_entries__" in vars(klass) for klass in _TYPE_MRO.__get__(type(obj), type))
+
+
+def _builtin_owned(obj: Any) -> bool:
+    """A method of a builtin or always-admitted type (``dict.get``, ``[].index``):
+    what it may do is :meth:`Policy._check_builtin_name`'s to say."""
+    t = type(obj)
+    if t in _DESCRIPTORS:
+        owner = obj.__objclass__
+    elif t in _BOUND_BUILTINS:
+        owner = obj.__self__
+        if owner is None or isinstance(owner, types.ModuleType):
+            return False
+        if not isinstance(owner, type):
+            owner = type(owner)
+    else:
+        return False
+    if IMPLICIT_TYPES.get(id(owner)) is owner:
+        return True
+    return (
+        not owner.__flags__ & (1 << 9)
+        and _type_module(owner) == "builtins"
+        and getattr(builtins, owner.__name__, None) is owner
+    )
+
+
+def _is_constructor(obj: Any) -> bool:
+    """A class's ``__new__`` (``numpy.ndarray.__new__``): making an instance, as
+    naming the class does."""
+    if getattr(obj, "__name__", None) != "__new__":
+        return False
+    t = type(obj)
+    if t in _BOUND_BUILTINS:
+        return isinstance(obj.__self__, type)
+    return t is types.FunctionType  # a class's own __new__, a staticmethod
+
+
+class _Unnamed(UnpicklingError):
+    """A function or method of an allowed module that the list does not name exactly."""
 
 
 class _NotThere(UnpicklingError):
@@ -1052,6 +1354,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         self.rebuilders = {
             name: _guard(self, rebuilder) for name, rebuilder in _reconstruct.REBUILDERS.items()
         }
+        self._rebuilder_ids = {id(guarded): guarded for guarded in self.rebuilders.values()}
+        # Containers handed to a call (see _no_module_in); depth of what was built.
+        self._passed: dict[int, Any] = {} if _shared is None else _shared._passed
+        self._depth: dict[int, tuple[Any, int]] = {} if _shared is None else _shared._depth
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -1073,12 +1379,38 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             return value  # checked when it was reached or made
         self.policy.admit(value, what, named=False)
         if isinstance(value, type):
+            if self._classes.get(key) is not value:
+                self._check_class_result(value, what)
             return value
         if _refs(value) <= _FRESH_REFS:
             self._made[key] = value  # only this call's caller holds it: new
         else:
             self._seen[key] = value
+            # Something else holds it: the receiver's own, as if reached by name.
+            self.policy.check_callable(value, what)
         return value
+
+    def _check_class_result(self, cls: type, what: str) -> None:
+        """A class a call returned: a builtin type, one its metaclass's declared
+        reducer rebuilds (``copyreg``), or one its module holds under its name.
+        Anything else was made by the call (``type(name, bases, ns)``, an Enum's
+        functional API): a claim on a module by a class no module made."""
+        if not cls.__flags__ & (1 << 9) or type(cls) in copyreg.dispatch_table:
+            return
+        module = _type_module(cls)
+        found: Any = sys.modules.get(module) if type(module) is str else None
+        for step in _TYPE_QUALNAME.__get__(cls, type).split("."):
+            namespace = getattr(found, "__dict__", None)
+            mapping = isinstance(namespace, (dict, types.MappingProxyType))
+            found = namespace.get(step) if mapping else None  # type: ignore[union-attr]
+        if found is not cls:
+            raise self.policy.refuse(
+                what,
+                None,
+                f"the call made a class that claims module {module!r}, which does not "
+                "hold it under its name (classes travel by reference, or by value "
+                "through picklable's class rebuilder, which checks the claim)",
+            )
 
     def made(self, value: T) -> T:
         """Record a new object a rebuilder made for the payload (see ``made_for``)."""
@@ -1146,13 +1478,99 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
 
     def _call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> Any:
         """Call ``func`` (admitted: it is on the stack); a mutating builtin
-        method's ``self`` must be the payload's to modify."""
+        method's ``self`` must be the payload's to modify, and no module is
+        among the arguments (but of picklable's rebuilders, which check their own)."""
         t = type(func)
         if t in _DESCRIPTORS and issubclass(func.__objclass__, _MUTABLE_BUILTINS) and args:
             self.check_target(args[0], f"{func.__qualname__}(...) on an object")
         elif t in _BOUND_BUILTINS and isinstance(func.__self__, _MUTABLE_BUILTINS):
             self.check_target(func.__self__, f"{func.__qualname__}(...)")
+        if self._rebuilder_ids.get(id(func)) is not func:
+            arguments = [args, kwargs]
+            target, given, keywords = func, args, kwargs
+            if t is functools.partial:
+                arguments += [func.args, func.keywords]
+                target, given = func.func, (*func.args, *args)
+                keywords = {**func.keywords, **(kwargs or {})}
+            self._no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
+            self._check_construction(target, given, keywords, what)
         return func(*args) if kwargs is None else func(*args, **kwargs)
+
+    def _check_construction(self, func: Any, args: Any, kwargs: Any, what: str) -> None:
+        """A class called with arguments (directly, through its ``__new__``, a
+        ``partial`` or ``copyreg``'s reconstructors) only as its instances are rebuilt."""
+        if isinstance(func, type):
+            self._check_class_call(func, args, kwargs, what)
+        elif func is copyreg.__newobj__ and args:  # type: ignore[attr-defined]
+            self._check_class_call(args[0], args[1:], kwargs, what)
+        elif func is copyreg.__newobj_ex__ and len(args) == 3:  # type: ignore[attr-defined]
+            self._check_class_call(args[0], args[1], args[2], what)
+        elif func is copyreg._reconstructor and len(args) == 3:  # type: ignore[attr-defined]
+            base, state = args[1], args[2]
+            if base is not object and state is not None and _heap(base):
+                # copyreg's own reductions name a builtin base (list, dict ...) here.
+                self._check_class_call(base, (state,), None, what)
+        elif _is_constructor(func) and args:
+            self._check_class_call(args[0], args[1:], kwargs, what)
+
+    def _check_class_call(self, cls: Any, args: Any, kwargs: Any, what: str) -> None:
+        """Refuse to run the constructor of ``cls`` with arguments the payload chose
+        unless that is how its instances are rebuilt: it (or a base) declares a
+        reduction (``__reduce__``, ``__reduce_ex__``, ``__getnewargs(_ex)__``,
+        ``__getinitargs__``, a ``copyreg`` reducer). A class that declares none is
+        rebuilt from its state, its constructor never called with arguments
+        (``logging.FileHandler(path)`` would open a file)."""
+        if not args and not kwargs:
+            return
+        if not isinstance(cls, type) or not _heap(cls) or _is_implicit(cls):
+            return
+        if self._classes.get(id(cls)) is cls or _tracker.built(cls):
+            return  # built from payloads: its constructor is by-value code
+        if _declares_rebuild(cls):
+            return
+        raise self.policy.refuse(
+            what,
+            None,
+            f"{_name_of(cls)} is called with arguments the payload chose, and that is "
+            "not how its instances are rebuilt (its classes declare no __reduce__, "
+            "__getnewargs__ or __getinitargs__, and copyreg has no reducer for it): its "
+            "constructor would run on them (and may open files or sockets)",
+        )
+
+    def _no_module_in(self, values: Any, what: str, passed: bool = False) -> None:
+        """Refuse a module among ``values`` and the containers inside them: a
+        module handed to a function is a namespace it may write into
+        (``functools.update_wrapper``, ``UserDict.__init__``). ``passed``: the
+        containers are arguments of a call, which may keep them (a lazy ``map``):
+        a module put into one later is refused too."""
+        todo = [values]
+        seen: set[int] = set()
+        while todo:
+            current = todo.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if passed and type(current) in _MUTABLE_BUILTINS:
+                self._passed[id(current)] = current
+            items: Any = current.values() if type(current) is dict else current
+            kinds = set(map(type, items))
+            if any(issubclass(kind, types.ModuleType) for kind in kinds):
+                module = next(i for i in items if isinstance(i, types.ModuleType))
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    f"it holds the module {module.__name__!r}: a module is never an "
+                    "argument of a call (a function may write into it)",
+                )
+            if type(current) is dict and not kinds.isdisjoint(_SCANNED):
+                todo.extend(k for k in current if type(k) in _SCANNED)
+            if not kinds.isdisjoint(_SCANNED):
+                todo.extend(i for i in items if type(i) in _SCANNED)
+
+    def _into(self, target: Any, values: Any, what: str) -> None:
+        """Items put into ``target``: no module into a container a call was given."""
+        if self._passed.get(id(target)) is target:
+            self._no_module_in(values, what, True)
 
     # ------------------------------------------------------------- opcodes
 
@@ -1168,7 +1586,9 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             (module, name) in (("__builtin__", "getattr"), ("__builtin__", "setattr"))
         ):
             return self.guarded_getattr if name == "getattr" else self.guarded_setattr
-        return self.named(self.policy.find_class(module, name), name, admitted=True)
+        python2_names = self.fix_imports and getattr(self, "proto", 0) < 3
+        found = self.policy.find_class(module, name, python2_names=python2_names)
+        return self.named(found, name, admitted=True)
 
     def persistent_load(self, pid: Any) -> Any:
         receiver = self._receiver_persistent_load
@@ -1195,7 +1615,16 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         what = f"the result of {_name_of(func)}(...)"
         if type(args) is not tuple:
             raise pickle.UnpicklingError("REDUCE needs a tuple of arguments")
-        stack[-1] = self.result(self._call(func, args, what), what)
+        # (No local holds the call's value: result() tells new objects by their references.)
+        stack[-1] = self.result(self._emitted(func, self._call(func, args, what)), what)
+        self._deeper(stack[-1], args)
+
+    def _emitted(self, func: Any, value: T) -> T:
+        """Record ``value`` as the payload's if a rebuild function that an allowed
+        module's objects emit made it (see :func:`_emitted_rebuild`)."""
+        if _emitted_rebuild(func, value):
+            self._made[id(value)] = value
+        return value
 
     dispatch[pickle.REDUCE[0]] = load_reduce
 
@@ -1207,6 +1636,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             new: Any = klass.__new__
             value = new(klass)
         self.append(self.result(value, what))
+        self._deeper(self.stack[-1], args)
 
     def load_newobj(self) -> None:
         args = self.stack.pop()
@@ -1229,7 +1659,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if kwargs is not None and type(kwargs) is not dict:
             raise pickle.UnpicklingError("NEWOBJ_EX needs a dict of keyword arguments")
         what = f"an instance of {_name_of(cls)}"
-        return self.result(self._call(cls.__new__, (cls, *args), what, kwargs), what)
+        self._check_class_call(cls, args, kwargs, what)
+        value = self.result(self._call(cls.__new__, (cls, *args), what, kwargs), what)
+        self._deeper(value, args if kwargs is None else (*args, kwargs))
+        return value
 
     def load_build(self) -> None:
         stack = self.stack
@@ -1238,6 +1671,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         what = f"state set on {_name_of(type(inst))} object"
         if isinstance(inst, type):
             raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
+        if type(inst) is functools.partial:
+            # A partial's state is the arguments of the calls it makes.
+            self._no_module_in((state,), f"the arguments of {what}", True)
+        self._grown(inst, (state,))
         setstate = getattr(inst, "__setstate__", None)
         if setstate is not None:
             # The object's own class decides what its state means (an allowed
@@ -1307,34 +1744,114 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self.check_target(obj, what, classes=True, through=how == "through")
 
     def load_append(self) -> None:
-        self.check_target(self.stack[-2], "an item appended to an object")
+        target = self.stack[-2]
+        self.check_target(target, "an item appended to an object")
+        self._into(target, self.stack[-1:], "an item appended to an object")
+        self._grown(target, self.stack[-1:])
         super().load_append()
 
     dispatch[pickle.APPEND[0]] = load_append
 
     def load_appends(self) -> None:
-        self.check_target(self.metastack[-1][-1], "items appended to an object")
+        target = self.metastack[-1][-1]
+        self.check_target(target, "items appended to an object")
+        self._into(target, self.stack, "items appended to an object")
+        self._grown(target, self.stack)
         super().load_appends()
 
     dispatch[pickle.APPENDS[0]] = load_appends
 
     def load_setitem(self) -> None:
-        self.check_target(self.stack[-3], "an item set on an object")
+        target = self.stack[-3]
+        self.check_target(target, "an item set on an object")
+        self._into(target, self.stack[-2:], "an item set on an object")
+        self._grown(target, self.stack[-2:])
         super().load_setitem()
 
     dispatch[pickle.SETITEM[0]] = load_setitem
 
     def load_setitems(self) -> None:
-        self.check_target(self.metastack[-1][-1], "items set on an object")
+        target = self.metastack[-1][-1]
+        self.check_target(target, "items set on an object")
+        self._into(target, self.stack, "items set on an object")
+        self._grown(target, self.stack)
         super().load_setitems()
 
     dispatch[pickle.SETITEMS[0]] = load_setitems
 
     def load_additems(self) -> None:
-        self.check_target(self.metastack[-1][-1], "items added to an object")
+        target = self.metastack[-1][-1]
+        self.check_target(target, "items added to an object")
+        self._into(target, self.stack, "items added to an object")
+        self._grown(target, self.stack)
         super().load_additems()
 
     dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    # ----------------------------------------------------------------- depth
+
+    def _depth_of(self, obj: Any) -> int:
+        entry = self._depth.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        return 0 if type(obj) in _IMMUTABLE else 1
+
+    def _deeper(self, obj: Any, inputs: Any, floor: int = 0) -> None:
+        """Record that ``obj`` holds (or was built from) ``inputs``: one level deeper
+        than the deepest of them; refuse it past :data:`MAX_DEPTH`."""
+        if type(inputs) is dict:
+            inputs = [*inputs.keys(), *inputs.values()]
+        kinds = set(map(type, inputs))
+        if kinds <= _IMMUTABLE:
+            return
+        deepest = max((self._depth_of(i) for i in inputs if type(i) not in _IMMUTABLE), default=0)
+        depth = max(floor, deepest + 1)
+        if depth <= 1 or (type(obj) in _IMMUTABLE):
+            return
+        if depth > MAX_DEPTH:
+            raise self.policy.refuse(
+                f"{_name_of(obj)} nested more than {MAX_DEPTH:,} deep",
+                None,
+                "deeper objects can overflow the C stack when hashed, compared or "
+                "printed (a crash, not an exception)",
+            )
+        self._depth[id(obj)] = (obj, depth)
+
+    def _grown(self, target: Any, items: Any) -> None:
+        """Items added to ``target``: as deep as it was, or one deeper than they are."""
+        self._deeper(target, items, self._depth_of(target))
+
+    def load_tuple(self) -> None:
+        super().load_tuple()
+        self._deeper(self.stack[-1], self.stack[-1])
+
+    dispatch[pickle.TUPLE[0]] = load_tuple
+
+    def load_tuple1(self) -> None:
+        super().load_tuple1()
+        self._deeper(self.stack[-1], self.stack[-1])
+
+    dispatch[pickle.TUPLE1[0]] = load_tuple1
+
+    def load_tuple2(self) -> None:
+        super().load_tuple2()
+        self._deeper(self.stack[-1], self.stack[-1])
+
+    dispatch[pickle.TUPLE2[0]] = load_tuple2
+
+    def load_tuple3(self) -> None:
+        super().load_tuple3()
+        self._deeper(self.stack[-1], self.stack[-1])
+
+    dispatch[pickle.TUPLE3[0]] = load_tuple3
+
+    def load_frozenset(self) -> None:
+        items = self.pop_mark()
+        value = frozenset(items)
+        self._deeper(value, items)
+        self.append(value)
+
+    dispatch[pickle.FROZENSET[0]] = load_frozenset
 
     def _made_here(self) -> None:
         obj = self.stack[-1]
@@ -1361,12 +1878,14 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
     def load_list(self) -> None:
         super().load_list()
         self._made_here()
+        self._deeper(self.stack[-1], self.stack[-1])
 
     dispatch[pickle.LIST[0]] = load_list
 
     def load_dict(self) -> None:
         super().load_dict()
         self._made_here()
+        self._deeper(self.stack[-1], self.stack[-1])
 
     dispatch[pickle.DICT[0]] = load_dict
 
@@ -1393,10 +1912,20 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if type(name) is not str or isinstance(obj, types.ModuleType) or len(default) > 1:
             raise self.policy.refuse(what, None, "a payload reads no module attribute this way")
         if name.startswith("_"):
+            if isinstance(obj, type) and not _dunder(name):
+                # A class's declared rebuilder (zoneinfo.ZoneInfo._unpickle).
+                found = getattr(obj, name, None)
+                if found is not None and _capability.is_rebuild_function(found):
+                    self._named[id(found)] = found  # of a class on the stack: admitted
+                    return found
             if not (_dunder(name) and isinstance(obj, type)):
                 raise self.policy.refuse(what, None, "the attribute is not public")
             self.policy._check_class_attribute(obj, name, what)
-        return self.named(getattr(obj, name, *default), what)
+        found = getattr(obj, name, *default)
+        # The name a user would list: the class's (or module's) and the attribute's.
+        owner = _own_name(obj if isinstance(obj, type) else type(obj))
+        self.policy.admit(found, what, names=(f"{owner}.{name}",))
+        return self.named(found, what, admitted=True)
 
     def guarded_setattr(self, obj: Any, name: str, value: Any) -> None:
         """``setattr`` for payloads: only fills closure cells the payload made."""
@@ -1479,8 +2008,6 @@ def _guard_import(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> 
             implicit = policy.implicit(module, ".".join(path))
             if implicit is not None:
                 return implicit
-        if not policy.allows(module):
-            raise policy.refuse(where, module)
         return load.named(policy.walk(module, path, where), where, admitted=True)
 
     return guarded
@@ -1594,7 +2121,14 @@ def _guard_origin(
         module, path, _, line = origin
         where = format_path(module, path)
         if policy.allows(module):
-            found = _script_object(load, origin, where)
+            try:
+                found = _script_object(load, origin, where)
+            except _Unnamed:
+                # A function of the script the list does not name: never the
+                # receiver's own; the copy, as by-value code (or the refusal).
+                if rebuilder.reach == "import":
+                    raise
+                found = _reconstruct._MISSING
             if found is not _reconstruct._MISSING:
                 return found  # the rebuilder would return it too, and build nothing
         elif rebuilder.reach == "import":
@@ -1612,18 +2146,19 @@ def _script_object(load: GuardedUnpickler, origin: Any, where: str) -> Any:
     """This process's own object for a script ``origin`` (or ``_MISSING``), its
     path walked with the policy's checks in every script module that could hold it."""
     _, path, filename, _ = origin
+    walked: list[Any] = []
     for name in MAIN_MODULES:
         script = sys.modules.get(name)
         if script is None or filename is None or getattr(script, "__file__", None) != filename:
             continue
         try:
-            load.policy.walk(name, path, where)
+            walked.append(load.policy.walk(name, path, where))
         except _NotThere:
             continue  # another version of the script: the rebuilder finds nothing here
     found = _reconstruct._script_original(origin)
     if found is _reconstruct._MISSING:
         return found
-    return load.named(found, where)
+    return load.named(found, where, admitted=any(found is w for w in walked))
 
 
 def _state_on_named(policy: Policy, target: Any, what: str) -> UnpicklingError:

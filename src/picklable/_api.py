@@ -553,8 +553,22 @@ def loads(
     # pickle's own three default to None here: one identity test each.
     """Load an object from ``data``.
 
+    Without ``allowed=`` this is :func:`pickle.loads` (the C unpickler): the
+    payload runs whatever code it names, and nothing bounds what it builds. A
+    200,000-deep nested tuple used as a dict key overflows the C stack when it is
+    hashed (a crash, not an exception), a memo index makes the unpickler allocate
+    16 bytes per index at once, and the sizes it announces are allocated as
+    announced. ``key=`` tells who made a payload; ``allowed=`` reads it with a
+    guarded unpickler that refuses names, calls and writes outside the list, and
+    nesting deeper than ``picklable._allow.MAX_DEPTH``.
+
     .. versionchanged:: 0.2.0
         ``fix_imports``, ``encoding`` and ``errors``; errors keep their cause's type.
+
+    .. versionchanged:: 0.2.0
+        Under ``allowed=``, a module admits its classes, data and rebuild
+        functions; other functions must be named exactly, and names that can run
+        code only with ``Policy([...], unsafe=True)``.
 
     Parameters
     ----------
@@ -567,9 +581,13 @@ def loads(
         unsigned, truncated, altered or otherwise signed payload is refused
         before anything is unpickled.
     allowed:
-        Module names whose objects the payload may reach, call or modify (each
-        covers its submodules), or a :class:`picklable.Policy`. Code shipped by
-        value is refused unless the policy opts in
+        Module names (each covers its submodules) and exact names of objects
+        (``"numpy.fromfile"``), or a :class:`picklable.Policy`. A module admits
+        its classes, its data and the rebuild functions its objects' reductions
+        name; any other function or method must be named exactly; a name that
+        can run code (``eval``, ``os``, ``subprocess``, ``numpy.load``...) is
+        refused even when named, unless ``Policy([...], unsafe=True)``. Code
+        shipped by value is refused unless the policy opts in
         (``Policy([...], by_value_code=True)``). The payload is then read by a
         guarded pure-Python unpickler (several times slower than the default);
         see docs/safety.md for exactly what it guarantees.

@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+import picklable
 from support.engines import skip_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,10 +150,13 @@ PAGES = all_pages()
 def example_env(directory: Path) -> dict[str, str]:
     """The environment of an example: picklable installed, the page's files importable."""
     env = dict(os.environ)
-    # The page's files first; then the PYTHONPATH the tests run with, which may
-    # name the checkout under test (the installed picklable may be another one).
+    # The page's files first, then the picklable under test (a worktree's, not the
+    # one installed elsewhere), then the PYTHONPATH the tests run with.
+    source = Path(picklable.__file__).resolve().parent.parent
     inherited = os.environ.get("PYTHONPATH")
-    env["PYTHONPATH"] = os.pathsep.join([str(directory), *([inherited] if inherited else [])])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(directory), str(source), *([inherited] if inherited else [])]
+    )
     env.pop("PYTHONSTARTUP", None)
     return env
 

@@ -35,7 +35,9 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     extra = [str(TESTS / "testpkg"), str(TESTS)]
     if env.get("PYTHONPATH"):
-        extra.append(env["PYTHONPATH"])
+        # Absolute: children run in other directories (PYTHONPATH=src finds this
+        # checkout's picklable there too, not the one installed).
+        extra.extend(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     env["PYTHONPATH"] = os.pathsep.join(extra)
     return env
 

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reducers", ("_reduce",)),
     ("pickler", ("_pickler",)),
     ("deterministic", ("_deterministic",)),
-    ("loading", ("_allow", "_unpickler")),
+    ("loading", ("_capability", "_allow", "_unpickler")),
     ("diagnostics", ("_diagnose", "_explain", "_inspect")),
     ("api", ("_api",)),
     (

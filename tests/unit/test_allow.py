@@ -23,6 +23,7 @@ import picklable
 from picklable import _allow, _reconstruct, _tracker
 from picklable_testpkg import api
 
+PLAIN = ["picklable_testpkg.api.plain"]  # a function is admitted by its exact name
 TESTPKG = ["picklable_testpkg"]
 
 
@@ -112,12 +113,25 @@ class TestAdmitted:
     def test_allowed_package_by_reference_and_value(self):
         """By name with the list; by value only once by-value code is opted into."""
         payload = picklable.dumps([api.plain, api.make_closure(2)])
-        message = refused(payload, TESTPKG)
+        names = [*TESTPKG, "picklable_testpkg.api.plain"]
+        message = refused(payload, names)
         assert "code shipped by value is arbitrary code" in message
-        assert "allowed=picklable.Policy(['picklable_testpkg'], by_value_code=True)" in message
-        back = picklable.loads(payload, allowed=picklable.Policy(TESTPKG, by_value_code=True))
+        assert f"allowed=picklable.Policy({sorted(names)!r}, by_value_code=True)" in message
+        back = picklable.loads(payload, allowed=picklable.Policy(names, by_value_code=True))
         assert back[0] is api.plain and back[1](1) == 3
-        assert picklable.loads(picklable.dumps(api.plain), allowed=TESTPKG) is api.plain
+        assert picklable.loads(picklable.dumps(api.plain), allowed=names) is api.plain
+
+    def test_a_function_is_admitted_by_its_exact_name(self):
+        """A module admits its classes, not its functions: those are named exactly,
+        by their own name or by the name the payload uses; the name alone suffices."""
+        payload = picklable.dumps(api.plain)
+        message = refused(payload, TESTPKG)
+        assert "must be named exactly" in message
+        assert "Fix: add 'picklable_testpkg.api.plain' to allowed=" in message
+        assert picklable.loads(payload, allowed=["picklable_testpkg.api.plain"]) is api.plain
+        # Neither the module nor a name in it admits another of its functions.
+        other = picklable.dumps(api.add)
+        assert "'picklable_testpkg.api.add' (this object alone)" in refused(other, PLAIN)
 
     def test_dataclass_instances(self):
         """Instances of an allowed module's classes (copyreg reconstructors are implicit)."""
@@ -134,7 +148,9 @@ class TestAdmitted:
         """functools.partial and bound methods of allowed objects (types.MethodType is implicit)."""
         frame = api.Frame([1, 2])
         payload = picklable.dumps([functools.partial(api.plain), frame.total])
-        back = picklable.loads(payload, allowed=TESTPKG)
+        assert "must be named exactly" in refused(payload, TESTPKG)
+        names = [*TESTPKG, "picklable_testpkg.api.plain", "picklable_testpkg.api.Frame.total"]
+        back = picklable.loads(payload, allowed=names)
         assert back[0].func is api.plain and back[1]() == frame.total()
 
     @pytest.mark.skipif(
@@ -144,7 +160,7 @@ class TestAdmitted:
         """A partial with an empty slot names functools.Placeholder: admitted with partial."""
         placeholder = functools.Placeholder  # type: ignore[attr-defined]
         shipped = functools.partial(api.add, placeholder, 10)
-        back = picklable.loads(picklable.dumps(shipped), allowed=TESTPKG)
+        back = picklable.loads(picklable.dumps(shipped), allowed=["picklable_testpkg.api.add"])
         assert back.args[0] is placeholder and back.args[1] == 10
         assert back(1) == api.add(1, 10)
 
@@ -247,7 +263,9 @@ class TestAdmitted:
         assert picklable.loads(picklable.dumps([value]), allowed=[]) == [value]
         assert picklable.loads(pickle.dumps(value, protocol=2), allowed=[]) == value
         policy = picklable.Policy(TESTPKG)
-        assert policy.admit(frozendict(f=api.plain), "named", named=True)["f"] is api.plain
+        assert policy.admit(frozendict(f=api.Frame), "named", named=True)["f"] is api.Frame
+        with pytest.raises(picklable.UnpicklingError, match="must be named exactly"):
+            policy.admit(frozendict(f=api.plain), "named", named=True)
         with pytest.raises(picklable.UnpicklingError, match="module 'socketserver'"):
             policy.admit(frozendict(s=socketserver.TCPServer), "named", named=True)
 
@@ -264,8 +282,8 @@ class TestAdmitted:
             back = picklable.loads(payload, allowed=[])
             assert repr(back) == repr(picklable.loads(payload))
         policy = picklable.Policy(TESTPKG)
-        held = policy.admit(Template(Interpolation(api.plain, "f")), "named", named=True)
-        assert held.values == (api.plain,)
+        held = policy.admit(Template(Interpolation(api.Frame, "f")), "named", named=True)
+        assert held.values == (api.Frame,)
         with pytest.raises(picklable.UnpicklingError, match="module 'socketserver'"):
             policy.admit(Template(Interpolation(socketserver.TCPServer, "s")), "named", named=True)
 
@@ -308,7 +326,7 @@ class TestAdmitted:
         stream = io.BytesIO()
         picklable.dump([api.plain], stream)
         stream.seek(0)
-        assert picklable.load(stream, allowed=TESTPKG) == [api.plain]
+        assert picklable.load(stream, allowed=PLAIN) == [api.plain]
         stream.seek(0)
         with pytest.raises(picklable.UnpicklingError, match="not in the allow-list"):
             picklable.load(stream, allowed=["numpy"])
@@ -317,7 +335,7 @@ class TestAdmitted:
         """key= and allowed= together: the signature first, then the allow-list."""
         key = picklable.new_key()
         payload = picklable.dumps([api.plain], key=key)
-        assert picklable.loads(payload, key=key, allowed=TESTPKG) == [api.plain]
+        assert picklable.loads(payload, key=key, allowed=PLAIN) == [api.plain]
         refused(payload, ["numpy"], key=key)
 
 
@@ -327,7 +345,8 @@ class TestRefused:
         message = refused(picklable.dumps(api.plain), ["numpy"])
         assert message == (
             "Refusing to load picklable_testpkg.api.plain: module 'picklable_testpkg.api' is not in the "
-            "allow-list (allowed: 'numpy'). Fix: add 'picklable_testpkg' to allowed= if you trust "
+            "allow-list (allowed: 'numpy'). Fix: add 'picklable_testpkg' (its classes), or "
+            "'picklable_testpkg.api.plain' (this object alone), to allowed= if you trust "
             "what it does with arguments the payload chooses."
         )
 
@@ -342,16 +361,20 @@ class TestRefused:
         payload = (
             b"cpicklable_testpkg.api\nno_wraps\n."  # imported from picklable_testpkg.decorators
         )
-        assert picklable.loads(payload, allowed=TESTPKG) is api.no_wraps
+        assert "must be named exactly" in refused(payload, TESTPKG)
+        assert picklable.loads(payload, allowed=["picklable_testpkg.api.no_wraps"]) is api.no_wraps
+        own = [*TESTPKG, "picklable_testpkg.decorators.no_wraps"]  # its own name too
+        assert picklable.loads(payload, allowed=own) is api.no_wraps
         refused(payload, ["picklable_testpkg.api"])
 
     def test_dunder_names(self):
         """Dotted names through dunders (plain.__globals__) are refused."""
         refused(global_payload("picklable_testpkg.api", "plain.__globals__"), TESTPKG)
         refused(global_payload("picklable_testpkg.api", "Frame.<locals>"), TESTPKG)
-        assert picklable.loads(
-            global_payload("picklable_testpkg.api", "Frame.total"), allowed=TESTPKG
-        ) is (api.Frame.total)
+        total = global_payload("picklable_testpkg.api", "Frame.total")
+        assert "must be named exactly" in refused(total, TESTPKG)
+        names = ["picklable_testpkg.api.Frame.total"]
+        assert picklable.loads(total, allowed=names) is (api.Frame.total)
 
     def test_by_value_code_of_unlisted_module(self):
         """A by-value function whose module is not listed is refused before it is built."""
@@ -428,7 +451,10 @@ class TestRefused:
             "picklable_testpkg.api",
             ("add", "__closure__", 0, "cell_contents"),
         )
-        assert picklable.loads(payload, allowed=TESTPKG) is api.add.__closure__[0].cell_contents
+        inner = api.add.__closure__[0].cell_contents
+        assert "must be named exactly" in refused(payload, TESTPKG)
+        names = [*TESTPKG, f"{inner.__module__}.{inner.__qualname__}"]
+        assert picklable.loads(payload, allowed=names) is inner
         for name in ("__dict__", "__weakref__"):  # one descriptor per class, or (3.15) shared
             payload = crafted(
                 _reconstruct._resolve, "picklable_testpkg.api", ("Frame", "__dict__", (name,))
@@ -484,7 +510,7 @@ class TestUnpicklerAllowed:
 
     def test_loads_allowed_payloads_one_after_another(self):
         stream = io.BytesIO(picklable.dumps(api.plain) + picklable.dumps([api.plain, 2]))
-        unpickler = picklable.Unpickler(stream, allowed=TESTPKG)
+        unpickler = picklable.Unpickler(stream, allowed=PLAIN)
         assert unpickler.load() is api.plain
         assert unpickler.load() == [api.plain, 2]
 
@@ -497,8 +523,8 @@ class TestUnpicklerAllowed:
     def test_policy_object_is_accepted(self):
         policy = _allow.Policy(TESTPKG)
         assert list(policy) == ["picklable_testpkg"]
-        stream = io.BytesIO(picklable.dumps(api.plain))
-        assert picklable.Unpickler(stream, allowed=policy).load() is api.plain
+        stream = io.BytesIO(picklable.dumps(api.Frame([1])))
+        assert type(picklable.Unpickler(stream, allowed=policy).load()) is api.Frame
 
     def test_without_allowed_it_is_the_c_unpickler(self):
         """No per-global Python call unless asked for one."""
@@ -548,6 +574,23 @@ def _trace(data):
     return sorted(modules), rebuilders
 
 
+def _load_naming_functions(data, modules):
+    """Load ``data`` under its modules and the exact names of the functions it
+    ships, each added as its refusal says (which must name it)."""
+    names = list(modules)
+    for _ in range(20):
+        try:
+            return picklable.loads(data, allowed=picklable.Policy(names, by_value_code=True))
+        except picklable.UnpicklingError as exc:
+            if "must be named exactly" not in str(exc):
+                raise
+            name, message = exc.hint.split("'")[1], str(exc)
+        if name in names:
+            raise AssertionError(f"{name} refused though named: {message}")
+        names.append(name)
+    raise AssertionError(f"more than 20 functions: {names}")
+
+
 def _summary(obj):
     return (
         type(obj).__qualname__,
@@ -571,7 +614,7 @@ class TestCorpus:
             modules, rebuilders = _trace(data)
             expected = picklable.loads(data)
             try:
-                back = picklable.loads(data, allowed=picklable.Policy(modules, by_value_code=True))
+                back = _load_naming_functions(data, modules)
             except picklable.UnpicklingError as exc:
                 refused_kinds.append((name, str(exc)))
                 continue

@@ -97,7 +97,12 @@ WAYS = {
         lambda data: picklable.loads(
             data,
             allowed=picklable.Policy(
-                ["picklable_testpkg", "support.cross_version_probe", "test_reconstruct"],
+                [
+                    "picklable_testpkg",
+                    "support.cross_version_probe",
+                    "support.cross_version_probe.mark",  # a function, by its exact name
+                    "test_reconstruct",
+                ],
                 by_value_code=True,
             ),
         ),

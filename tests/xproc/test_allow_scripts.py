@@ -2,7 +2,9 @@
 
 Where the receiver runs the sender's script (a spawn worker re-imports it as
 ``__mp_main__``), its objects load as the receiver's own with
-``allowed=["__main__"]`` alone: no code is built, so no by-value code opt-in.
+``allowed=["__main__"]`` and the exact names of the script's functions and
+methods (a module admits its classes, not its functions): no code is built, so
+no by-value code opt-in.
 Elsewhere they are copies: by-value code, refused without the opt-in.
 """
 
@@ -89,6 +91,22 @@ SCRIPT = textwrap.dedent(
         return found
 
 
+    # The script's functions and methods, each by its exact name: a module admits
+    # its classes, not its functions.
+    NAMED = [
+        "__main__",
+        "__main__.double",
+        "__main__.guarded",
+        "__main__.scaled",
+        *(
+            f"__main__.{cls.__qualname__}.{name}"
+            for cls in (Point, Color, Scaled)
+            for name, value in vars(cls).items()
+            if callable(value) and not isinstance(value, type)
+        ),
+    ]
+
+
     if __name__ == "__main__":
         objects = (Point(1, ["a"]), Color.GREEN, double, guarded)
         payloads = {
@@ -99,11 +117,13 @@ SCRIPT = textwrap.dedent(
         }
         runs = {
             "auto, __main__": ("auto", ["__main__"]),
+            "auto, named": ("auto", NAMED),
             "auto, json": ("auto", ["json"]),
-            "wrapper, __main__": ("auto, a wrapper too", ["__main__"]),
-            "wrapper, __main__ and functools": ("auto, a wrapper too", ["__main__", "functools"]),
+            "wrapper, named": ("auto, a wrapper too", NAMED),
+            "wrapper, named and functools": ("auto, a wrapper too", [*NAMED, "functools"]),
             "references, __main__": ("references", ["__main__"]),
-            "copies, __main__": ("copies", ["__main__"]),
+            "references, named": ("references", NAMED),
+            "copies, named": ("copies", NAMED),
         }
         context = multiprocessing.get_context("spawn")
         with context.Pool(1) as pool:
@@ -127,13 +147,17 @@ def test_a_scripts_objects_under_an_allow_list(tmp_path):
         "same function": True,
         "same guarded": True,
     }
-    assert results["auto, __main__"] == own
+    # The module admits the script's classes, not its functions and methods: a
+    # function the list does not name is never the receiver's own, but a copy.
+    assert "code shipped by value is arbitrary code" in results["auto, __main__"]["refused"]
+    assert "must be named exactly" in results["references, __main__"]["refused"]
+    assert results["auto, named"] == own
     assert "'__main__'" in results["auto, json"]["refused"]
     # A wrapper's copy travels too (the receiver might not run the script), and
     # its globals name functools: list it, or send references alone.
     wrapper = {**own, "same wrapper": True, "works": 20}
-    assert "'functools'" in results["wrapper, __main__"]["refused"]
-    assert results["wrapper, __main__ and functools"] == wrapper
-    assert results["references, __main__"] == wrapper
-    copies = results["copies, __main__"]["refused"]
+    assert "'functools'" in results["wrapper, named"]["refused"]
+    assert results["wrapper, named and functools"] == wrapper
+    assert results["references, named"] == wrapper
+    copies = results["copies, named"]["refused"]
     assert "code shipped by value is arbitrary code" in copies

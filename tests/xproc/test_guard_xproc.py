@@ -166,10 +166,13 @@ class TestAllowedAcrossProcesses:
     def test_allowed_package_loads(self, child):
         """Objects of an allowed package load, by reference, and by value once opted into."""
         payload = picklable.dumps([api.plain, api.make_closure(2)])
-        policy = picklable.Policy(["picklable_testpkg"], by_value_code=True)
+        names = ["picklable_testpkg", "picklable_testpkg.api.plain"]  # a function: by name
+        policy = picklable.Policy(names, by_value_code=True)
         assert child.run(guard_checks.load_value, payload, {"allowed": policy})[1](1) == 3
-        report = child.run(guard_checks.load_refused, payload, {"allowed": ["picklable_testpkg"]})
+        report = child.run(guard_checks.load_refused, payload, {"allowed": names})
         assert "code shipped by value is arbitrary code" in report["message"]
+        report = child.run(guard_checks.load_refused, payload, {"allowed": ["picklable_testpkg"]})
+        assert "must be named exactly" in report["message"]
 
     def test_other_package_refused(self, child):
         """The same payload under another allow-list is refused, naming the module."""
