@@ -257,7 +257,8 @@ class TestNaturalLists:
 
     def test_arrow_strings_admit_no_other_pyarrow_name(self):
         """pandas' objects emit three pyarrow rebuild functions: nothing else of pyarrow."""
-        pa = pytest.importorskip("pyarrow")
+        import pyarrow as pa
+
         assert {m for m, _ in _capability.EMITTED_BY} == {"pyarrow.lib"}
         for other in (pa.memory_map, pa.lib.Buffer.to_pybytes, pa.array):
             with pytest.raises(picklable.UnpicklingError, match="pyarrow"):
