@@ -3,7 +3,7 @@
 Run from the repository root (objects defined here live in ``__main__``, like a
 user's script)::
 
-    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT]
+    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first] [--notebook]
 
 Times are the best of 9 rounds, with the cyclic GC off while timing (as in
 timeit); ratios are the median, over the rounds, of each serializer's time
@@ -12,16 +12,25 @@ so a slow spell of a shared machine cancels out). Ratios are against stdlib
 pickle for by-reference and plain-data cases, and against cloudpickle for
 by-value functions (stdlib pickle cannot ship those: it writes a reference to
 ``__main__``, which the receiver does not have).
+
+The ``script:`` cases are what a user's script defines at its top level (issue
+29): found in the script's namespace, they travel as copies that know their
+place in the script. ``--first`` adds their first dump and load in a fresh
+interpreter (7 of them), beside the thousandth that the rounds measure;
+``--notebook`` the same objects defined in a cell of a Jupyter kernel that the
+benchmark starts (loops of 200 calls, measured in the kernel).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import pickle
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -64,6 +73,43 @@ def make_closure(n: int) -> Callable[[int], int]:
     return add
 
 
+# What a user's script defines at its top level (issue 29): found in the script's
+# namespace, so each travels as a copy that knows its place in the script (a
+# spawn worker running the script uses its own). The rows "lambda" and
+# "closure" above are made inside cases(): copies alone.
+script_lambda = lambda x: x * 2 + OFFSET  # noqa: E731
+script_closure = make_closure(7)
+
+
+def _logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_logged
+def script_decorated(x: int) -> int:
+    return x + OFFSET
+
+
+class ScriptShape:
+    """A class of the script, with a few methods."""
+
+    scale = 2
+
+    def __init__(self, width: float, height: float) -> None:
+        self.width = width
+        self.height = height
+
+    def area(self) -> float:
+        return self.width * self.height * self.scale
+
+    def __repr__(self) -> str:
+        return f"ScriptShape({self.width}, {self.height})"
+
+
 def calibrate(fn: Callable[[], Any], *, budget: float) -> int:
     """How many calls make one timed batch of about ``budget`` seconds."""
     fn()
@@ -87,6 +133,14 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
         "lambda (by value)": (lambda x: x * 2 + OFFSET, {"by_value": True}),
         "closure (by value)": (make_closure(5), {"by_value": True}),
         "1,000 closures (by value)": ([make_closure(i) for i in range(1000)], {"by_value": True}),
+        "script: lambda (by value)": (script_lambda, {"by_value": True}),
+        "script: closure (by value)": (script_closure, {"by_value": True}),
+        "script: decorated function": (script_decorated, {"by_value": True}),
+        "script: class (by value)": (ScriptShape, {"by_value": True}),
+        "script: 100 instances": (
+            [ScriptShape(i, i / 2) for i in range(100)],
+            {"by_value": True},
+        ),
         "1,000 closures of a package": (
             [factories.make_closure(i) for i in range(1000)],
             {"by_value": True},
@@ -161,6 +215,169 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+FIRST_RUNS = 7
+
+
+def first_dumps(runs: int = FIRST_RUNS) -> list[dict[str, Any]]:
+    """The first dumps and loads of each ``script:`` case in a fresh interpreter
+    (this script again, with ``--first-child``): what the script's first payload
+    pays (reading the script's file and guard, indexing its namespace, code
+    bytes). Per case, the median over ``runs`` interpreters of each serializer's
+    time divided by cloudpickle's in the same interpreter; the serializers take
+    turns in a rotating order."""
+    samples: list[dict[str, dict[str, tuple[float, float]]]] = []
+    for run in range(runs):
+        done = subprocess.run(
+            [sys.executable, __file__, "--first-child", str(run)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        samples.append(json.loads(done.stdout))
+    rows = []
+    for case in samples[0]:
+        row: dict[str, Any] = {"case": f"{case}, first dump", "by_value": True}
+        for ser in samples[0][case]:
+            entry: dict[str, Any] = {"bytes": 0}
+            for op, at in (("dumps", 0), ("loads", 1)):
+                times = [s[case][ser][at] for s in samples]
+                entry[f"{op}_s"] = min(times)
+                entry[f"{op}_ratio"] = statistics.median(
+                    s[case][ser][at] / s[case]["cloudpickle"][at] for s in samples
+                )
+            entry["bytes"] = samples[0][case][ser][2]
+            row[ser] = entry
+        rows.append(row)
+    return rows
+
+
+def _first_child(turn: int) -> None:
+    """In a fresh interpreter: the first dumps and loads of each script case."""
+    out: dict[str, dict[str, tuple[float, float, int]]] = {}
+    names = [n for n in SERIALIZERS if n != "pickle"]
+    for name, (obj, _) in cases().items():
+        if not name.startswith("script:"):
+            continue
+        out[name] = {}
+        for ser in names[turn % len(names) :] + names[: turn % len(names)]:
+            dumps, loads = SERIALIZERS[ser]
+            start = time.perf_counter()
+            data = dumps(obj)
+            dumped = time.perf_counter()
+            loads(data)
+            loaded = time.perf_counter()
+            out[name][ser] = (dumped - start, loaded - dumped, len(data))
+    print(json.dumps(out))
+
+
+# Run in a Jupyter kernel (``--notebook``): the same script cases, defined in a cell
+# (the cell's namespace is the kernel's __main__, which has no file: copies alone).
+_NOTEBOOK_DEFINE = """
+import functools, json, statistics, sys
+sys.path.insert(0, {benchmarks!r})
+import cloudpickle, dill, picklable
+from timing import per_call
+
+OFFSET = 3
+nb_lambda = lambda x: x * 2 + OFFSET
+
+def make_closure(n):
+    def add(x):
+        return x + n + OFFSET
+    return add
+
+nb_closure = make_closure(7)
+
+def _logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+@_logged
+def nb_decorated(x):
+    return x + OFFSET
+
+class NbShape:
+    scale = 2
+    def __init__(self, width, height):
+        self.width = width
+        self.height = height
+    def area(self):
+        return self.width * self.height * self.scale
+"""
+_NOTEBOOK_MEASURE = """
+_cases = {{
+    "notebook: lambda (by value)": nb_lambda,
+    "notebook: closure (by value)": nb_closure,
+    "notebook: decorated function": nb_decorated,
+    "notebook: class (by value)": NbShape,
+    "notebook: 100 instances": [NbShape(i, i / 2) for i in range(100)],
+}}
+_sers = {{
+    "cloudpickle": (lambda o: cloudpickle.dumps(o, protocol=5), cloudpickle.loads),
+    "dill": (lambda o: dill.dumps(o, protocol=5), dill.loads),
+    "picklable": (picklable.dumps, picklable.loads),
+}}
+_out = {{}}
+for _name, _obj in _cases.items():
+    _times = {{s: ([], []) for s in _sers}}
+    _sizes = {{}}
+    _order = list(_sers)
+    for _round in range({rounds}):
+        for _s in _order[_round % 3:] + _order[:_round % 3]:
+            _d, _l = _sers[_s]
+            _data = _d(_obj)
+            _sizes[_s] = len(_data)
+            _times[_s][0].append(per_call(lambda: _d(_obj), {loops}, collect=True))
+            _times[_s][1].append(per_call(lambda: _l(_data), {loops}, collect=True))
+    _ref = _times["cloudpickle"]
+    _out[_name] = {{
+        _s: {{
+            "bytes": _sizes[_s],
+            "dumps_s": min(_t[0]),
+            "loads_s": min(_t[1]),
+            "dumps_ratio": statistics.median(a / b for a, b in zip(_t[0], _ref[0])),
+            "loads_ratio": statistics.median(a / b for a, b in zip(_t[1], _ref[1])),
+        }}
+        for _s, _t in _times.items()
+    }}
+print(json.dumps(_out))
+"""
+
+
+def notebook_rows(quick: bool = False) -> list[dict[str, Any]]:
+    """The script cases defined in a cell of a Jupyter kernel started here (as
+    tests/interactive does), measured in the kernel beside cloudpickle and dill."""
+    import os
+    import queue
+
+    from jupyter_client.manager import start_new_kernel
+
+    benchmarks = os.path.dirname(os.path.abspath(__file__))
+    manager, client = start_new_kernel(kernel_name="python3", env=dict(os.environ))
+    try:
+        client.execute_interactive(_NOTEBOOK_DEFINE.format(benchmarks=benchmarks), timeout=120)
+        printed: list[str] = []
+
+        def keep(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+                printed.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                printed.append("\n".join(msg["content"]["traceback"]))
+
+        code = _NOTEBOOK_MEASURE.format(rounds=3 if quick else ROUNDS, loops=20 if quick else 200)
+        try:
+            client.execute_interactive(code, timeout=1800, output_hook=keep)
+        except queue.Empty:
+            raise RuntimeError("the kernel did not answer in 30 minutes") from None
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    results = json.loads("".join(printed))
+    return [{"case": case, "by_value": True, **sers} for case, sers in results.items()]
+
+
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
         (
@@ -203,8 +420,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short loops (smoke run)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--case", metavar="TEXT", help="only the cases whose name contains TEXT")
+    parser.add_argument(
+        "--first", action="store_true", help="also the first dump of each script case"
+    )
+    parser.add_argument(
+        "--notebook", action="store_true", help="also the script cases in a Jupyter kernel"
+    )
+    parser.add_argument("--first-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.first_child is not None:
+        _first_child(args.first_child)
+        return 0
     rows = measure(budget=0.005 if args.quick else 0.05, only=args.case)
+    if args.first:
+        rows += first_dumps()
+    if args.notebook:
+        rows += notebook_rows(quick=args.quick)
     print(render(rows))
     if args.json:
         with open(args.json, "w") as f:

@@ -17,6 +17,10 @@ interleaved order (issue 18):
 - by value: closures of this script (one code, new cells each time) and lambdas
   compiled one by one (a new code object each time, as in a notebook), vs
   cloudpickle (pickle cannot ship them);
+- script: what this script defines at its top level (a lambda, a closure, a
+  decorated function, a class, its instances), found in the script's namespace
+  and shipped as copies that know their place in the script (issue 29), vs
+  cloudpickle;
 - tasks: ``(closure, (dataclass list, array))``, what a pool sends, vs cloudpickle;
 - large, every 125th payload: 100,000 small lists or 10,000 dataclass instances,
   vs pickle (what left pooled picklers with memo tables that made every later
@@ -35,6 +39,7 @@ is what a loaded machine does not move).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pickle
@@ -66,6 +71,7 @@ KINDS: dict[str, tuple[str, tuple[float | None, float | None, float | None]]] = 
     "plain data": ("pickle", (1.2, 1.2, None)),
     "arrays": ("pickle", (1.2, 1.2, None)),
     "by value": ("cloudpickle", (0.33, 0.5, 0.6)),
+    "script": ("cloudpickle", (0.33, 0.5, 0.6)),
     "tasks": ("cloudpickle", (None, None, None)),
     "large": ("pickle", (1.2, 1.2, None)),
 }
@@ -85,6 +91,46 @@ def make_closure(n: int) -> Callable[[int], int]:
 
     return add
 
+
+# What a user's script defines at its top level (see bench_dumps.py).
+script_lambda = lambda x: x * 2 + OFFSET  # noqa: E731
+script_closure = make_closure(7)
+
+
+def _logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_logged
+def script_decorated(x: int) -> int:
+    return x + OFFSET
+
+
+class ScriptShape:
+    """A class of the script, with a few methods."""
+
+    scale = 2
+
+    def __init__(self, width: float, height: float) -> None:
+        self.width = width
+        self.height = height
+
+    def area(self) -> float:
+        return self.width * self.height * self.scale
+
+
+# Case names of their own: a case is summarized by its name across kinds.
+SCRIPT: list[tuple[str, Any]] = [
+    ("top-level lambda", script_lambda),
+    ("top-level closure", script_closure),
+    ("top-level decorated function", script_decorated),
+    ("top-level class", ScriptShape),
+    ("10 instances of a top-level class", [ScriptShape(k, k / 2) for k in range(10)]),
+]
 
 BY_REFERENCE: list[tuple[str, Any]] = [
     ("os.path.join", os.path.join),
@@ -116,7 +162,7 @@ def payload(i: int) -> tuple[str, str, Any]:
         fresh: Any = eval(f"lambda x: x * {i} + OFFSET")  # a new code object each time
         return "by value", "lambda, new code each time", fresh
     if slot == 8:
-        return "by value", "closure", make_closure(-i)
+        return ("script", *SCRIPT[(i // 10) % len(SCRIPT)])
     task = (make_closure(i), ([Point(k, k, "t") for k in range(20)], np.ones(64)))
     return "tasks", "(closure, (20 dataclass instances, array))", task
 

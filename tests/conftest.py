@@ -57,6 +57,15 @@ def child() -> Iterator[Child]:
     handle.close()
 
 
+@pytest.fixture(scope="module")
+def reference() -> Iterator[Child]:
+    """Another fresh interpreter beside ``child``: where the facts of objects are read
+    as their module makes them, to compare a copy loaded in ``child`` with."""
+    handle = Child()
+    yield handle
+    handle.close()
+
+
 # Test files written in a newer Python's syntax (``test_*_py312.py`` ...) cannot even
 # be compiled before it: on an older Python each is one test, skipped with the reason.
 _NEWER_SYNTAX = re.compile(r"_py3(\d+)\.py$")

@@ -37,6 +37,7 @@ __all__ = [
     "ProcessPoolExecutor",
     "RemoteError",
     "RemoteTraceback",
+    "TaskTimeoutError",
     "Unpickler",
     "UnpicklingError",
     "WorkerDiedError",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
         ProcessPoolExecutor,
         RemoteError,
         RemoteTraceback,
+        TaskTimeoutError,
         WorkerDiedError,
         worker_index,
     )
@@ -99,6 +101,7 @@ _LAZY: dict[str, str] = {
     "ProcessPoolExecutor": ".executors",
     "RemoteError": ".executors",
     "RemoteTraceback": ".executors",
+    "TaskTimeoutError": ".executors",
     "WorkerDiedError": ".executors",
     "worker_index": ".executors",
 }

@@ -10,13 +10,15 @@ compute something else)?
 
 from __future__ import annotations
 
+import builtins
 import types
+import weakref
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from . import _code
+from . import _caches, _code
 
-__all__ = ["script_reads"]
+__all__ = ["missing_globals", "script_reads"]
 
 # A bound on the walk: a script's call graph is small; a pathological one
 # (thousands of functions reading each other) is cut short, never slow.
@@ -68,3 +70,56 @@ def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict
                 if type(value) in (types.FunctionType, classmethod, staticmethod)
                 and key not in _ANNOTATIONS
             )
+
+
+# id(function) -> (a weak reference to it, its code, what the answer rests on):
+# functions of the script whose reads were all defined when last asked. Each
+# load of a payload with a script's function asks again (issue 29): the answer
+# is kept with every (namespace, name, value or _ABSENT) the walk read, and
+# holds while each is unchanged (a name defined, deleted or rebound since is
+# seen). Not kept when the walk went through a class (its methods may change
+# in place) or a wrapper other than the function's own ``__wrapped__``; a
+# ``__code__`` replaced on a function it reads is not seen (one on the function
+# itself is).
+_complete: dict[int, tuple[Any, Any, tuple[tuple[dict[str, Any], str, Any], ...]]] = {}
+_COMPLETE_LIMIT = 1024
+_ABSENT: Any = object()
+_caches.register("reads.complete", _complete.clear)
+
+
+def missing_globals(obj: Any, modules: Collection[str]) -> set[str]:
+    """The globals ``obj`` reads (directly, or through the script's functions
+    and classes it reads) that its namespace does not define, builtins aside.
+
+    ``modules``: the names the script goes by here (see :func:`script_reads`)."""
+    known = _complete.get(id(obj))
+    if known is not None and known[0]() is obj and obj.__code__ is known[1]:
+        for namespace, name, value in known[2]:
+            if namespace.get(name, _ABSENT) is not value:
+                break
+        else:
+            return set()
+    missing: set[str] = set()
+    deps: list[tuple[dict[str, Any], str, Any]] = []
+    keep = type(obj) is types.FunctionType
+    if keep:
+        inner = obj.__dict__.get("__wrapped__", _ABSENT)
+        if inner is not _ABSENT:
+            # A decorator's wrapper: what it wraps is read too (one level is kept).
+            deps.append((obj.__dict__, "__wrapped__", inner))
+            keep = type(inner) is types.FunctionType and "__wrapped__" not in inner.__dict__
+    for name, namespace in script_reads(obj, modules):
+        value = namespace.get(name, _ABSENT)
+        deps.append((namespace, name, value))
+        if value is _ABSENT:
+            if not hasattr(builtins, name):
+                missing.add(name)
+        elif isinstance(value, type) or (
+            type(value) is types.FunctionType and "__wrapped__" in value.__dict__
+        ):
+            keep = False
+    if keep and not missing:
+        if len(_complete) >= _COMPLETE_LIMIT:
+            _complete.clear()
+        _complete[id(obj)] = (weakref.ref(obj), obj.__code__, tuple(deps))
+    return missing

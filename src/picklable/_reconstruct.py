@@ -69,7 +69,7 @@ from ._compat import (
     wrapt_proxy_roots,
 )
 from ._paths import Path, format_path, walk
-from ._reads import script_reads
+from ._reads import missing_globals
 from .exceptions import UnpicklingError, make_combined
 
 __all__ = [
@@ -349,12 +349,7 @@ def _build(obj: Any, state: Any) -> None:
 def _missing_globals(obj: Any, module: types.ModuleType) -> set[str]:
     """Globals ``obj`` reads (directly, or through the script's functions and
     classes it reads) that are not defined in this process's copy of the script."""
-    names = {module.__name__, "__main__", "__mp_main__"}
-    return {
-        name
-        for name, namespace in script_reads(obj, names)
-        if name not in namespace and not hasattr(builtins, name)
-    }
+    return missing_globals(obj, {module.__name__, "__main__", "__mp_main__"})
 
 
 # ------------------------------------------------------------- code by value

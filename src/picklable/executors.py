@@ -24,6 +24,12 @@ What they add:
   exit code or signal; the worker is replaced and every other task completes.
   ``retries=N`` runs such a task again, for idempotent tasks. Every task ends
   in a result or an error.
+* A task that hangs holds its own worker only: the tasks queued behind it are
+  taken back and run by the others. ``task_timeout=`` ends a task that runs too
+  long: its worker is killed and replaced, and it fails with
+  :class:`TaskTimeoutError` naming it. Workers end when the parent dies, busy or
+  not, and after ``ProcessPoolExecutor.shutdown(wait=False)`` the interpreter's
+  exit does not wait for running tasks.
 * :func:`worker_index` tells the initializer (and tasks) which worker it is.
 * ``progress=True`` on the map family draws a progress bar on stderr.
 * Start methods ``'spawn'`` (the default everywhere), ``'forkserver'``,
@@ -44,7 +50,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._pool._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
+    from ._pool._broken import BrokenPoolError, TaskLoadError, TaskTimeoutError, WorkerDiedError
     from ._pool._errors import RemoteError, RemoteTraceback
     from ._pool._futures import ProcessPoolExecutor
     from ._pool._jobs import AsyncResult, IMapIterator, IMapUnorderedIterator, MapResult
@@ -62,6 +68,7 @@ __all__ = [
     "RemoteError",
     "RemoteTraceback",
     "TaskLoadError",
+    "TaskTimeoutError",
     "WorkerDiedError",
     "worker_index",
 ]
@@ -80,6 +87,7 @@ _WHERE = {
     "RemoteError": "._pool._errors",
     "RemoteTraceback": "._pool._errors",
     "TaskLoadError": "._pool._broken",
+    "TaskTimeoutError": "._pool._broken",
     "WorkerDiedError": "._pool._broken",
     "worker_index": "._pool._worker",
 }

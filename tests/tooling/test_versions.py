@@ -53,6 +53,29 @@ class TestSupportedVersions:
         oldest = classified()[0]
         assert project()["requires-python"] == f">={oldest[0]}.{oldest[1]}"
 
+    def test_matrix_reads_a_module_skip_reason(self, tmp_path):
+        """A module skipped whole keeps its reason in JUnit's legacy text; the skip check
+        reads it there, so a reason naming the version passes and "collection skipped"
+        alone would not."""
+        junit = tmp_path / "junit.xml"
+        junit.write_text(
+            '<testsuites><testsuite tests="2" failures="0" errors="0" skipped="2">'
+            '<testcase name="a"><skipped message="collection skipped">'
+            "('x.py', 65, 'Skipped: Ray has no wheel for Python 3.15')</skipped></testcase>"
+            '<testcase name="b"><skipped message="collection skipped">'
+            "('y.py', 3, 'Skipped: no reason')</skipped></testcase>"
+            "</testsuite></testsuites>"
+        )
+        matrix = matrix_script()
+        counts = matrix.junit_counts(junit)
+        assert counts["skip_reasons"] == {
+            "Ray has no wheel for Python 3.15": 1,
+            "no reason": 1,
+        }
+        assert matrix.check_counts("3.15", counts, None) == [
+            "1 skipped without a version reason: 'no reason'"
+        ]
+
     def test_matrix_reads_the_classifiers(self):
         """scripts/matrix runs exactly the classified versions; Debian's are among them."""
         matrix = matrix_script()

@@ -17,7 +17,7 @@ import pytest
 import picklable
 from picklable import executors
 from picklable._pool import _protocol as P
-from picklable._pool._core import QUEUE_BUDGET, _Inbox, may_queue
+from picklable._pool._core import OVERDUE_MIN, QUEUE_BUDGET, _Inbox, may_queue, overdue_after
 from picklable._pool._errors import describe_exit
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
 from picklable._pool._mp import callable_name, start_method
@@ -193,6 +193,26 @@ class TestErrors:
         )
         broken = loads(dumps(executors.BrokenPoolError("gone", reason="terminated")))
         assert (str(broken), broken.reason) == ("gone", "terminated")
+        late = loads(dumps(executors.TaskTimeoutError("t", 2.5, count=3, pid=7, worker_index=1)))
+        assert (late.task, late.timeout, late.count, late.pid, late.worker_index) == (
+            "t",
+            2.5,
+            3,
+            7,
+            1,
+        )
+
+    def test_task_timeout_message(self):
+        """TaskTimeoutError names the task, the limit, the worker, and the fix."""
+        err = executors.TaskTimeoutError("work(3) (item 3 of map(work))", 2, pid=42, worker_index=1)
+        assert str(err) == (
+            "Task work(3) (item 3 of map(work)) did not finish within its task_timeout (2 s): "
+            "worker 1 (pid 42) was killed and replaced, and the other tasks carry on. Fix: "
+            "make the task return sooner, or give it a larger task_timeout (math.inf: no limit)."
+        )
+        chunk = executors.TaskTimeoutError("items 0-3 of map(work)", 0.5, count=4)
+        assert "(0.5 s per item, 2 s): its worker was killed" in str(chunk)
+        assert isinstance(err, TimeoutError)  # concurrent.futures.TimeoutError too
 
     @pytest.mark.parametrize(
         ("code", "words"),
@@ -295,6 +315,7 @@ class TestPublicNames:
             "WorkerDiedError",
             "BrokenPoolError",
             "RemoteError",
+            "TaskTimeoutError",
             "worker_index",
         ):
             assert getattr(picklable, name) is getattr(executors, name)
@@ -326,9 +347,48 @@ class TestMayQueue:
         """Short units queue up to the budget; long or unknown ones wait for an idle worker."""
         assert may_queue(inflight, queued, est) is expected
 
+    @pytest.mark.parametrize(("running", "expected"), [(0.001, True), (0.2, False), (0.1, False)])
+    def test_nothing_queues_behind_a_long_unit(self, running, expected):
+        """Behind a unit estimated long (or never run: 0.1 s), short ones would wait for all of it."""
+        assert may_queue(1, 0.0, 0.000002, running) is expected
+
     def test_budget_is_small(self):
         """The queue budget keeps tail imbalance to a few milliseconds."""
         assert 0 < QUEUE_BUDGET <= 0.01
+
+    @pytest.mark.parametrize(("est", "late"), [(0.00001, OVERDUE_MIN), (0.1, 0.4), (1.0, 4.0)])
+    def test_overdue_after(self, est, late):
+        """A running unit is late after 4 times its estimate, never sooner than OVERDUE_MIN."""
+        assert overdue_after(est) == pytest.approx(late)
+
+
+class TestTickets:
+    def test_retag_frame(self):
+        """A task sent again keeps its frame but for the id: stale copies match no ticket."""
+        frame = P.task_frame(P.CALL, 5, b"d" * 16, b"payload")
+        again = P.retag_frame(frame, 99)
+        assert P.TASK_BODY.unpack_from(again, 8) == (P.CALL, 99, b"d" * 16)
+        assert again[33:] == frame[33:] == b"payload"
+        assert P.TASK_BODY.unpack_from(frame, 8)[1] == 5  # the original is left as it was
+
+    @pytest.mark.parametrize(
+        ("value", "default", "limit"),
+        [(None, None, None), (None, 3, 3.0), (2, 3.0, 2.0), (float("inf"), 3.0, None)],
+    )
+    def test_task_timeout(self, value, default, limit):
+        """A call's own task_timeout wins; math.inf lifts the pool's."""
+        assert P.task_timeout(value, default) == limit
+
+    @pytest.mark.parametrize("value", [0, -1.5, float("nan"), "3", True])
+    def test_bad_task_timeout(self, value):
+        """task_timeout is a positive number of seconds or None."""
+        with pytest.raises((TypeError, ValueError), match="task_timeout must be"):
+            P.check_task_timeout(value)
+
+    def test_executor_rejects_bad_task_timeout(self):
+        """Checked before any worker starts."""
+        with pytest.raises(ValueError, match="task_timeout must be greater than 0"):
+            picklable.ProcessPoolExecutor(1, task_timeout=0)
 
 
 class TestSignedFrames:

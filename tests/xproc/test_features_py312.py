@@ -13,25 +13,16 @@ from __future__ import annotations
 import json
 import textwrap
 import typing
-from collections.abc import Iterator
 
 import pytest
 
 import picklable
 from picklable_testpkg import py312_features as features
 from support import feature_checks
-from support.child import Child, run_script
+from support.child import run_script
 from support.feature_checks import local_rows, module_rows, script_problems, table
 
 MODULE = features.__name__
-
-
-@pytest.fixture(scope="module")
-def reference() -> Iterator[Child]:
-    """Another fresh interpreter: the facts of the objects as their module makes them."""
-    handle = Child()
-    yield handle
-    handle.close()
 
 
 MODULE_OBJECTS = [

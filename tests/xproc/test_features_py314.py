@@ -17,13 +17,10 @@ import annotationlib
 import functools
 import json
 import textwrap
-from collections.abc import Iterator
-
-import pytest
 
 import picklable
 from picklable_testpkg import py314_features as features
-from support.child import Child, run_script
+from support.child import run_script
 from support.feature_checks import (
     compare,
     local_rows,
@@ -34,14 +31,6 @@ from support.feature_checks import (
 )
 
 MODULE = features.__name__
-
-
-@pytest.fixture(scope="module")
-def reference() -> Iterator[Child]:
-    """Another fresh interpreter: the facts of the objects as their module makes them."""
-    handle = Child()
-    yield handle
-    handle.close()
 
 
 MODULE_OBJECTS = ["early", "dangling", "Node", "Node.adopt", "Depth", "collect"]

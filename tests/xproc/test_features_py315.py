@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator
 
 import pytest
 
@@ -26,14 +25,6 @@ from support.child import Child, run_script
 from support.feature_checks import compare, local_rows, module_rows, script_problems, table
 
 MODULE = features.__name__
-
-
-@pytest.fixture(scope="module")
-def reference() -> Iterator[Child]:
-    """Another fresh interpreter: the facts of the objects as their module makes them."""
-    handle = Child()
-    yield handle
-    handle.close()
 
 
 def _lazy(name: str) -> bool:

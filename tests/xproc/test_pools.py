@@ -10,6 +10,7 @@ by value on purpose.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import multiprocessing
 import os
 import signal
@@ -591,6 +592,27 @@ class TestExecutor:
         assert list(executor.map(lambda a, b: a * b, range(20), range(20), chunksize=3)) == [
             x * x for x in range(20)
         ]
+
+    def test_map_buffersize_reads_as_it_yields(self, executor):
+        """map(buffersize=n), Python 3.14's, on every version: an endless iterable,
+        read no more than n items ahead of the caller; bad sizes refused as the
+        stdlib refuses them."""
+        read = []
+
+        def endless():
+            for n in itertools.count():
+                read.append(n)
+                yield n
+
+        results = executor.map(lambda x: x * 10, endless(), buffersize=3)
+        assert [next(results) for _ in range(5)] == [0, 10, 20, 30, 40]
+        assert len(read) <= 5 + 3
+        results.close()
+        assert list(executor.map(lambda a, b: a + b, [1, 2], [3], buffersize=1)) == [4]
+        with pytest.raises(ValueError, match="buffersize must be None or > 0"):
+            executor.map(str, [1], buffersize=0)
+        with pytest.raises(TypeError, match="buffersize must be an integer or None"):
+            executor.map(str, [1], buffersize=2.0)
 
     def test_map_timeout(self, executor):
         """map's timeout counts from the call; next() raises TimeoutError."""

@@ -16,7 +16,7 @@ from typing import Any
 from ..exceptions import UnpicklingError
 from ._errors import describe_exit, exit_signal
 
-__all__ = ["BrokenPoolError", "TaskLoadError", "WorkerDiedError"]
+__all__ = ["BrokenPoolError", "TaskLoadError", "TaskTimeoutError", "WorkerDiedError"]
 
 
 class BrokenPoolError(BrokenProcessPool):
@@ -116,6 +116,73 @@ def _rebuild_died(
     return cls(task, exitcode, pid=pid, worker_index=worker_index, attempts=attempts)
 
 
+class TaskTimeoutError(TimeoutError):
+    """A task ran longer than its ``task_timeout``: its worker was killed and replaced.
+
+    Only that task fails (with a chunk of a map, the items of that chunk): the
+    other tasks carry on, and those that were queued on the same worker run
+    on others. A :class:`TimeoutError`, which is also
+    ``concurrent.futures.TimeoutError``.
+
+    Attributes
+    ----------
+    task:
+        The task, e.g. ``work(3) (item 3 of map(work))``.
+    timeout:
+        Its ``task_timeout``, in seconds per item.
+    count:
+        Items of the chunk that ran (1 outside a chunked map): the chunk had
+        ``timeout * count`` seconds.
+    pid:
+        The killed worker's process id.
+    worker_index:
+        Its slot in the pool (see :func:`picklable.worker_index`).
+
+    .. versionadded:: 0.2.0
+    """
+
+    def __init__(
+        self,
+        task: str,
+        timeout: float,
+        *,
+        count: int = 1,
+        pid: int | None = None,
+        worker_index: int | None = None,
+    ) -> None:
+        self.task = task
+        self.timeout = timeout
+        self.count = count
+        self.pid = pid
+        self.worker_index = worker_index
+        who = "its worker" if worker_index is None else f"worker {worker_index}"
+        if pid is not None:
+            who += f" (pid {pid})"
+        limit = f"{timeout:g} s" if count == 1 else f"{timeout:g} s per item, {timeout * count:g} s"
+        super().__init__(
+            f"Task {task} did not finish within its task_timeout ({limit}): {who} was "
+            "killed and replaced, and the other tasks carry on. Fix: make the task "
+            "return sooner, or give it a larger task_timeout (math.inf: no limit)."
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_timeout,
+            (type(self), self.task, self.timeout, self.count, self.pid, self.worker_index),
+        )
+
+
+def _rebuild_timeout(
+    cls: type[TaskTimeoutError],
+    task: str,
+    timeout: float,
+    count: int,
+    pid: int | None,
+    worker_index: int | None,
+) -> TaskTimeoutError:
+    return cls(task, timeout, count=count, pid=pid, worker_index=worker_index)
+
+
 class TaskLoadError(UnpicklingError, BrokenProcessPool):
     """A task could not be loaded in its worker, or its result in the parent.
 
@@ -156,5 +223,5 @@ def _rebuild_load_error(
 
 
 # Shown under their public names in tracebacks.
-BrokenPoolError.__module__ = WorkerDiedError.__module__ = "picklable"
+BrokenPoolError.__module__ = WorkerDiedError.__module__ = TaskTimeoutError.__module__ = "picklable"
 TaskLoadError.__module__ = "picklable.executors"

@@ -10,8 +10,22 @@ holds which units, in order. A worker gets a unit when it is idle, and more
 queued behind the running one while the estimated run time of those queued
 (learned per function from the times workers report) is under
 :data:`QUEUE_BUDGET`: short tasks stream with no round trip between them. Units
-estimated over :data:`QUEUE_MAX_UNIT` are never queued behind another: long
-tasks are not stuck behind each other while a worker idles.
+estimated over :data:`QUEUE_MAX_UNIT` are never queued behind another, nor
+behind one: long tasks are not stuck behind each other, nor short ones behind
+a long one, while a worker idles.
+
+Late units. An estimate can be wrong: the unit running on a worker may hang (or
+its process be stopped) with short units queued behind it. Once it has run
+:data:`OVERDUE_FACTOR` times its estimate (and at least :data:`OVERDUE_MIN`),
+the manager takes back the units queued behind it that the worker has not
+started, reading their tickets back from the worker's ticket pipe (see
+:mod:`._protocol`: the kernel gives each ticket to one reader, so a unit is
+started by its worker or taken back, never both), and gives them to the
+other workers under new ids; nothing more is queued on that worker until its
+unit ends. A unit with a ``task_timeout`` that runs past it is taken out the
+same way: the units behind it are taken back first (so that nothing else can
+start there), then the worker is killed, the unit fails with
+:class:`TaskTimeoutError`, and the worker is replaced.
 
 Death. When a worker's sentinel fires, its socket is drained (results it sent
 before dying count), then the first unit it still holds is the one that was
@@ -24,6 +38,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import os
 import select
 import socket
@@ -39,9 +54,10 @@ except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
 from .._compat import chained
+from .._reduce.scripts import recheck_scripts
 from . import _launch
 from . import _protocol as P
-from ._broken import BrokenPoolError, TaskLoadError, WorkerDiedError
+from ._broken import BrokenPoolError, TaskLoadError, TaskTimeoutError, WorkerDiedError
 from ._errors import describe_exit
 from ._jobs import Failure, ItemsJob, Job, Unit
 from ._template import ForkTemplate
@@ -60,6 +76,11 @@ MAX_INFLIGHT = 256
 FUNCTION_CACHE = 64
 # Consecutive workers dying before they are ready, after which the pool is broken.
 MAX_START_FAILURES = 3
+# The units queued behind a running one are taken back once it has run this many
+# times its estimated time...
+OVERDUE_FACTOR = 4.0
+# ...and at least this many seconds (a scheduling hiccup is not a hang).
+OVERDUE_MIN = 0.1
 
 _RUN, _CLOSE, _TERMINATE = 0, 1, 2
 
@@ -86,20 +107,36 @@ class _Worker:
         "load",
         "eof",
         "eof_at",
+        "lines",
+        "tickets",
+        "running_since",
+        "overdue",
+        "timed_out",
     )
 
     def __init__(
-        self, index: int, process: _launch.Process, sock: socket.socket, boot: bytes
+        self,
+        index: int,
+        process: _launch.Process,
+        sock: socket.socket,
+        boot: bytes,
+        lines: _launch.Lines,
     ) -> None:
         self.index = index
         self.process = process
         self.sock = sock
         self.fd = sock.fileno()
+        self.lines = lines  # the parent's ends of its ticket pipe and life line
+        self.tickets: list[int] = []  # ids of units assigned, tickets not yet written
+        # When the unit at the head of inflight could start (the previous one ended).
+        self.running_since = 0.0
+        self.overdue = False  # its running unit is late: its queue was taken back
+        self.timed_out: Unit | None = None  # the unit it was killed for (task_timeout)
         self.inflight: collections.deque[Unit] = collections.deque()
         # Until it is ready: one unit kept for it, not sent (see Core._dispatch).
         self.held: Unit | None = None
         self.known: collections.OrderedDict[bytes, None] = collections.OrderedDict()
-        self.out: collections.deque[bytes | memoryview] = collections.deque()
+        self.out: collections.deque[bytes | bytearray | memoryview] = collections.deque()
         self.out_size = 0
         if boot:
             self.out.append(boot)
@@ -173,6 +210,7 @@ class Feed:
         "chunks",
         "done",
         "closed",
+        "timeout",
     )
 
     def __init__(
@@ -184,6 +222,7 @@ class Feed:
         items: list[Any] | None,
         chunksize: int,
         retries: int,
+        timeout: float | None = None,
     ) -> None:
         self.job = job
         self.digest = digest
@@ -196,6 +235,7 @@ class Feed:
         self.chunks: collections.deque[Any] = collections.deque()
         self.done = items is not None
         self.closed = False  # the pool stopped: the feeder thread should stop too
+        self.timeout = timeout  # task_timeout of each item
 
     def next_chunk(self) -> tuple[int, Any] | None:
         """(index of the first item, chunk), or None when nothing is available now."""
@@ -276,6 +316,17 @@ def _at_exit() -> None:
         if core.exit_action == "close":
             core.close()
             core.join()
+        elif core.exit_action == "kill":
+            # shutdown(wait=False): the caller chose not to wait, and the exit
+            # does not either (a hung task would keep the interpreter forever).
+            core.terminate(
+                BrokenPoolError(
+                    "the interpreter exited after shutdown(wait=False) before this task "
+                    "finished: its worker was killed. Fix: call shutdown(wait=True) (or "
+                    "wait for the futures) before the end of the program to let it finish.",
+                    reason="interpreter exit after shutdown(wait=False)",
+                )
+            )
         else:
             core.terminate()
 
@@ -323,7 +374,9 @@ class Core:
         self.holding = 0  # units held for workers still starting (see _dispatch)
         self.sent_bytes = 0  # queued for the workers so far, frames of every kind
         self.start_failures = 0
-        self.exit_action = "close"  # at interpreter exit: "close" (finish the work) or "terminate"
+        # At interpreter exit: "close" (finish the work), "terminate", or "kill"
+        # (terminate, saying so: an executor shut down with wait=False).
+        self.exit_action = "close"
         self.requests: collections.deque[Any] = collections.deque()  # callables run by the manager
         self.ids = itertools.count(1)
         self._woken = False
@@ -337,6 +390,8 @@ class Core:
         self._by_fd: dict[int, tuple[bool, _Worker]] = {}  # fd -> (is sentinel, worker)
         # fork: forks the workers started once the manager thread runs (see _template).
         self.template: ForkTemplate | None = None
+        # Stop workers with SIGKILL rather than SIGTERM first (kill_workers()).
+        self.kill_at_once = False
         _cores.add(self)
         try:
             for index in range(processes):
@@ -382,6 +437,7 @@ class Core:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         retries: int,
+        timeout: float | None = None,
     ) -> Unit:
         """A unit for one call; raises if the arguments cannot be shipped."""
         unit_id = next(self.ids)
@@ -393,7 +449,7 @@ class Core:
             error = arguments_error(self.codec, exc, pieces)
             raise error from error.__cause__
         frame = P.task_frame(P.CALL, unit_id, digest, payload)
-        return Unit(unit_id, job, digest, function, frame, 0, 1, (args, kwargs), retries)
+        return Unit(unit_id, job, digest, function, frame, 0, 1, (args, kwargs), retries, timeout)
 
     def submit(self, unit: Unit) -> None:
         """Queue one unit for dispatch (thread-safe)."""
@@ -449,8 +505,11 @@ class Core:
             self.state = _CLOSE
         self.wake()
 
-    def terminate(self) -> None:
-        """Stop the workers now; units not finished fail with BrokenPoolError."""
+    def terminate(self, error: BaseException | None = None) -> None:
+        """Stop the workers now; units not finished fail with ``error``
+        (a BrokenPoolError saying the pool was terminated, by default)."""
+        if error is not None and self.broken is None:
+            self.broken = error
         self.state = _TERMINATE
         self.wake()
         self.join()
@@ -520,21 +579,103 @@ class Core:
                     self._flush(worker)
                 if mask & _IN:
                     self._read(worker)
-            self._check_eof_timeouts()
+            self._check_timers()
+
+    def _deadline(self, worker: _Worker) -> float | None:
+        """When the manager must look at ``worker`` again, with no event from it."""
+        if worker.eof:
+            return worker.eof_at + 5.0
+        inflight = worker.inflight
+        if not inflight or worker.timed_out is not None:
+            return None
+        unit = inflight[0]
+        deadline = None
+        if unit.timeout is not None:
+            deadline = worker.running_since + unit.timeout * unit.count
+        if len(inflight) > 1 and not worker.overdue:
+            late = worker.running_since + overdue_after(unit.est)
+            if deadline is None or late < deadline:
+                deadline = late
+        return deadline
 
     def _poll_timeout(self) -> int | None:
-        waiting = [w.eof_at for w in self.workers if w is not None and w.eof]
-        if not waiting:
+        deadline = None
+        for worker in self.workers:
+            if worker is not None:
+                when = self._deadline(worker)
+                if when is not None and (deadline is None or when < deadline):
+                    deadline = when
+        if deadline is None:
             return None
-        return max(0, int((min(waiting) + 5.0 - time.monotonic()) * 1000))
+        # Rounded up: woken a little early, the loop would spin until the deadline.
+        return max(0, math.ceil((deadline - time.monotonic()) * 1000))
 
-    def _check_eof_timeouts(self) -> None:
-        # A worker closed its socket but did not exit: it can no longer answer.
+    def _check_timers(self) -> None:
         now = time.monotonic()
         for worker in self.workers:
-            if worker is not None and worker.eof and now - worker.eof_at > 5.0:
-                worker.process.kill()
-                worker.eof_at = now  # the sentinel will fire; do not kill again at once
+            if worker is None:
+                continue
+            if worker.eof:
+                if now - worker.eof_at > 5.0:
+                    # It closed its socket but did not exit: it can no longer answer.
+                    worker.process.kill()
+                    worker.eof_at = now  # the sentinel will fire; do not kill again at once
+                continue
+            inflight = worker.inflight
+            if not inflight or worker.timed_out is not None:
+                continue
+            unit = inflight[0]
+            ran = now - worker.running_since
+            if unit.timeout is not None and ran >= unit.timeout * unit.count:
+                self._time_out(worker, unit)
+            elif len(inflight) > 1 and not worker.overdue and ran >= overdue_after(unit.est):
+                # Late: what waits behind it goes to the other workers.
+                worker.overdue = True
+                self._take_back(worker)
+
+    def _take_back(self, worker: _Worker) -> None:
+        """Take back the units queued on ``worker`` that it has not started.
+
+        Each one whose ticket is still in the worker's ticket pipe (or not yet
+        written to it) is the parent's again: the worker skips its frame when
+        it gets there. They go to the front of the queue under new ids, so
+        that the stale frames never match a ticket sent later.
+        """
+        taken = set(worker.tickets)  # not written yet: their frames were not sent either
+        worker.tickets.clear()
+        fd = worker.lines.tickets_r
+        while True:
+            try:
+                data = os.read(fd, 4096)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            if not data:
+                break
+            taken.update(unit_id for (unit_id,) in P.TICKET.iter_unpack(data))
+        if not taken:
+            return
+        keep: collections.deque[Unit] = collections.deque()
+        back: list[Unit] = []
+        for unit in worker.inflight:
+            (back if unit.id in taken else keep).append(unit)
+        worker.inflight = keep
+        worker.load = sum(unit.est for unit in keep)
+        for unit in reversed(back):
+            unit.id = next(self.ids)
+            unit.frame = P.retag_frame(unit.frame, unit.id)
+            self.pending.appendleft(unit)
+
+    def _time_out(self, worker: _Worker, unit: Unit) -> None:
+        """``unit`` ran past its task_timeout: end its worker (``_reap`` fails it)."""
+        # First, nothing else may start there: a unit that does not run cannot
+        # be killed by mistake in its place.
+        self._take_back(worker)
+        if not worker.inflight or worker.inflight[0] is not unit:
+            return  # it had not started after all: it runs elsewhere, on a fresh clock
+        worker.timed_out = unit
+        worker.process.kill()
 
     # --- workers
 
@@ -542,7 +683,11 @@ class Core:
         return WorkerConfig(index, self.codec, self.initializer, self.log_initializer_errors)
 
     def _start_worker(self, index: int) -> None:
-        process, sock, boot = _launch.start(
+        # The worker imports the script's file as it is now: look at it now, not
+        # up to 0.1 s later (a script edited since this process started ships
+        # its objects as copies; see picklable._reduce.scripts).
+        recheck_scripts()
+        process, sock, boot, lines = _launch.start(
             self.method,
             self._worker_config(index),
             f"{self.name}-worker-{index}",
@@ -550,7 +695,7 @@ class Core:
             self.make_process,
             self.template,
         )
-        worker = _Worker(index, process, sock, boot)
+        worker = _Worker(index, process, sock, boot, lines)
         self.workers[index] = worker
         self._by_fd[worker.fd] = (False, worker)
         self._by_fd[process.sentinel] = (True, worker)
@@ -622,6 +767,7 @@ class Core:
                 len(chunk),
                 chunk,
                 feed.retries,
+                feed.timeout,
             )
             pending.append(unit)
             return unit
@@ -640,7 +786,11 @@ class Core:
     def _hand_out(self) -> None:
         pending = self.pending
         cost = self.cost
-        workers = [w for w in self.workers if w is not None and not w.eof and not w.stopped]
+        workers = [
+            w
+            for w in self.workers
+            if w is not None and not w.eof and not w.stopped and w.timed_out is None
+        ]
         touched: list[_Worker] = []
         progress = True
         while progress and workers:
@@ -662,8 +812,13 @@ class Core:
                     # worker idles (spawn workers come up ~0.1 s apart).
                     if worker.held is not None:
                         continue
-                # Queued work = everything but the running unit.
-                elif inflight and not may_queue(len(inflight), worker.load - inflight[0].est, est):
+                # Queued work = everything but the running unit; none behind a late one.
+                elif inflight and (
+                    worker.overdue
+                    or not may_queue(
+                        len(inflight), worker.load - inflight[0].est, est, inflight[0].est
+                    )
+                ):
                     continue
                 if est is None:
                     est = 2 * QUEUE_MAX_UNIT  # unknown: nothing will queue behind it
@@ -688,7 +843,12 @@ class Core:
         idle = [
             w
             for w in self.workers
-            if w is not None and w.ready and not w.inflight and not w.eof and not w.stopped
+            if w is not None
+            and w.ready
+            and not w.inflight
+            and not w.eof
+            and not w.stopped
+            and w.timed_out is None
         ]
         for holder in self.workers:
             if not idle:
@@ -718,14 +878,17 @@ class Core:
             for piece in P.func_frame(digest, unit.function):
                 self._queue(worker, piece)
         self._queue(worker, unit.frame)
+        if not worker.inflight:
+            worker.running_since = time.monotonic()
         worker.inflight.append(unit)
+        worker.tickets.append(unit.id)  # written before the frame goes out (_flush)
         worker.load += unit.est
         worker.dispatched += 1
         if self.maxtasks is not None and worker.dispatched >= self.maxtasks:
             worker.stopped = True
             self._queue(worker, P.STOP_FRAME)
 
-    def _queue(self, worker: _Worker, data: bytes) -> None:
+    def _queue(self, worker: _Worker, data: bytes | bytearray) -> None:
         worker.out.append(data)
         worker.out_size += len(data)
         self.sent_bytes += len(data)
@@ -736,7 +899,18 @@ class Core:
         if worker.eof or sock.fileno() < 0:
             out.clear()
             worker.out_size = 0
+            worker.tickets.clear()
             return
+        if worker.tickets:
+            # Before the frames: a worker that has a task's frame finds its
+            # ticket in the pipe, unless the parent took it back. One write of
+            # at most MAX_INFLIGHT tickets: never more than the pipe holds.
+            data = b"".join([P.TICKET.pack(unit_id) for unit_id in worker.tickets])
+            worker.tickets.clear()
+            try:
+                os.write(worker.lines.tickets_w, data)
+            except OSError:
+                pass  # the pipe is closed: the worker is being reaped
         while out:
             try:
                 sent = sock.send(out[0]) if len(out) == 1 else sock.sendmsg(_first(out, 512))
@@ -801,6 +975,9 @@ class Core:
                 return
             unit = inflight.popleft()
             worker.load = worker.load - unit.est if inflight else 0.0
+            if inflight:
+                worker.running_since = time.monotonic()
+            worker.overdue = False
             if elapsed > 0.0:
                 per_item = elapsed / unit.count
                 old = self.cost.get(unit.digest)
@@ -905,6 +1082,7 @@ class Core:
             except (KeyError, OSError, ValueError):
                 pass
         worker.sock.close()
+        worker.lines.close()
         worker.process.release()
         self.workers[worker.index] = None
         if worker.held is not None:  # never sent: it goes back untouched
@@ -928,7 +1106,9 @@ class Core:
             running = inflight.popleft()
             self.pending.extendleft(reversed(inflight))
             inflight.clear()
-            if running.attempts < running.retries:
+            if running is worker.timed_out:
+                self._fail_timed_out(worker, running)
+            elif running.attempts < running.retries:
                 running.attempts += 1
                 self.pending.appendleft(running)
             else:
@@ -947,6 +1127,22 @@ class Core:
                     _settle_failed(running, exc)
         if self.broken is None and self.state != _TERMINATE and self._needs_workers():
             self._replace(worker.index)
+
+    def _fail_timed_out(self, worker: _Worker, unit: Unit) -> None:
+        assert unit.timeout is not None
+        try:
+            unit.job.fail(
+                unit,
+                TaskTimeoutError(
+                    unit.job.describe(unit),
+                    unit.timeout,
+                    count=unit.count,
+                    pid=worker.process.pid,
+                    worker_index=worker.index,
+                ),
+            )
+        except Exception as exc:
+            _settle_failed(unit, exc)
 
     def _drain(self, worker: _Worker) -> None:
         sock = worker.sock
@@ -984,7 +1180,10 @@ class Core:
     def _kill_all(self) -> None:
         workers = [w for w in self.workers if w is not None]
         for worker in workers:
-            worker.process.terminate()
+            if self.kill_at_once:
+                worker.process.kill()
+            else:
+                worker.process.terminate()
         deadline = time.monotonic() + 1.0
         for worker in workers:
             if worker.process.wait(max(0.0, deadline - time.monotonic())) is None:
@@ -1018,6 +1217,7 @@ class Core:
         for index, worker in enumerate(self.workers):
             if worker is not None:
                 worker.sock.close()
+                worker.lines.close()
                 worker.process.release()
                 self.workers[index] = None
 
@@ -1027,7 +1227,12 @@ class Core:
         self.template = None
 
 
-def may_queue(inflight: int, queued: float, est: float | None) -> bool:
+def overdue_after(est: float) -> float:
+    """Seconds after which a unit estimated to run ``est`` seconds is late."""
+    return max(OVERDUE_FACTOR * est, OVERDUE_MIN)
+
+
+def may_queue(inflight: int, queued: float, est: float | None, running: float = 0.0) -> bool:
     """Whether a busy worker may take one more unit now.
 
     Parameters
@@ -1038,10 +1243,15 @@ def may_queue(inflight: int, queued: float, est: float | None) -> bool:
         Estimated seconds of the units queued behind the running one.
     est:
         Estimated seconds of the new unit, None if its function never ran yet.
+    running:
+        Estimated seconds of the running unit (of a function never run yet:
+        ``2 * QUEUE_MAX_UNIT``). Nothing queues behind a long one: it would wait
+        for all of it while another worker may be free.
     """
     return (
         est is not None
         and est <= QUEUE_MAX_UNIT
+        and running <= QUEUE_MAX_UNIT
         and queued < QUEUE_BUDGET
         and inflight < MAX_INFLIGHT
     )

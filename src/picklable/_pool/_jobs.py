@@ -71,6 +71,7 @@ class Unit:
         "retries",
         "est",
         "started",
+        "timeout",
     )
 
     def __init__(
@@ -79,11 +80,12 @@ class Unit:
         job: Job,
         digest: bytes,
         function: FunctionPayload,
-        frame: bytes,
+        frame: bytes | bytearray,
         start: int,
         count: int,
         args: Any,
         retries: int,
+        timeout: float | None = None,
     ) -> None:
         self.id = unit_id
         self.job = job
@@ -97,6 +99,8 @@ class Unit:
         self.retries = retries
         self.est = 0.0
         self.started = False
+        # task_timeout: seconds each item may run (a chunk: this times its count), or None.
+        self.timeout = timeout
 
 
 def call_repr(name: str, args: Any, kwargs: Any = None) -> str:

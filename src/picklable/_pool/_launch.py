@@ -14,10 +14,14 @@ itself; a fork pool's later workers are forked by its template
 (:mod:`._template`), never from the parent once the pool runs threads.
 
 Each worker gets one end of a socket pair (duplex, its own: no lock shared
-between workers) and a *sentinel*, a file descriptor that becomes readable when
-the process ends: a pidfd where Linux has them (exact, even if the task forked
-children that kept the socket open), else ``multiprocessing``'s sentinel or a
-pipe whose other end only the worker holds.
+between workers), the read end of its ticket pipe (see :mod:`._protocol`) and
+the read end of its *life line*, a pipe whose write end only the parent holds:
+it closes when the parent dies, however it dies, and the worker ends then (see
+:func:`picklable._pool._worker.watch_parent`). The parent has a *sentinel*, a
+file descriptor that becomes readable when the process ends: a pidfd where
+Linux has them (exact, even if the task forked children that kept the socket
+open), else ``multiprocessing``'s sentinel or a pipe whose other end only the
+worker holds.
 """
 
 from __future__ import annotations
@@ -41,17 +45,97 @@ START_METHODS = ("spawn", "forkserver", "fork")
 
 _BOOT = (
     "import sys;sys.path.append(sys.argv[2]);"
-    "from picklable._pool._worker import spawned_main;spawned_main(int(sys.argv[1]))"
+    "from picklable._pool._worker import spawned_main;"
+    "spawned_main(int(sys.argv[1]),int(sys.argv[3]),int(sys.argv[4]))"
 )
 # Where ``picklable`` can be imported from, for a worker whose default sys.path
 # lacks it (a test run from a source tree).
 _HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
-# The parent's ends of all worker sockets. A forked child (a fork-method
-# worker, or any fork the user makes) closes them at once: a worker that kept
-# a copy of its own parent's end would never see the parent go away.
-_PARENT_ENDS: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+# The parent's ends of all worker sockets and pipes. A forked child (a
+# fork-method worker, the fork template, or any fork the user makes) closes
+# them at once: a worker that kept a copy of its own parent's end would never
+# see the parent go away, and a life line's write end kept open elsewhere would
+# keep the workers alive after the parent died.
+_PARENT_ENDS: weakref.WeakSet[_Closable] = weakref.WeakSet()
+
+
+class Lines:
+    """The parent's ends of a worker's ticket pipe and life line.
+
+    Attributes
+    ----------
+    tickets_w:
+        Where the parent writes tickets (blocking: at most ``MAX_INFLIGHT``
+        tickets are ever unread, far below a pipe's capacity).
+    tickets_r:
+        The parent's own read end of the same pipe (non-blocking, as is the
+        worker's, which shares its open file description): reading a ticket
+        takes its task back.
+    life_w:
+        The write end of the worker's life line; nothing is ever written.
+    """
+
+    __slots__ = ("tickets_w", "tickets_r", "life_w", "__weakref__")
+
+    def __init__(self, tickets_w: int, tickets_r: int, life_w: int) -> None:
+        self.tickets_w = tickets_w
+        self.tickets_r = tickets_r
+        self.life_w = life_w
+        _PARENT_ENDS.add(self)
+
+    def close(self) -> None:
+        for name in ("tickets_w", "tickets_r", "life_w"):
+            _close(getattr(self, name))
+            setattr(self, name, -1)
+
+
+class WorkerFds:
+    """The worker's ends of its ticket pipe and life line, as they travel to it.
+
+    Under ``fork`` the child inherits the descriptors as they are; under
+    ``forkserver`` the process object is pickled in multiprocessing's spawning
+    context, where :meth:`__reduce__` passes them along as multiprocessing
+    passes a socket's.
+    """
+
+    __slots__ = ("tickets", "life")
+
+    def __init__(self, tickets: int, life: int) -> None:
+        self.tickets = tickets
+        self.life = life
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from multiprocessing import reduction
+
+        return (_rebuild_fds, (reduction.DupFd(self.tickets), reduction.DupFd(self.life)))
+
+
+def _rebuild_fds(tickets: Any, life: Any) -> WorkerFds:
+    return WorkerFds(tickets.detach(), life.detach())
+
+
+def _make_lines() -> tuple[Lines, WorkerFds]:
+    """A worker's ticket pipe and life line: the parent's ends, and the worker's."""
+    made: list[int] = []
+    try:
+        tickets_r, tickets_w = os.pipe()
+        made += (tickets_r, tickets_w)
+        # Non-blocking for both readers: they share this open file description.
+        os.set_blocking(tickets_r, False)
+        worker_tickets = os.dup(tickets_r)
+        made.append(worker_tickets)
+        life_r, life_w = os.pipe()
+    except BaseException:
+        for fd in made:
+            _close(fd)
+        raise
+    return Lines(tickets_w, tickets_r, life_w), WorkerFds(worker_tickets, life_r)
 
 
 def _close_parent_ends() -> None:
@@ -190,7 +274,7 @@ def start(
     import_main: bool = True,
     make_process: Any = None,
     template: ForkTemplate | None = None,
-) -> tuple[Process, socket.socket, bytes]:
+) -> tuple[Process, socket.socket, bytes, Lines]:
     """Start one worker.
 
     Parameters
@@ -208,28 +292,39 @@ def start(
 
     Returns
     -------
-    The process handle, the parent's end of its socket (non-blocking), and the
-    bytes to send first on that socket (empty unless the worker waits for them).
+    The process handle, the parent's end of its socket (non-blocking), the
+    bytes to send first on that socket (empty unless the worker waits for them),
+    and the parent's ends of its ticket pipe and life line.
     """
     parent_end, child_end = socket.socketpair()
     _PARENT_ENDS.add(parent_end)
     boot = b""
     try:
-        if method == "spawn":
-            data, inherited = _spawn_data(config, name, import_main)
-            process: Process = _start_spawn(child_end, inherited)
-            boot = P.LENGTH.pack(len(data)) + data
-        elif template is not None:
-            process = template.start(child_end, config.index, name)
-        else:
-            process = _start_mp(method, child_end, config, name, make_process)
+        lines, fds = _make_lines()
     except BaseException:
         parent_end.close()
+        child_end.close()
+        raise
+    try:
+        if method == "spawn":
+            data, inherited = _spawn_data(config, name, import_main)
+            process: Process = _start_spawn(child_end, fds, inherited)
+            boot = P.LENGTH.pack(len(data)) + data
+        elif template is not None:
+            process = template.start(child_end, fds, config.index, name)
+        else:
+            process = _start_mp(method, child_end, fds, config, name, make_process)
+    except BaseException:
+        parent_end.close()
+        lines.close()
         raise
     finally:
         child_end.close()
+        # The worker has its own copies now (or never will).
+        _close(fds.tickets)
+        _close(fds.life)
     parent_end.setblocking(False)
-    return process, parent_end, boot
+    return process, parent_end, boot, lines
 
 
 def _spawn_data(config: WorkerConfig, name: str, import_main: bool) -> tuple[bytes, list[int]]:
@@ -252,12 +347,12 @@ def _spawn_data(config: WorkerConfig, name: str, import_main: bool) -> tuple[byt
     return data, popen.fds
 
 
-def _start_spawn(child_end: socket.socket, inherited: list[int]) -> _Spawned:
+def _start_spawn(child_end: socket.socket, fds: WorkerFds, inherited: list[int]) -> _Spawned:
     fd = child_end.fileno()
     sentinel_r = sentinel_w = -1
-    pass_fds = [fd, *inherited]
+    pass_fds = [fd, fds.tickets, fds.life, *inherited]
     flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
-    args = [sys.executable, *flags, "-c", _BOOT, str(fd), _HOME]
+    args = [sys.executable, *flags, "-c", _BOOT, str(fd), _HOME, str(fds.tickets), str(fds.life)]
     if not _HAS_PIDFD:
         sentinel_r, sentinel_w = os.pipe()
         pass_fds.append(sentinel_w)
@@ -275,6 +370,7 @@ def _start_spawn(child_end: socket.socket, inherited: list[int]) -> _Spawned:
 
 def fork_process(
     child_end: socket.socket,
+    fds: WorkerFds,
     config: WorkerConfig,
     name: str,
     make_process: Any,
@@ -289,16 +385,21 @@ def fork_process(
     # pickles nothing: the child has the parent's objects.
     if make_process is None:
         make_process = _context_process
-    process = make_process(context, target=_mp_main, args=(child_end, config), name=name)
+    process = make_process(context, target=_mp_main, args=(child_end, fds, config), name=name)
     process.daemon = False  # a worker may start processes and pools of its own
     process.start()
     return process
 
 
 def _start_mp(
-    method: str, child_end: socket.socket, config: WorkerConfig, name: str, make_process: Any
+    method: str,
+    child_end: socket.socket,
+    fds: WorkerFds,
+    config: WorkerConfig,
+    name: str,
+    make_process: Any,
 ) -> _MPProcess:
-    process = fork_process(child_end, config, name, make_process, method)
+    process = fork_process(child_end, fds, config, name, make_process, method)
     if method == "fork":
         pidfd = _pidfd(process.pid)
         if pidfd is not None:
@@ -310,7 +411,9 @@ def _context_process(context: Any, **kwds: Any) -> Any:
     return context.Process(**kwds)
 
 
-def _mp_main(sock: socket.socket, config: WorkerConfig) -> None:
-    code = __import__("picklable._pool._worker", fromlist=["run"]).run(sock, config)
+def _mp_main(sock: socket.socket, fds: WorkerFds, config: WorkerConfig) -> None:
+    code = __import__("picklable._pool._worker", fromlist=["run"]).run(
+        sock, config, fds.tickets, fds.life
+    )
     if code:
         sys.exit(code)

@@ -115,6 +115,10 @@ class Pool:
         "__main__"`` block does not run there): module-level setup (logging,
         locks, connections, data) exists in the workers. ``False`` skips it, for
         a script that must not be imported again (one without the guard).
+    task_timeout:
+        Seconds each task may run before its worker is killed and replaced and
+        the task fails with :class:`~picklable.TaskTimeoutError`; None (the
+        default): no limit. The methods' own ``task_timeout`` overrides it.
 
     Raises
     ------
@@ -126,7 +130,8 @@ class Pool:
     .. versionchanged:: 0.2.0
         Spawned workers import the main script (``import_main``); objects that
         multiprocessing shares by inheritance (queues, locks, shared values)
-        reach the initializer through ``initargs``; ``Pool.Process``.
+        reach the initializer through ``initargs``; ``Pool.Process``;
+        ``task_timeout``.
     """
 
     @staticmethod
@@ -149,6 +154,7 @@ class Pool:
         *,
         retries: int = 0,
         import_main: bool = True,
+        task_timeout: float | None = None,
     ) -> None:
         self._state = "INIT"
         method = start_method(context)
@@ -160,6 +166,7 @@ class Pool:
             not isinstance(maxtasksperchild, int) or maxtasksperchild <= 0
         ):
             raise ValueError("maxtasksperchild must be a positive int or None")
+        self._task_timeout = P.check_task_timeout(task_timeout)
         codec, init = P.start_codec(initializer, initargs, retries, method)
         self._processes = processes
         self._retries = retries
@@ -206,9 +213,14 @@ class Pool:
         func: Callable[..., Any],
         args: Iterable[Any] = (),
         kwds: Mapping[str, Any] | None = None,
+        *,
+        task_timeout: float | None = None,
     ) -> Any:
-        """Call ``func(*args, **kwds)`` in a worker and return its result."""
-        return self.apply_async(func, args, kwds).get()
+        """Call ``func(*args, **kwds)`` in a worker and return its result.
+
+        ``task_timeout`` as in :meth:`apply_async`.
+        """
+        return self.apply_async(func, args, kwds, task_timeout=task_timeout).get()
 
     def apply_async(
         self,
@@ -217,12 +229,19 @@ class Pool:
         kwds: Mapping[str, Any] | None = None,
         callback: Callable[[Any], Any] | None = None,
         error_callback: Callable[[BaseException], Any] | None = None,
+        *,
+        task_timeout: float | None = None,
     ) -> AsyncResult:
         """Start ``func(*args, **kwds)`` in a worker; return an :class:`AsyncResult`.
 
         ``callback`` / ``error_callback`` run in the pool's manager thread.
+        ``task_timeout``: seconds the call may run once started, after which its
+        worker is killed and replaced and it fails with
+        :class:`~picklable.TaskTimeoutError`; None: the pool's ``task_timeout``;
+        ``math.inf``: no limit.
         """
         self._check_running()
+        timeout = P.task_timeout(task_timeout, self._task_timeout)
         result = AsyncResult(self)
         job = CallJob(callable_name(func), result, callback, error_callback)
         args = tuple(args)
@@ -230,7 +249,7 @@ class Pool:
         core = self._core
         try:
             digest, payload = core.encode_function(func)
-            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries)
+            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries, timeout)
         except Exception as exc:
             result._finish(False, exc)
             _call_error(error_callback, exc)
@@ -247,6 +266,7 @@ class Pool:
         chunksize: int | None = None,
         *,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> list[Any]:
         """``[func(x) for x in iterable]``, computed by the workers.
 
@@ -257,9 +277,15 @@ class Pool:
             :mod:`multiprocessing`.
         progress:
             Show a progress bar on stderr.
+        task_timeout:
+            Seconds each item may run (a chunk of n items: n times this) before
+            its worker is killed and replaced and the chunk's items fail with
+            :class:`~picklable.TaskTimeoutError`; None: the pool's
+            ``task_timeout``; ``math.inf``: no limit. The same in every method
+            of the map family.
         """
         values: list[Any] = self._map_async(
-            func, iterable, chunksize, None, None, False, progress, "map"
+            func, iterable, chunksize, None, None, False, progress, "map", task_timeout
         ).get()
         return values
 
@@ -272,10 +298,19 @@ class Pool:
         error_callback: Callable[[BaseException], Any] | None = None,
         *,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> MapResult:
         """Like :meth:`map`, returning a :class:`MapResult`."""
         return self._map_async(
-            func, iterable, chunksize, callback, error_callback, False, progress, "map_async"
+            func,
+            iterable,
+            chunksize,
+            callback,
+            error_callback,
+            False,
+            progress,
+            "map_async",
+            task_timeout,
         )
 
     def starmap(
@@ -285,10 +320,11 @@ class Pool:
         chunksize: int | None = None,
         *,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> list[Any]:
         """``[func(*args) for args in iterable]``, computed by the workers."""
         values: list[Any] = self._map_async(
-            func, iterable, chunksize, None, None, True, progress, "starmap"
+            func, iterable, chunksize, None, None, True, progress, "starmap", task_timeout
         ).get()
         return values
 
@@ -301,10 +337,19 @@ class Pool:
         error_callback: Callable[[BaseException], Any] | None = None,
         *,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> MapResult:
         """Like :meth:`starmap`, returning a :class:`MapResult`."""
         return self._map_async(
-            func, iterable, chunksize, callback, error_callback, True, progress, "starmap_async"
+            func,
+            iterable,
+            chunksize,
+            callback,
+            error_callback,
+            True,
+            progress,
+            "starmap_async",
+            task_timeout,
         )
 
     def imap(
@@ -314,10 +359,11 @@ class Pool:
         chunksize: int = 1,
         *,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> IMapIterator:
         """Results of ``func`` over ``iterable``, in order, as they become available."""
         return IMapIterator(
-            self._items_job(func, iterable, chunksize, False, False, progress, "imap")
+            self._items_job(func, iterable, chunksize, False, False, progress, "imap", task_timeout)
         )
 
     def imap_unordered(
@@ -327,10 +373,13 @@ class Pool:
         chunksize: int = 1,
         *,
         progress: bool = False,
+        task_timeout: float | None = None,
     ) -> IMapUnorderedIterator:
         """Results of ``func`` over ``iterable``, in the order they finish."""
         return IMapUnorderedIterator(
-            self._items_job(func, iterable, chunksize, True, False, progress, "imap_unordered")
+            self._items_job(
+                func, iterable, chunksize, True, False, progress, "imap_unordered", task_timeout
+            )
         )
 
     def _map_async(
@@ -343,8 +392,10 @@ class Pool:
         star: bool,
         progress: bool,
         method: str,
+        task_timeout: float | None = None,
     ) -> MapResult:
         self._check_running()
+        timeout = P.task_timeout(task_timeout, self._task_timeout)
         items = iterable if isinstance(iterable, list) else list(iterable)
         if chunksize is None:
             chunksize, extra = divmod(len(items), self._processes * 4)
@@ -352,7 +403,7 @@ class Pool:
                 chunksize += 1
         chunksize = max(1, chunksize)
         job = self._start(
-            func, items, chunksize, star, False, progress, callback, error_callback, method
+            func, items, chunksize, star, False, progress, callback, error_callback, method, timeout
         )
         return MapResult(job)
 
@@ -365,11 +416,15 @@ class Pool:
         star: bool,
         progress: bool,
         method: str,
+        task_timeout: float | None = None,
     ) -> ItemsJob:
         self._check_running()
+        timeout = P.task_timeout(task_timeout, self._task_timeout)
         if chunksize < 1:
             raise ValueError(f"Chunksize must be 1+, not {chunksize:n}")
-        return self._start(func, iterable, chunksize, star, unordered, progress, None, None, method)
+        return self._start(
+            func, iterable, chunksize, star, unordered, progress, None, None, method, timeout
+        )
 
     def _start(
         self,
@@ -382,6 +437,7 @@ class Pool:
         callback: Callable[[Any], Any] | None,
         error_callback: Callable[[BaseException], Any] | None,
         method: str,
+        timeout: float | None = None,
     ) -> ItemsJob:
         # Named after the call the user made (imap_unordered(work)): the progress
         # bar's label and the "item 3 of ..." of errors.
@@ -395,7 +451,7 @@ class Pool:
             callback=callback,
             error_callback=error_callback,
         )
-        return start_items(self._core, job, func, iterable, chunksize, star, self._retries)
+        return start_items(self._core, job, func, iterable, chunksize, star, self._retries, timeout)
 
     # --- life cycle
 
@@ -442,6 +498,7 @@ def start_items(
     chunksize: int,
     star: bool,
     retries: int,
+    timeout: float | None = None,
 ) -> ItemsJob:
     """Hand the items of a map job to the pool.
 
@@ -464,9 +521,9 @@ def start_items(
         job.reserve(len(items))
         job.seal()
         if items:
-            core.submit_feed(Feed(job, digest, payload, kind, items, chunksize, retries))
+            core.submit_feed(Feed(job, digest, payload, kind, items, chunksize, retries, timeout))
         return job
-    feed = Feed(job, digest, payload, kind, None, chunksize, retries)
+    feed = Feed(job, digest, payload, kind, None, chunksize, retries, timeout)
     core.submit_feed(feed)
     feed_iterable(core, feed, iterable, chunksize)
     return job

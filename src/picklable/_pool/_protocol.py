@@ -27,6 +27,17 @@ Worker to parent::
                                      info), ...] one per item
     L id(8) seconds(8) payload       the task did not load: (what, error info), what:
                                      its function or its arguments
+
+Tickets. Besides its socket, each worker has a *ticket pipe*: for every task
+frame the parent writes the unit's id(8) there before the frame itself, and a
+worker runs a task only after it has read that task's ticket from the pipe. The
+parent holds the pipe's read end too: to take back the tasks queued on a worker
+whose running task is late (or hung, or whose process is stopped), it reads
+the tickets still in the pipe. The kernel hands each 8-byte ticket to exactly
+one reader, so a task is either started by its worker or taken back by the
+parent, never both, whatever the worker is doing (issue 28). A frame whose
+ticket the parent took is skipped by the worker when it reaches it; the parent
+sends the task again, under a new id, to another worker.
 """
 
 from __future__ import annotations
@@ -55,6 +66,8 @@ RESULT_BODY = struct.Struct("<c Q d")
 TASK_BODY = struct.Struct("<c Q 16s")
 FUNC_BODY = struct.Struct("<c 16s")
 READY = struct.Struct("<Qc Q")
+# A task's ticket in the worker's ticket pipe: its id.
+TICKET = struct.Struct("<Q")
 
 FUNC = b"F"
 FORGET = b"X"
@@ -308,3 +321,35 @@ def func_frame(digest: bytes, payload: FunctionPayload) -> list[bytes]:
 
 def forget_frame(digest: bytes) -> bytes:
     return FUNC_HEAD.pack(17, FORGET, digest)
+
+
+def retag_frame(frame: bytes | bytearray, unit_id: int) -> bytearray:
+    """A copy of a task frame under a new unit id (a task taken back and sent again:
+    the stale copy in the first worker's stream never matches a ticket)."""
+    copy = bytearray(frame)
+    TICKET.pack_into(copy, 9, unit_id)  # after the length (8) and the kind (1)
+    return copy
+
+
+def check_task_timeout(value: float | None) -> float | None:
+    """``value`` if it is None or a positive number of seconds (``math.inf``: no limit).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For anything else.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"task_timeout must be a number of seconds or None, not {value!r}")
+    if not value > 0:
+        raise ValueError(f"task_timeout must be greater than 0 (math.inf: no limit), not {value!r}")
+    return float(value)
+
+
+def task_timeout(value: float | None, default: float | None) -> float | None:
+    """The limit of a call's tasks: its own ``task_timeout``, else the pool's;
+    None for no limit (``math.inf`` lifts the pool's for one call)."""
+    value = default if value is None else check_task_timeout(value)
+    return None if value is None or value == float("inf") else value

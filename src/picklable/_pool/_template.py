@@ -118,8 +118,11 @@ class ForkTemplate:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
 
-    def start(self, child_end: socket.socket, index: int, name: str) -> _Templated:
-        """Fork worker ``index`` in the template, serving on ``child_end``.
+    def start(
+        self, child_end: socket.socket, fds: _launch.WorkerFds, index: int, name: str
+    ) -> _Templated:
+        """Fork worker ``index`` in the template, serving on ``child_end``, with
+        the worker's ends of its ticket pipe and life line (``fds``).
 
         Raises
         ------
@@ -127,18 +130,20 @@ class ForkTemplate:
             If the template is gone or could not start the worker.
         """
         with self._lock:
-            (ok, value), fds = self._ask(("start", index, name), [child_end.fileno()])
+            (ok, value), got = self._ask(
+                ("start", index, name), [child_end.fileno(), fds.tickets, fds.life]
+            )
             # Before the next request, the only time the template may reap it.
             pidfd = _launch._pidfd(value) if ok else None
         if not ok:
-            for fd in fds:
+            for fd in got:
                 os.close(fd)
             raise TemplateError(f"the pool's fork template could not start a worker: {value}")
         if pidfd is not None:
-            for fd in fds:
+            for fd in got:
                 os.close(fd)
             return _Templated(self, value, pidfd, True)
-        return _Templated(self, value, fds[0], False)
+        return _Templated(self, value, got[0], False)
 
     def exitcode(self, pid: int) -> int | None:
         """The exit code of a worker that has ended (multiprocessing's: -N for signal N),
@@ -244,7 +249,9 @@ def _answer(
         _, index, name = message
         child_end = socket.socket(fileno=fds[0])
         try:
-            process = _launch.fork_process(child_end, make_config(index), name, make_process)
+            process = _launch.fork_process(
+                child_end, _launch.WorkerFds(fds[1], fds[2]), make_config(index), name, make_process
+            )
         except Exception as exc:
             return (False, f"{type(exc).__name__}: {exc}"), []
         finally:

@@ -7,6 +7,11 @@ them. Tasks never kill the loop: every exception, including ``SystemExit`` and
 ``KeyboardInterrupt`` raised in a task, is sent back as that task's error (what
 ``concurrent.futures`` does). The loop ends on a stop frame, or when the parent
 goes away (end of file on the socket).
+
+A task runs only once the worker has read its ticket (see :mod:`._protocol`):
+the parent may take back the tasks queued here while one runs too long. And
+the worker ends when its parent dies, even in the middle of a task that never
+returns: see :func:`watch_parent`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 from . import _protocol as P
 
-__all__ = ["WorkerConfig", "run", "spawned_main", "worker_index"]
+__all__ = ["WorkerConfig", "run", "spawned_main", "watch_parent", "worker_index"]
 
 _index: int | None = None
 
@@ -109,14 +114,16 @@ class _Channel:
             view = view[os.write(self.fd, view) :]
 
 
-def spawned_main(fd: int) -> None:
+def spawned_main(fd: int, tickets: int, life: int) -> None:
     """Entry point of a worker started with ``python -c`` (the spawn method).
 
     The first frame on the socket carries what ``multiprocessing``'s spawn
     sends its children (``spawn.get_preparation_data``: ``sys.path``, the
     authkey, the main module, ...), the resource tracker's descriptor and the
-    :class:`WorkerConfig`.
+    :class:`WorkerConfig`. ``tickets`` and ``life`` are the worker's ends of
+    its ticket pipe and life line.
     """
+    watch_parent(life)
     channel = _Channel(fd)
     header = _recv_exactly(channel, 8)
     if header is None:
@@ -128,7 +135,7 @@ def spawned_main(fd: int) -> None:
     prep = pickle.loads(prep_data)
     # The config may name classes (a custom codec) found only on that path.
     sys.path[:] = prep["sys_path"]
-    sys.exit(serve(channel, pickle.loads(config_data), prep, tracker_fd))
+    sys.exit(serve(channel, pickle.loads(config_data), tickets, prep, tracker_fd))
 
 
 def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
@@ -145,19 +152,64 @@ def _recv_exactly(channel: _Channel, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def run(sock: Any, config: WorkerConfig) -> int:
+def run(sock: Any, config: WorkerConfig, tickets: int, life: int) -> int:
     """Serve tasks on ``sock`` (a :class:`socket.socket`) until told to stop.
 
     Returns
     -------
     The exit code for the worker process.
     """
+    watch_parent(life)
     sock.setblocking(True)
-    return serve(_Channel(sock.detach()), config)
+    return serve(_Channel(sock.detach()), config, tickets)
+
+
+def watch_parent(life: int) -> None:
+    """End this process as soon as the parent dies, even in a task that never returns.
+
+    ``life`` is the read end of a pipe whose write end only the parent holds;
+    nothing is ever written to it, and the kernel closes it when the parent
+    exits or is killed (SIGKILL included). On Linux the kernel is asked to
+    send this process SIGKILL then (``O_ASYNC`` with ``F_SETSIG``): no thread,
+    and it works while the main thread is busy in a task, holds the GIL in C
+    code, or is stopped. Elsewhere a daemon thread waits on the pipe and calls
+    ``os._exit``. A parent that died before this was set up is seen at once.
+    """
+    # Programs that the tasks start do not get it (a spawned worker inherited it).
+    os.set_inheritable(life, False)
+    try:
+        import fcntl
+
+        setsig = fcntl.F_SETSIG  # Linux only: AttributeError elsewhere
+        fcntl.fcntl(life, setsig, _signal.SIGKILL)
+        fcntl.fcntl(life, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(life, fcntl.F_SETFL, fcntl.fcntl(life, fcntl.F_GETFL) | os.O_ASYNC)
+    except (ImportError, AttributeError, OSError):
+        import threading
+
+        threading.Thread(target=_wait_for_parent, args=(life,), daemon=True).start()
+        return
+    import select
+
+    if select.select([life], [], [], 0)[0]:  # end of file: the parent is gone already
+        os._exit(1)
+
+
+def _wait_for_parent(life: int) -> None:
+    try:
+        while os.read(life, 1):
+            pass
+    except OSError:
+        pass
+    os._exit(1)
 
 
 def serve(
-    sock: _Channel, config: WorkerConfig, prep: dict[str, Any] | None = None, tracker_fd: Any = None
+    sock: _Channel,
+    config: WorkerConfig,
+    tickets: int,
+    prep: dict[str, Any] | None = None,
+    tracker_fd: Any = None,
 ) -> int:
     """Serve tasks on the channel until told to stop; return the exit code.
 
@@ -165,6 +217,7 @@ def serve(
     before it loads anything: the main script is imported as ``__mp_main__``
     there, so tasks and the initializer that refer to it find it.
     """
+    os.set_inheritable(tickets, False)
     global _index
     _index = config.index
     # Ctrl-C reaches the whole process group; the parent decides what stops.
@@ -191,7 +244,7 @@ def serve(
                 _send_init_error(sock, codec, P.STAGE_INITIALIZER, exc)
                 return 1
         sock.sendall(P.READY.pack(9, P.READY_KIND, os.getpid()))
-        _serve(sock, codec)
+        _serve(sock, codec, tickets)
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent went away: nobody is left to answer
     return 0
@@ -223,7 +276,7 @@ def _send_init_error(sock: _Channel, codec: P.Codec, stage: int, exc: BaseExcept
     _send(sock, P.LENGTH.pack(1 + len(info)) + P.INIT_ERROR, info)
 
 
-def _serve(sock: _Channel, codec: P.Codec) -> None:
+def _serve(sock: _Channel, codec: P.Codec, tickets: int) -> None:
     functions: dict[bytes, Any] = {}
     # A function that failed to load: the error each of its tasks gets.
     broken: dict[bytes, P.ErrorInfo] = {}
@@ -235,6 +288,10 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
     FUNC, FORGET, STOP = P.FUNC[0], P.FORGET[0], P.STOP[0]
     VALUE = P.VALUE
     big = 1 << 16
+    read = os.read
+    ticket_of = P.TICKET.unpack
+    # A ticket read for a later task (the tasks before it were taken back).
+    held = 0
 
     for frame in _frames(sock):
         kind = frame[0]
@@ -252,6 +309,19 @@ def _serve(sock: _Channel, codec: P.Codec) -> None:
         if kind == STOP:
             return
         _, unit_id, digest = task_head(frame)
+        if held != unit_id:
+            if not held:
+                try:
+                    ticket = read(tickets, 8)
+                except BlockingIOError:
+                    ticket = b""
+                if len(ticket) == 8:
+                    (held,) = ticket_of(ticket)
+            if held != unit_id:
+                # Its ticket was written before the frame, and is gone: the
+                # parent took this task back, and another worker runs it.
+                continue
+        held = 0
         started = clock()
         fn = functions.get(digest)
         if fn is None:

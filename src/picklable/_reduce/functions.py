@@ -58,6 +58,8 @@ from .._paths import walk
 from .reference import reference, with_carried_state
 from .registry import ships_by_value
 from .scripts import (
+    UNKNOWN,
+    known_origin,
     note_copy,
     origin_of,
     same_in_workers,
@@ -103,6 +105,13 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     # importable by their own name (the by_name cache).
     module = func.__module__
     if module in MAIN_MODULES:
+        if pickler._scripts == "auto" and not pickler._check_copies:
+            # Decided at an earlier dump of this script version (see .scripts).
+            origin = known_origin(func, module)
+            if origin is not UNKNOWN:
+                if origin is None:
+                    note_copy(pickler)
+                return copy_function(pickler, func, origin)
         if pickler._scripts != "copy":
             where = script_location(func, module, pickler)
             if where is not None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import _caches
 
-__all__ = ["guard_bindings", "worker_bindings"]
+__all__ = ["guard_answer", "guard_bindings", "worker_bindings"]
 
 # Calls through which a guard may rebind any name of the module.
 _DYNAMIC = frozenset({"exec", "eval"})
@@ -43,31 +43,42 @@ _SETTERS = frozenset({"setattr", "delattr"})
 
 # (names bound or changed, names whose methods are called), or None: cannot tell.
 _Answer = tuple[frozenset[str], frozenset[str]] | None
-# filename -> ((mtime_ns, size), the guard's answer, the names the module level
-# binds outside the guard or None); bounded by the scripts a process sees.
-_answers: dict[str, tuple[tuple[int, int], _Answer, frozenset[str] | None]] = {}
+# filename -> [(mtime_ns, size), the guard's answer, the names the module level
+# binds outside the guard or None, or _LATER until asked]; bounded by the
+# scripts a process sees.
+_answers: dict[str, list[Any]] = {}
 _caches.register("main_guard.answers", _answers.clear)
+# The second answer is read when first asked (a pool sending functions by
+# reference asks; a dump does not): a parse of the file again then.
+_LATER: Any = object()
 
 
-def _read(filename: str) -> tuple[_Answer, frozenset[str] | None]:
-    """The answers for the script ``filename``, parsed once per version of the file."""
+def _read(filename: str, *, unguarded: bool = False) -> tuple[_Answer, frozenset[str] | None]:
+    """The answers for the script ``filename``, parsed once per version of the
+    file; the second only with ``unguarded`` (else None)."""
     try:
         stat = os.stat(filename)
     except OSError:
         return None, None
     key = (stat.st_mtime_ns, stat.st_size)
     known = _answers.get(filename)
-    if known is not None and known[0] == key:
-        return known[1], known[2]
+    if known is None or known[0] != key:
+        tree = _parse(filename)
+        known = _answers[filename] = [key, None if tree is None else _bindings(tree), _LATER]
+    if not unguarded:
+        return known[1], None
+    if known[2] is _LATER:
+        tree = _parse(filename)
+        known[2] = None if tree is None else _unguarded_bindings(tree)
+    return known[1], known[2]
+
+
+def _parse(filename: str) -> ast.Module | None:
     try:
         with open(filename, "rb") as source:
-            tree = ast.parse(source.read(), filename)
+            return ast.parse(source.read(), filename)
     except (OSError, SyntaxError, ValueError):
-        answer, unguarded = None, None
-    else:
-        answer, unguarded = _bindings(tree), _unguarded_bindings(tree)
-    _answers[filename] = (key, answer, unguarded)
-    return answer, unguarded
+        return None
 
 
 def worker_bindings(filename: str) -> frozenset[str] | None:
@@ -77,7 +88,15 @@ def worker_bindings(filename: str) -> frozenset[str] | None:
     A name a function sets (``global``) is not among them: the function may only
     run under the guard. None if it cannot be told (a star import, ``exec``).
     """
-    return _read(filename)[1]
+    return _read(filename, unguarded=True)[1]
+
+
+def guard_answer(filename: str) -> _Answer:
+    """``(names the main guard of the script ``filename`` binds or changes, names
+    it calls a method of)``, as the file is now; None if it cannot be told. (What
+    :func:`guard_bindings` reads against a namespace; :mod:`.scripts` keeps it
+    per version of the script.)"""
+    return _read(filename)[0]
 
 
 def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:
@@ -170,7 +189,9 @@ def _collect(
     it calls a method of to ``called``, the functions it calls by name to
     ``calls``; names in ``local`` are a function's own and not the module's.
     False if it may rebind names out of sight."""
-    parents = {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
+    # Parents, for the rare call of globals() or vars(): made when first needed
+    # (a walk of the whole statement: most of the parse's cost when made always).
+    parents: dict[int, ast.AST] | None = None
     todo: list[Any] = [root]
 
     def module_level(name: str | None) -> bool:
@@ -211,8 +232,15 @@ def _collect(
             name = node.func.id
             if name in _DYNAMIC:
                 return False
-            if name in _NAMESPACE and not _only_read(node, parents.get(id(node))):
-                return False
+            if name in _NAMESPACE:
+                if parents is None:
+                    parents = {
+                        id(child): parent
+                        for parent in ast.walk(root)
+                        for child in ast.iter_child_nodes(parent)
+                    }
+                if not _only_read(node, parents.get(id(node))):
+                    return False
             if name in _SETTERS and node.args:
                 base = _base_name(node.args[0])
                 if module_level(base):

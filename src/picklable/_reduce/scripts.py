@@ -34,24 +34,30 @@ namespace does not lead to are copies in every mode.
 from __future__ import annotations
 
 import builtins
+import os
 import sys
+import time
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
-from .. import _locator, _reconstruct
+from .. import _caches, _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
 from .._reads import script_reads
 from .attributes import state_attributes
-from .main_guard import guard_bindings, worker_bindings
+from .main_guard import guard_answer, worker_bindings
 
 if TYPE_CHECKING:
     from .._pickler import Pickler
 
 __all__ = [
     "SCRIPT_MODES",
+    "UNKNOWN",
+    "known_origin",
     "note_copy",
     "origin_of",
+    "recheck_scripts",
     "same_in_workers",
     "script_location",
     "script_module_of",
@@ -70,6 +76,227 @@ def _script_file(module_name: str) -> str | None:
     return filename if type(filename) is str else None
 
 
+# ------------------------------------------------------- one script, one version
+#
+# What depends on the script alone (its file's version, its main guard read from
+# the source, the decision made for each of its objects) is worked out once per
+# version of the script, not once per dump (issue 29): a dump of a lambda of the
+# script used to stat the file, read the guard's answer, revalidate the
+# namespace's index twice and walk the object's reads, about 10 us each time.
+#
+# What "changed" means. A spawn worker imports the script's *file* when it
+# starts; the sender runs the version it started with. A worker's own object is
+# the sender's only while the two are the same version, so the file is what is
+# watched: its (mtime, size, inode) is read once when the script is first met,
+# then again at most every _RECHECK_SECONDS (a monotonic clock read per dump),
+# and whenever a picklable pool starts workers (recheck_scripts()). A file whose
+# version moved since, or whose mtime is later than picklable's own import (the
+# file was edited while this process ran), is not what workers import: from then
+# on no object of the script is "the same in workers", each travels as a copy
+# (or, if it cannot be copied, as a reference alone, which the receiver checks).
+# The window: a worker that imports an edited file within _RECHECK_SECONDS of the
+# edit, receiving an object dumped before the sender looked again. A stat per
+# dump never closed it either: a payload waits in a queue while a worker starts
+# and imports the file. The receiver's own check (the function's first line,
+# every global it reads defined there: _reconstruct._script_original) stays.
+#
+# The namespace is watched by identity: each object's decision is kept with the
+# path it was found at and, where the guard changes names, with the script's
+# functions its reads went through; a hit checks that each still holds
+# (``namespace[name] is value``), so a rebinding is noticed on the next dump.
+#
+# Not seen: an edit made between the script's start and picklable's import (the
+# file as first read is taken for the script's); a function's ``__code__``
+# replaced on one of the functions that another's reads go through (on the
+# dumped function itself it is seen, as are its own attributes). A script with
+# no file (a notebook, ``python -c``) has no version: its objects are copies,
+# decided with a few dict lookups.
+
+_RECHECK_SECONDS = 0.1
+# Wall time of picklable's import (by the script, near its start): a script file
+# modified later is not the version this process runs.
+_STARTED_NS = time.time_ns()
+_SEEN_LIMIT = 4096
+_monotonic = time.monotonic
+
+
+def _file_version(filename: str) -> tuple[int, int, int] | None:
+    try:
+        stat = os.stat(filename)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+
+class _Script:
+    """One script module as this process runs it (see the comment above)."""
+
+    __slots__ = (
+        "module",
+        "namespace",
+        "filename",
+        "version",
+        "checked",
+        "moved",
+        "answer",
+        "changed",
+        "called",
+        "seen",
+    )
+
+    def __init__(self, module: Any, filename: str | None) -> None:
+        self.module = module
+        self.namespace: dict[str, Any] = vars(module)
+        self.filename = filename
+        self.checked = _monotonic()
+        # Decisions per object: id -> _Seen (checked by identity on use).
+        self.seen: dict[int, _Seen] = {}
+        self.version = None if filename is None else _file_version(filename)
+        self.moved = self.version is None or self.version[0] > _STARTED_NS
+        # The guard's (names bound or changed, names it calls a method of),
+        # read once from the version first seen; None: cannot tell.
+        self.answer = None if filename is None else guard_answer(filename)
+        self.changed: frozenset[str] | None = None
+        self.called: tuple[tuple[str, bool], ...] = ()
+        self._read_changed()
+
+    def _read_changed(self) -> None:
+        """What the guard changes, read against the namespace now (a method
+        called on a module changes no name)."""
+        answer = self.answer
+        if answer is None:
+            self.changed, self.called = None, ()
+            return
+        bound, called = answer
+        namespace = self.namespace
+        kinds = tuple((n, isinstance(namespace.get(n), types.ModuleType)) for n in called)
+        self.called = kinds
+        changed = {n for n, is_module in kinds if not is_module}
+        self.changed = bound | changed if changed else bound
+
+    def check(self) -> None:
+        """Look at the file again (every _RECHECK_SECONDS), and at the names the
+        guard calls methods of (a module there may have been rebound)."""
+        now = _monotonic()
+        if now - self.checked >= _RECHECK_SECONDS:
+            self.checked = now
+            if not self.moved and (
+                _script_file_of(self.module) != self.filename
+                or _file_version(self.filename) != self.version  # type: ignore[arg-type]
+            ):
+                self.moved = True
+                self.seen.clear()
+        called = self.called
+        if called:
+            namespace = self.namespace
+            for name, is_module in called:
+                if isinstance(namespace.get(name), types.ModuleType) is not is_module:
+                    self._read_changed()
+                    self.seen.clear()
+                    break
+
+
+def _script_file_of(module: Any) -> str | None:
+    filename = getattr(module, "__file__", None)
+    return filename if type(filename) is str else None
+
+
+class _Seen:
+    """An object of the script as last decided: where it is, whether workers
+    hold it (by name alone, with its reads), its origin."""
+
+    __slots__ = ("ref", "path", "code", "attributes", "same_name", "same_reads", "deps", "origin")
+
+    def __init__(self, ref: Any, path: Path, code: Any, attributes: tuple[Any, ...]) -> None:
+        self.ref = ref
+        self.path = path
+        self.code = code
+        self.attributes = attributes
+        self.same_name: bool | None = None
+        self.same_reads: bool | None = None
+        # (namespace, name, value): the script's functions and classes that the
+        # reads went through; same_reads holds while each is still bound there.
+        self.deps: tuple[tuple[dict[str, Any], str, Any], ...] = ()
+        self.origin: Any = None
+
+
+_scripts: dict[str, _Script] = {}
+
+
+def _clear_scripts() -> None:
+    _scripts.clear()
+
+
+_caches.register("scripts.versions", _clear_scripts)
+
+
+def _script(module_name: str) -> _Script | None:
+    """The script module ``module_name`` as known, checked (see above); None if
+    there is no such module."""
+    script = _scripts.get(module_name)
+    module = sys.modules.get(module_name)
+    if script is None or script.module is not module:
+        if module is None:
+            return None
+        script = _scripts[module_name] = _Script(module, _script_file_of(module))
+    else:
+        script.check()
+    return script
+
+
+def recheck_scripts() -> None:
+    """Look at every script's file now (a pool is about to start workers, which
+    import it)."""
+    for script in list(_scripts.values()):
+        script.checked = -_RECHECK_SECONDS
+        script.check()
+
+
+def _attributes(obj: Any) -> tuple[Any, ...]:
+    """A function's own attributes' values (``__wrapped__``...: what it holds)."""
+    if type(obj) is types.FunctionType:
+        return tuple(obj.__dict__.values()) if obj.__dict__ else ()
+    return ()
+
+
+def _same_values(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _seen(script: _Script, obj: Any) -> _Seen | None:
+    """The decision kept for ``obj``, if it still holds: the same object (not
+    another at a reused id), still at its path, with the same code and attributes."""
+    seen = script.seen.get(id(obj))
+    if seen is None or seen.ref() is not obj:
+        return None
+    path = seen.path
+    try:
+        if len(path) == 1:
+            if script.namespace.get(path[0]) is not obj:
+                return None
+        elif walk(script.module, path) is not obj:
+            return None
+    except Exception:
+        return None
+    if type(obj) is types.FunctionType and (
+        obj.__code__ is not seen.code or not _same_values(_attributes(obj), seen.attributes)
+    ):
+        return None
+    return seen
+
+
+def _remember(script: _Script, obj: Any, path: Path) -> _Seen | None:
+    try:
+        ref = weakref.ref(obj)
+    except TypeError:
+        return None  # not weakly referable: decided again each time
+    seen = _Seen(ref, path, getattr(obj, "__code__", None), _attributes(obj))
+    if len(script.seen) >= _SEEN_LIMIT:
+        script.seen.clear()
+    script.seen[id(obj)] = seen
+    return seen
+
+
 def script_location(
     obj: Any, module_name: Any, pickler: Pickler | None = None
 ) -> tuple[str, Path] | None:
@@ -79,40 +306,49 @@ def script_location(
     (an interactive session, ``python -c``, a notebook: no receiver can import
     it), or when nothing in its namespace leads to ``obj`` (a lambda, a closure).
 
-    With the ``pickler`` that asks, a closure or a lambda (``<`` in its
-    qualname: no name leads to it) is looked up in the table of the script's
-    index, revalidated once per payload: a payload of 1,000 closures pays one
-    lookup each, not a revalidation and a probe each (issue 18). The probe, for
-    a closure set after the index was built under a name that held another
-    object, is left out: such a closure ships as a plain copy, the sender's
-    value (as after a stale index: correct, if not identical).
+    An answer is kept per object and checked by identity on the next dump (see
+    the comment on :class:`_Script`). Otherwise, with the ``pickler`` that asks,
+    an object without a name (a closure, a lambda: ``<`` in its qualname; an
+    instance) is looked up in the table of the script's index, revalidated once
+    per payload: a payload of 1,000 closures pays one lookup each, not a
+    revalidation and a probe each (issue 18). The probe, for a closure set
+    after the index was built under a name that held another object, is left
+    out: such a closure ships as a plain copy, the sender's value (as after a
+    stale index: correct, if not identical).
     """
     if module_name not in MAIN_MODULES:
         return None
     qualname = getattr(obj, "__qualname__", None)
-    if type(qualname) is str and "<" not in qualname:
-        if _script_file(module_name) is None:
-            return None
-        try:
-            if walk(sys.modules[module_name], tuple(qualname.split("."))) is obj:
-                return module_name, tuple(qualname.split("."))
-        except Exception:
-            pass
-    elif pickler is not None:
+    if pickler is not None and (type(qualname) is not str or "<" in qualname):
+        # A closure made in a loop: one lookup in this payload's table, first.
         payload = pickler._payload
         tables = (pickler._state() if payload is None else payload).script_paths
         paths = tables.get(module_name, _UNSEEN)
         if paths is _UNSEEN:
             paths = tables[module_name] = _script_paths(module_name)
-        if paths is None or id(obj) not in paths:
+        if paths is None:
             return None
-    elif _script_file(module_name) is None:
+        if id(obj) not in paths and (qualname is not None or not _named(obj)):
+            return None
+    script = _script(module_name)
+    if script is None or script.filename is None:
         return None
-    path = _locator.locate_in(module_name, obj)
-    return None if path is None else (module_name, path)
-
-
-_UNSEEN: Any = object()
+    seen = _seen(script, obj)
+    if seen is not None:
+        return module_name, seen.path
+    if type(qualname) is str and "<" not in qualname:
+        try:
+            if walk(script.module, tuple(qualname.split("."))) is obj:
+                path = tuple(qualname.split("."))
+                _remember(script, obj, path)
+                return module_name, path
+        except Exception:
+            pass
+    found = _locator.locate_in(module_name, obj)
+    if found is None:
+        return None
+    _remember(script, obj, found)
+    return module_name, found
 
 
 def _script_paths(module_name: str) -> dict[int, Path] | None:
@@ -123,34 +359,137 @@ def _script_paths(module_name: str) -> dict[int, Path] | None:
     return _locator.indexed_paths(module_name)
 
 
+def _named(obj: Any) -> bool:
+    """Whether the locator's probe can find ``obj`` (by a ``__name__`` of its own)."""
+    try:
+        return type(obj.__name__) is str
+    except Exception:
+        return False
+
+
+_UNSEEN: Any = object()
+
+
 def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = True) -> bool:
     """Whether a process that imports the script (a spawn worker's
     ``__mp_main__``) holds this very object at ``path``, computing what it
     computes here.
 
-    Not when the script's main guard binds or changes the name the path starts
-    with (the worker's holds another object, or none: :mod:`.main_guard`; a
-    change deeper down, ``scaled.fn = g``, names that same first step), or,
-    with ``reads``, when ``obj`` reads a global that the guard changes
-    (``CONFIG = parse_args()``: the worker's own function would read another
-    value). A class is checked by its name alone (``reads=False``): its
-    methods read the globals of whichever process runs them, as with pickle.
+    Not when the script's file changed since this process started (see the
+    comment on :class:`_Script`), when the script's main guard binds or
+    changes the name the path starts with (the worker's holds another object,
+    or none: :mod:`.main_guard`; a change deeper down, ``scaled.fn = g``, names
+    that same first step), or, with ``reads``, when ``obj`` reads a global that
+    the guard changes (``CONFIG = parse_args()``: the worker's own function
+    would read another value). A class is checked by its name alone
+    (``reads=False``): its methods read the globals of whichever process runs
+    them, as with pickle. Kept per object and script version (see
+    :func:`script_location`).
+
+    .. versionchanged:: 0.2.0
+       A script file changed since this process started answers False (issue 29).
     """
-    module = sys.modules.get(module_name)
-    filename = _script_file(module_name)
-    if module is None or filename is None or not path or type(path[0]) is not str:
+    script = _script(module_name)
+    if script is None or script.filename is None or not path or type(path[0]) is not str:
         return False
-    namespace = vars(module)
-    changed = guard_bindings(filename, namespace)
+    if script.moved:
+        return False
+    seen = script.seen.get(id(obj))
+    if seen is not None and (seen.path is not path or seen.ref() is not obj):
+        seen = _seen(script, obj)  # not the answer script_location just gave
+    if seen is not None and seen.path != path:
+        seen = None
+    if seen is not None:
+        if not reads:
+            if seen.same_name is not None:
+                return seen.same_name
+        elif seen.same_reads is not None and all(
+            namespace.get(name) is value for namespace, name, value in seen.deps
+        ):
+            return seen.same_reads
+    changed = script.changed
+    deps: tuple[tuple[dict[str, Any], str, Any], ...] = ()
     if changed is None or path[0] in changed:
-        return False
-    if not reads or not changed:
-        return True
+        same = False
+    elif not reads or not changed:
+        same = True
+    else:
+        same, deps = _reads_unchanged(obj, changed)
+    if seen is not None:
+        if reads:
+            seen.same_reads, seen.deps = same, deps
+        else:
+            seen.same_name = same
+    return same
+
+
+UNKNOWN: Any = object()
+
+
+def known_origin(func: types.FunctionType, module_name: str) -> Any:
+    """The origin a function of the script travels with, as decided at an
+    earlier dump and still holding (see :class:`_Script`); None if it travels
+    as a plain copy (the guard changes it or what it reads; the file changed);
+    :data:`UNKNOWN` if it must be decided (the ``"auto"`` mode's first try
+    only: the caller checks). What the second dump of a function costs."""
+    script = _scripts.get(module_name)
+    if script is None:
+        return UNKNOWN
+    seen = script.seen.get(id(func))
+    if seen is None:
+        return UNKNOWN  # a closure or lambda no name leads to: one dict lookup
+    if script.module is not sys.modules.get(module_name):
+        return UNKNOWN
+    script.check()
+    if script.moved:
+        return UNKNOWN
+    if (
+        seen.ref() is not func
+        or func.__code__ is not seen.code
+        or seen.same_reads is None
+        or (
+            (func.__dict__ or seen.attributes)
+            and not _same_values(_attributes(func), seen.attributes)
+        )
+    ):
+        return UNKNOWN
+    path = seen.path
+    namespace = script.namespace
+    if len(path) == 1:
+        if namespace.get(path[0]) is not func:
+            return UNKNOWN
+    else:
+        try:
+            if walk(script.module, path) is not func:
+                return UNKNOWN
+        except Exception:
+            return UNKNOWN
+    for space, name, value in seen.deps:
+        if space.get(name) is not value:
+            return UNKNOWN
+    if not seen.same_reads:
+        return None
+    origin = seen.origin
+    if origin is None:
+        origin = seen.origin = _origin(func, module_name, path)
+    return origin
+
+
+def _reads_unchanged(
+    obj: Any, changed: frozenset[str]
+) -> tuple[bool, tuple[tuple[dict[str, Any], str, Any], ...]]:
+    """Whether ``obj`` reads no global the guard changes, and the script's objects
+    its reads went through (what the answer depends on)."""
+    same = True
+    deps: list[tuple[dict[str, Any], str, Any]] = []
     for seed in [obj, *_locator.held_functions(obj)]:
-        for name, _ in script_reads(seed, MAIN_MODULES):
+        for name, namespace in script_reads(seed, MAIN_MODULES):
             if name in changed:
-                return False
-    return True
+                same = False
+            value = namespace.get(name)
+            if getattr(value, "__module__", None) in MAIN_MODULES:
+                deps.append((namespace, name, value))
+    return same, tuple(deps)
 
 
 # What every module's namespace holds besides what its code binds.
@@ -189,6 +528,17 @@ def workers_own_function(func: Any) -> bool:
 def origin_of(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
     """Where ``obj`` lives in the script: module, path, file and, for a
     function, the line its definition starts on."""
+    script = _scripts.get(module)
+    seen = None if script is None else script.seen.get(id(obj))
+    if seen is not None and seen.path is path and seen.ref() is obj:
+        origin = seen.origin
+        if origin is None:
+            origin = seen.origin = _origin(obj, module, path)
+        return origin  # type: ignore[no-any-return]
+    return _origin(obj, module, path)
+
+
+def _origin(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
     line = obj.__code__.co_firstlineno if type(obj) is types.FunctionType else None
     return (module, path, _script_file(module), line)
 
@@ -236,10 +586,10 @@ def script_module_of(obj: Any) -> str | None:
     return None
 
 
-def _script_where(obj: Any) -> tuple[str, Path] | None:
+def _script_where(obj: Any, pickler: Pickler | None = None) -> tuple[str, Path] | None:
     """``(module, path)`` of ``obj`` in the sender's script, if it is one of its objects."""
     module = script_module_of(obj)
-    return None if module is None else script_location(obj, module)
+    return None if module is None else script_location(obj, module, pickler)
 
 
 def script_reference_alone(obj: Any, reason: str) -> Any | None:
@@ -265,7 +615,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     are set on it (``carry_state``; not for a function, which keeps its own)."""
     if pickler._scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
-    where = _script_where(obj)
+    where = _script_where(obj, pickler)  # an instance: one index lookup per payload
     if where is None:
         return reduction
     same = same_in_workers(obj, *where)  # obj is an instance or a function, never a class

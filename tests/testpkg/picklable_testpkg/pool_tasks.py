@@ -200,3 +200,44 @@ class TaggingCodec:
 
 def codec_calls(_: Any = None) -> int:
     return TaggingCodec.calls
+
+
+# --- hung tasks, timeouts, orphans (issue 28)
+
+
+def stop_self(_: Any = None) -> None:
+    """Stop this worker's process (SIGSTOP): a task that hangs however it is asked to end."""
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def mark(directory: str, x: Any) -> Any:
+    """Record one run of item ``x`` (a file per run), then return it."""
+    Path(directory, f"{x}-{os.getpid()}-{time.perf_counter_ns()}").touch()
+    return x
+
+
+def mark_then_sleep(directory: str, x: int, every: int, seconds: float) -> int:
+    """``mark``, and sleep ``seconds`` on every ``every``-th item (a late one)."""
+    mark(directory, x)
+    if x % every == every - 1:
+        time.sleep(seconds)
+    return x
+
+
+def write_pid_then_spin(path: str) -> None:
+    """Busy forever in C code that holds the GIL (no thread of this process can run)."""
+    import collections
+    import itertools
+
+    Path(path).write_text(str(os.getpid()))
+    collections.deque(itertools.count(), maxlen=0)
+
+
+def mark_or_hang(directory: str, x: Any, how: str = "") -> Any:
+    """``mark`` (a quick task), or hang as ``how`` says: "sleep" (forever) or "stop"
+    (SIGSTOP its own process). One function: its estimate is a quick task's."""
+    if how == "sleep":
+        time.sleep(3600)
+    elif how == "stop":
+        stop_self()
+    return mark(directory, x)

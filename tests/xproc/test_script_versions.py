@@ -1,0 +1,102 @@
+"""A script's objects decided once per version of the script, never stale (issue 29).
+
+What depends on the script alone (its file's version, what its main guard
+changes, each object's decision) is kept between dumps; each test makes the
+kept answer wrong if it were not checked again, and asserts what a spawn worker,
+which imports the script's file, computes with the payload.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from support.child import run_script
+
+REBOUND_BETWEEN_DUMPS = textwrap.dedent(
+    """
+    import multiprocessing
+    import picklable
+
+    CONFIG = 1
+
+    def plain():
+        return 0
+
+    def reader():
+        return CONFIG
+
+    helper = plain
+
+    def work():
+        return helper()
+
+    def call(payload):
+        return picklable.loads(payload)()
+
+    if __name__ == "__main__":
+        FIRST = picklable.dumps(work)  # reads nothing the guard changes: decided, kept
+        SECOND = picklable.dumps(work)
+
+    helper = reader  # at module level: a worker's import does it too
+
+    if __name__ == "__main__":
+        CONFIG = 2
+        THIRD = picklable.dumps(work)  # now reads CONFIG through helper: a copy
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            print(pool.map(call, [FIRST, SECOND, THIRD]))
+    """
+)
+
+
+def test_a_rebinding_between_dumps_is_noticed(tmp_path):
+    """A function whose reads change between two dumps (a helper rebound at module
+    level) is decided again: the worker computes with the sender's CONFIG."""
+    out = run_script(REBOUND_BETWEEN_DUMPS, tmp_path)
+    # The first two: the worker's own work (its helper is reader, its CONFIG 1).
+    assert out.strip() == "[1, 1, 2]"
+
+
+EDITED_WHILE_RUNNING = textwrap.dedent(
+    """
+    import multiprocessing, time
+    import picklable
+
+    def work(x):
+        return x + 1
+
+    def call(payload, x):
+        return picklable.loads(payload)(x)
+
+    if __name__ == "__main__":
+        picklable.dumps(work)  # the script's version is read here
+        with open(__file__) as f:
+            source = f.read()
+        with open(__file__, "w") as f:  # same first line of work, another body
+            f.write(source.replace("return x + 1", "return x + 1000"))
+        {run}
+    """
+)
+
+# Continuation lines as the dedented script has them.
+_STDLIB_POOL = """time.sleep(0.3)
+    payload = picklable.dumps(work)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print(pool.apply(call, (payload, 1)))"""
+_PICKLABLE_POOL = """with picklable.Pool(1, context="spawn") as pool:
+        payload = picklable.dumps(work)
+        print(pool.apply(work, (1,)), pool.apply(call, (payload, 1)))"""
+
+
+def test_an_edited_script_ships_copies(tmp_path):
+    """The file changed on disk (a worker imports the edited version): once the
+    sender has looked again (0.1 s), its functions travel as copies, not as
+    references to what the worker's import defines under the same name."""
+    source = EDITED_WHILE_RUNNING.format(run=_STDLIB_POOL)
+    assert run_script(source, tmp_path).strip() == "2"
+
+
+def test_a_pool_start_looks_at_the_script_again(tmp_path):
+    """A picklable pool looks at the script's file when it starts workers: a
+    payload made after the start, with no wait, is a copy."""
+    source = EDITED_WHILE_RUNNING.format(run=_PICKLABLE_POOL)
+    assert run_script(source, tmp_path).strip() == "2 2"
