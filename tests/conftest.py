@@ -14,7 +14,7 @@ for path in (TESTS / "testpkg", TESTS):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from support.child import Child  # noqa: E402
+from support.child import Child, child_env  # noqa: E402
 
 # Every Ray the suite starts (tests/integration/test_ray.py, docs/ray.md's examples,
 # scripts they run) inherits these: no usage statistics sent anywhere (the suite is
@@ -39,9 +39,7 @@ def spark_driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     base = tmp_path_factory.getbasetemp()
     # pytest-xdist workers have basetemps of their own under one shared directory.
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    env = dict(os.environ)
-    paths = [str(TESTS / "testpkg"), str(TESTS), *filter(None, [env.get("PYTHONPATH")])]
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env = child_env()  # PYTHONPATH absolute: the workers run in directories of their own
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     handle = driver.connect(shared / "spark-driver", env)
