@@ -36,6 +36,7 @@ gateway JVM, the executors and their Python workers.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import io
@@ -429,6 +430,26 @@ def connect(directory: Path, env: dict[str, str]) -> SparkDriver:
 
 
 _STARTED: list[subprocess.Popen[bytes]] = []
+# How long a pytest process that started the driver waits at exit for it to stop
+# (its grace period, then Spark's shutdown), before ending its process group.
+EXIT_WAIT_SECONDS = 60.0
+
+
+@atexit.register
+def _reap_started() -> None:
+    """Wait for the drivers this process started, so that none outlives the run.
+
+    The driver exits once its last client is gone (another pytest-xdist worker
+    may still hold it for a while); a Popen left to the interpreter's exit while
+    its process runs warns "subprocess ... is still running".
+    """
+    for process in _STARTED:
+        try:
+            process.wait(timeout=EXIT_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def _start(directory: Path, env: dict[str, str]) -> socket.socket:
@@ -443,7 +464,7 @@ def _start(directory: Path, env: dict[str, str]) -> socket.socket:
             cwd=directory,
             start_new_session=True,  # its own process group: the JVMs go with it
         )
-    _STARTED.append(process)  # it outlives this call on purpose (no "still running" warning)
+    _STARTED.append(process)  # it outlives this call on purpose: _reap_started waits
     deadline = time.monotonic() + START_TIMEOUT
     while not (directory / READY).exists():
         if process.poll() is not None:
