@@ -5,6 +5,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,13 +14,37 @@ for path in (TESTS / "testpkg", TESTS):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from support.child import Child  # noqa: E402
+from support.child import Child, child_env  # noqa: E402
 
 # Every Ray the suite starts (tests/integration/test_ray.py, docs/ray.md's examples,
 # scripts they run) inherits these: no usage statistics sent anywhere (the suite is
 # offline), no token-authentication banner on stderr.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+@pytest.fixture(scope="session")
+def spark_driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The run's one Spark (``local-cluster[2,1,1024]``): a driver that runs scripts.
+
+    Started by the first test that asks (17-40 s), shared by the pytest-xdist
+    workers of the run (tests/support/spark_driver.py), stopped after the last.
+    Its executors' Python workers import picklable and the tests' helper packages.
+    """
+    from support.engines import require
+
+    require("pyspark")  # skips where PySpark does not support this Python
+    from support import spark_driver as driver
+
+    base = tmp_path_factory.getbasetemp()
+    # pytest-xdist workers have basetemps of their own under one shared directory.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    env = child_env()  # PYTHONPATH absolute: the workers run in directories of their own
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    handle = driver.connect(shared / "spark-driver", env)
+    yield handle
+    handle.close()
 
 
 @pytest.fixture(scope="module")

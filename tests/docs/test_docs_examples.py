@@ -175,6 +175,18 @@ def page_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Path]:
     return dirs
 
 
+# Pages whose examples run in the run's one Spark (the spark_driver fixture): a
+# fresh interpreter per page would start a Spark of its own (17-40 s each). Their
+# programs run there as __main__, their session blocks in a fresh __main__, with the
+# page's directory as cwd.
+SPARK_PAGES = {DOCS / "spark.md"}
+
+
+def spark_done(reply: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """The Spark driver's reply to a run, as a finished process."""
+    return subprocess.CompletedProcess([], reply["status"], reply["stdout"], reply["stderr"])
+
+
 def check_exit(done: subprocess.CompletedProcess[str], what: str) -> None:
     if done.returncode != 0:
         pytest.fail(
@@ -221,9 +233,16 @@ class TestExamples:
     """The examples of the docs and of the README's quick start run as written."""
 
     @pytest.mark.parametrize("page", session_pages())
-    def test_session_blocks(self, page: Path, page_dirs: dict[Path, Path]) -> None:
+    def test_session_blocks(
+        self, page: Path, page_dirs: dict[Path, Path], request: pytest.FixtureRequest
+    ) -> None:
         """A page's session blocks run in order in one fresh interpreter."""
         blocks = [(b.line, b.code) for b in PAGES[page] if b.kind == "session"]
+        if page in SPARK_PAGES:  # in the run's Spark driver, in a fresh __main__
+            driver = request.getfixturevalue("spark_driver")
+            reply = driver.run_blocks(page, blocks, page_dirs[page])
+            check_exit(spark_done(reply), f"the examples of {page.relative_to(ROOT)}")
+            return
         done = subprocess.run(
             [sys.executable, "-c", RUNNER],
             input=json.dumps([str(page), blocks]),
@@ -236,12 +255,20 @@ class TestExamples:
         check_exit(done, f"the examples of {page.relative_to(ROOT)}")
 
     @pytest.mark.parametrize("block", script_blocks())
-    def test_script_block(self, block: Block, page_dirs: dict[Path, Path]) -> None:
+    def test_script_block(
+        self, block: Block, page_dirs: dict[Path, Path], request: pytest.FixtureRequest
+    ) -> None:
         """A program block runs as __main__ of a fresh interpreter and exits 0."""
         directory = page_dirs[block.page]
         script = directory / f"{block.page.stem}_line{block.line}.py"
         # Blank lines first: the script's line numbers are the Markdown file's.
-        script.write_text("\n" * (block.line - 1) + block.code)
+        source = "\n" * (block.line - 1) + block.code
+        if block.page in SPARK_PAGES:  # as __main__ of the run's Spark driver
+            driver = request.getfixturevalue("spark_driver")
+            reply = driver.run_script(source, directory, name=script.name, check=False)
+            check_exit(spark_done(reply), f"the program at {block.where}")
+            return
+        script.write_text(source)
         done = subprocess.run(
             [sys.executable, script.name],
             capture_output=True,

@@ -31,14 +31,15 @@ FORK_AMONG_THREADS = (
 
 
 def child_env() -> dict[str, str]:
-    """Environment for child interpreters: finds the tests' helper packages."""
+    """Environment for child interpreters: finds the tests' helper packages.
+
+    ``PYTHONPATH``'s entries are made absolute: children run in directories of their
+    own, where a relative one (``PYTHONPATH=src pytest`` in a worktree) finds nothing,
+    and the picklable installed in the venv (another checkout's) would load instead.
+    """
     env = dict(os.environ)
-    extra = [str(TESTS / "testpkg"), str(TESTS)]
-    if env.get("PYTHONPATH"):
-        # Absolute: children run in other directories (PYTHONPATH=src finds this
-        # checkout's picklable there too, not the one installed).
-        extra.extend(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
-    env["PYTHONPATH"] = os.pathsep.join(extra)
+    given = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS / "testpkg"), str(TESTS), *given])
     return env
 
 

@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_transit",
             "dask",
             "ray",
+            "spark",
             "integrations",
         ),
     ),

@@ -1,0 +1,211 @@
+"""Spark: jobs whose functions ship with picklable.spark vs PySpark's own serializer.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_spark.py [--quick] [--json FILE]
+
+One Spark on ``local-cluster[2,1,1024]`` (two executor JVMs, a Python worker
+daemon in each; Java must be installed) for the whole run. Each case times a
+whole job, from building the RDD or DataFrame (which pickles its function) to the
+action's result, once with PySpark as it is and once after
+``picklable.spark.enable()`` (target of issue 31: within 1.1x). The two sides take
+turns round by round, the order alternating, as in ``bench_dask.py`` and
+``bench_ray.py``: ``ratio`` compares the best times, ``paired`` is the median of
+the ratios of the two back-to-back runs of each round, which share whatever else
+the machine is doing.
+
+Cases, with functions defined in ``__main__`` (what PySpark's cloudpickle ships by
+value), on 10 and on 1,000,000 elements in 2 partitions:
+
+1. ``rdd.map(f).sum()``: the command is PySpark's closure around ``f``; in the
+   worker, picklable's task wraps the partition's iterator (one generator step
+   per element);
+2. ``df.select(udf(f)(...))`` aggregated: a row-at-a-time UDF (one more call
+   per row in the worker);
+3. ``df.select(pandas_udf(f)(...))`` aggregated: a pandas UDF (one call per batch).
+
+The pickling of a command is also timed alone, without Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers import picklable
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+import pandas as pd
+import pyspark
+from pyspark.serializers import AutoBatchedSerializer, CloudPickleSerializer
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import picklable
+import picklable.spark
+
+SIZES = (10, 1_000_000)
+OFFSET = 7
+
+
+def scale(x: int) -> int:
+    return 3 * x + OFFSET
+
+
+def scale_series(s: pd.Series) -> pd.Series:
+    return 3 * s + OFFSET
+
+
+def case_rdd(spark: Any, n: int) -> Callable[[], Any]:
+    sc = spark.sparkContext
+    return lambda: sc.parallelize(range(n), 2).map(scale).sum()
+
+
+def case_udf(spark: Any, n: int) -> Callable[[], Any]:
+    df = spark.range(0, n, 1, 2)
+    return lambda: df.select(F.sum(F.udf(scale, "long")("id"))).first()[0]
+
+
+def case_pandas_udf(spark: Any, n: int) -> Callable[[], Any]:
+    df = spark.range(0, n, 1, 2)
+    return lambda: df.select(F.sum(F.pandas_udf(scale_series, "long")("id"))).first()[0]
+
+
+CASES: list[tuple[str, Callable[[Any, int], Callable[[], Any]]]] = [
+    ("rdd.map", case_rdd),
+    ("udf", case_udf),
+    ("pandas_udf", case_pandas_udf),
+]
+
+
+def switched(run: Callable[[], Any], on: bool) -> Callable[[], Any]:
+    def job() -> Any:
+        if on:
+            picklable.spark.enable()
+        else:
+            picklable.spark.disable()
+        return run()
+
+    return job
+
+
+def timed_rounds(rounds: int, runs: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Wall times of each callable over ``rounds`` rounds, the order alternating."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    order = list(runs.items())
+    for _ in range(rounds):
+        order.reverse()
+        for name, run in order:
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def dumps_alone(spark: Any) -> dict[str, float]:
+    """Microseconds to pickle an ``rdd.map(scale)`` command, best of 5 x 200."""
+    sc = spark.sparkContext
+    rdd = sc.parallelize(range(10), 2).map(scale)
+    command = (
+        rdd.func,
+        None,
+        rdd._prev_jrdd_deserializer,
+        AutoBatchedSerializer(rdd.ctx.serializer),
+    )
+    out = {}
+    for name, serializer in (
+        ("PySpark", CloudPickleSerializer()),
+        ("picklable", picklable.spark.Serializer()),
+    ):
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(200):
+                serializer.dumps(command)
+            best = min(best, (time.perf_counter() - start) / 200)
+        out[name] = best * 1e6
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    options = parser.parse_args()
+    rounds = 3 if options.quick else 9
+
+    spark = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    figures = []
+    try:
+        print(
+            f"Python {platform.python_version()}, PySpark {pyspark.__version__}, "
+            f"picklable {picklable.__version__}; local-cluster[2,1,1024], 2 partitions; "
+            f"{rounds} rounds\n"
+        )
+        header = f"{'case':28} {'PySpark':>10} {'picklable':>10} {'ratio':>6} {'paired':>8}"
+        print(header)
+        print("-" * len(header))
+        for name, case in CASES:
+            for n in SIZES:
+                run = case(spark, n)
+                plain, ours = switched(run, False), switched(run, True)
+                expected = 3 * n * (n - 1) // 2 + OFFSET * n
+                for side in (plain, ours, plain, ours):  # warm: workers, imports, the check
+                    assert side() == expected, name
+                times = timed_rounds(rounds, {"pyspark": plain, "picklable": ours})
+                best = {side: min(values) for side, values in times.items()}
+                ratio = best["picklable"] / best["pyspark"]
+                paired = statistics.median(
+                    o / p for o, p in zip(times["picklable"], times["pyspark"])
+                )
+                label = f"{name}, {n:,} elements"
+                figures.append(
+                    {
+                        "case": label,
+                        "pyspark_s": best["pyspark"],
+                        "picklable_s": best["picklable"],
+                        "ratio": ratio,
+                        "median_paired_ratio": paired,
+                    }
+                )
+                ms = {side: value * 1000 for side, value in best.items()}
+                print(
+                    f"{label:28} {ms['pyspark']:8.0f}ms {ms['picklable']:8.0f}ms "
+                    f"{ratio:5.2f}x {paired:7.2f}x"
+                )
+        alone = dumps_alone(spark)
+    finally:
+        picklable.spark.disable()
+        spark.stop()
+
+    print(
+        "\npickling an rdd.map command alone: "
+        + ", ".join(f"{k} {v:.0f} us" for k, v in alone.items())
+    )
+    worst = max(f["ratio"] for f in figures)
+    worst_paired = max(f["median_paired_ratio"] for f in figures)
+    print(
+        f"worst ratio of best times {worst:.2f}x, worst median paired ratio {worst_paired:.2f}x "
+        "(target <= 1.10x)"
+    )
+    if options.json:
+        with open(options.json, "w") as out:
+            report = {"cases": figures, "dumps_us": alone, "python": platform.python_version()}
+            json.dump(report, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Tests for `picklable.spark` in one process: the hook, the task wrapper, the notes.
+
+No JVM here: commands are pickled and loaded as the worker does (plain
+``pickle.loads``). The tests on a real Spark are in tests/integration/test_spark.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import pickle
+import traceback
+
+import pytest
+
+from support.engines import require
+
+require("pyspark")  # skips this module where PySpark does not support this Python
+
+import pyspark.core.rdd
+from pyspark.serializers import CloudPickleSerializer
+
+import picklable
+import picklable.spark as pspark
+from picklable_testpkg.errors import KwOnlyError
+from picklable_testpkg.wrapped import tagged
+
+
+@pytest.fixture
+def enabled():
+    """enable() for one test, disable() after it."""
+    pspark.enable()
+    yield
+    pspark.disable()
+
+
+def raise_kw_only(x):
+    raise KwOnlyError(f"row {x}", code=x)
+
+
+def caught(fn, *args):
+    """What a worker's task raises when it runs ``fn`` (loaded from a command)."""
+    task = pickle.loads(pspark.Serializer().dumps(fn))
+    with pytest.raises(KwOnlyError) as info:
+        task(*args)
+    return info.value
+
+
+def as_spark_reports_it(exc):
+    """An error holding the worker's traceback as text, as PySpark raises it."""
+    return RuntimeError("".join(traceback.format_exception(exc)))
+
+
+class TestHook:
+    """enable() and disable() bind CloudPickleSerializer in PySpark's modules."""
+
+    def test_enable_disable(self, enabled):
+        """enable() binds picklable's Serializer; disable() puts PySpark's own back."""
+        assert pspark.is_enabled()
+        assert pyspark.core.rdd.CloudPickleSerializer is pspark.Serializer
+        assert pspark.hooked()["pyspark.core.rdd"] == "picklable"
+        pspark.enable()  # again: nothing changes
+        pspark.disable()
+        assert pyspark.core.rdd.CloudPickleSerializer is CloudPickleSerializer
+        assert not pspark.is_enabled()
+        assert pspark.hooked()["pyspark.core.rdd"] == "PySpark"
+        pspark.disable()  # again: nothing to undo
+
+
+class TestTask:
+    """A command's function, loaded with plain pickle as a worker does."""
+
+    def test_wrapt_function_keeps_its_wrapper(self):
+        """A local wrapt function runs its wrapper; PySpark's own pickling drops it."""
+
+        @tagged
+        def double(x):
+            return 2 * x
+
+        command = (double, "long")
+        task, kind = pickle.loads(pspark.Serializer().dumps(command))
+        assert (task(3), kind) == (("tagged", 6), "long")
+        assert task.__name__ == "double"
+        plain, _ = pickle.loads(CloudPickleSerializer().dumps(command))
+        assert plain(3) == 6
+
+    def test_signature_kept_for_getfullargspec(self):
+        """PySpark's worker counts a grouped-map function's parameters."""
+
+        def grouped(key, frame, *rest, scale=1):
+            return frame
+
+        task = pickle.loads(pspark.Serializer().dumps(grouped))
+        assert inspect.getfullargspec(task) == inspect.getfullargspec(grouped)
+
+    def test_iterator_results_marked(self):
+        """An exception raised while the worker consumes an iterator result is marked."""
+
+        def pipeline(split, iterator):
+            return map(raise_kw_only, iterator)
+
+        task = pickle.loads(pspark.Serializer().dumps(pipeline))
+        with pytest.raises(KwOnlyError) as info:
+            list(task(0, iter([5])))
+        assert pspark.original(as_spark_reports_it(info.value)).code == 5
+
+    def test_classes_untouched(self):
+        """A UDTF's class ships as it is."""
+
+        class Udtf:
+            def eval(self, x):
+                yield (x,)
+
+        loaded = pickle.loads(pspark.Serializer().dumps((Udtf, "x: int")))
+        assert isinstance(loaded[0], type) and loaded[1] == "x: int"
+
+
+class TestOriginal:
+    """original(error): the task's exception, from the text Spark reports."""
+
+    def test_round_trip(self):
+        """The class, attributes and traceback come back from the text alone."""
+        exc = caught(raise_kw_only, 4)
+        found = pspark.original(as_spark_reports_it(exc))
+        assert type(found) is KwOnlyError and found.code == 4 and found.args == ("row 4",)
+        assert "in raise_kw_only" in "".join(traceback.format_exception(found))
+
+    def test_original_errors(self):
+        """Inside original_errors(), the task's exception replaces Spark's."""
+        exc = caught(raise_kw_only, 6)
+        with pytest.raises(KwOnlyError) as info, pspark.original_errors():
+            raise as_spark_reports_it(exc)
+        assert type(info.value.__context__) is RuntimeError
+        with pytest.raises(ValueError, match="other"), pspark.original_errors():
+            raise ValueError("other")
+
+    def test_unsigned_payload_refused(self):
+        """Text that only looks like a note (not signed with this driver's key) is ignored."""
+        forged = base64.b64encode(picklable.dumps(KwOnlyError("x", code=1))).decode()
+        assert pspark.original(RuntimeError(f"picklable.spark exception:{forged}")) is None
+        assert pspark.original(RuntimeError("no note")) is None
+
+
+class TestCheck:
+    """check_executors without a session."""
+
+    def test_no_session(self):
+        """Without an active session it says so."""
+        with pytest.raises(RuntimeError, match="no active Spark session"):
+            pspark.check_executors()
