@@ -1586,6 +1586,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             (module, name) in (("__builtin__", "getattr"), ("__builtin__", "setattr"))
         ):
             return self.guarded_getattr if name == "getattr" else self.guarded_setattr
+        if (module, name) in _UNION_REDUCE:
+            return self.guarded_union if name == "reduce" else _UNION_OR
         python2_names = self.fix_imports and getattr(self, "proto", 0) < 3
         found = self.policy.find_class(module, name, python2_names=python2_names)
         return self.named(found, name, admitted=True)
@@ -1927,6 +1929,21 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         self.policy.admit(found, what, names=(f"{owner}.{name}",))
         return self.named(found, what, admitted=True)
 
+    def guarded_union(self, function: Any, members: Any) -> Any:
+        """``functools.reduce(operator.or_, members)``, what copyreg's reducer of
+        ``int | str`` names on Python 3.12-3.13: a union of the members, each a
+        class, ``None`` or a typing construct this payload already admitted;
+        ``reduce`` with any other function is refused."""
+        what = "functools.reduce(...)"
+        if function is not _UNION_OR or type(members) is not tuple or len(members) < 2:
+            raise self.policy.refuse(what, None, "only operator.or_ over a union's members")
+        for member in members:
+            if not (member is None or isinstance(member, type) or _typing_construct(member)):
+                raise self.policy.refuse(
+                    what, None, f"a union's member is a type, not a {type(member).__name__}"
+                )
+        return functools.reduce(operator.or_, members)
+
     def guarded_setattr(self, obj: Any, name: str, value: Any) -> None:
         """``setattr`` for payloads: only fills closure cells the payload made."""
         what = f"setattr(<{type(obj).__name__}>, {name!r}, ...)"
@@ -1934,6 +1951,33 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise self.policy.refuse(what, None, "it only fills closure cells")
         self.check_target(obj, what)
         obj.cell_contents = value
+
+
+# copyreg's reducer of types.UnionType (Python 3.12-3.13) names these two: the
+# guarded unpickler reads them as one guarded call (GuardedUnpickler.guarded_union),
+# operator.or_ as a marker that nothing else accepts.
+_UNION_REDUCE = frozenset(
+    {("functools", "reduce"), ("_functools", "reduce"), ("operator", "or_"), ("_operator", "or_")}
+)
+
+
+class _UnionOr:
+    """``operator.or_`` as the guarded unpickler reads it: only an argument of
+    :meth:`GuardedUnpickler.guarded_union`, never called on its own."""
+
+    def __call__(self, *args: Any) -> Any:
+        raise UnpicklingError(
+            "Refusing to call operator.or_: under an allow-list it is read only in "
+            "functools.reduce(operator.or_, members), the union copyreg pickles"
+        )
+
+
+_UNION_OR: Any = _UnionOr()
+
+
+def _typing_construct(obj: Any) -> bool:
+    """An object of typing's or types' own making (``list[int]``, ``T``, an alias)."""
+    return type(obj).__module__ in ("typing", "types", "_typing")
 
 
 def _exact_reader(read: Callable[[int], bytes]) -> Callable[[int], bytes]:

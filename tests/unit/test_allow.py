@@ -339,6 +339,42 @@ class TestAdmitted:
         refused(payload, ["numpy"], key=key)
 
 
+class TestUnions:
+    """``int | str``: copyreg pickles it as ``functools.reduce(operator.or_, members)``
+    on Python 3.12-3.13 (3.14+ as ``Union[...]``); a guarded union, nothing more."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [int | str, int | None, list[int] | dict[str, int], typing.AnyStr | int],
+        ids=["types", "optional", "generic aliases", "type variable"],
+    )
+    def test_a_union_loads_under_types_and_typing(self, value):
+        """What the union names is admitted with the modules of its members."""
+        data = picklable.dumps(value)
+        assert picklable.loads(data, allowed=["types", "typing"]) == value
+
+    def test_reduce_with_another_function_is_refused(self):
+        """functools.reduce is no way to call what the payload chooses."""
+        import operator
+
+        message = refused(crafted(functools.reduce, operator.add, (1, 2)), ["_operator.add"])
+        assert "functools.reduce(...)" in message and "operator.or_" in message
+
+    def test_or_over_values_is_refused(self):
+        """The members of a union are types: no data's own ``__or__`` runs."""
+        import operator
+
+        message = refused(crafted(functools.reduce, operator.or_, ({1}, {2})), ["types"])
+        assert "a union's member is a type, not a set" in message
+
+    def test_or_alone_is_not_called(self):
+        """``operator.or_`` is read only inside the union's reduce."""
+        import operator
+
+        with pytest.raises(picklable.UnpicklingError, match=r"Refusing to call operator\.or_"):
+            picklable.loads(crafted(operator.or_, int, str), allowed=["types"])
+
+
 class TestRefused:
     def test_module_not_listed(self):
         """A global of another module is refused, naming it and the fix."""
