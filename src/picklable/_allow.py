@@ -419,6 +419,23 @@ hashes a nested tuple recursively in C without a depth check, and a 200,000-deep
 tuple used as a dict key overflows the C stack (a crash, not an exception), as
 do other recursive C routines of builtin types."""
 
+# Callees that never call the classes among their arguments: builtin containers
+# (they store their items), subscription and type checks.
+_STORING_TYPES = frozenset(
+    {list, tuple, set, frozenset, dict, type, object, types.SimpleNamespace}
+    | ({FROZENDICT} if FROZENDICT is not None else set())
+)
+_STORING_FUNCTIONS = (
+    operator.getitem,
+    isinstance,
+    issubclass,
+    repr,
+    hash,
+    len,
+    copyreg.__newobj__,  # type: ignore[attr-defined]
+    copyreg.__newobj_ex__,  # type: ignore[attr-defined]
+    copyreg._reconstructor,  # type: ignore[attr-defined]
+)
 # Containers searched for modules among a call's arguments.
 _SCANNED = frozenset({list, tuple, set, frozenset, dict})
 # Views of a dict (OrderedDict's too, as picklable ships them): data like the
@@ -1062,6 +1079,16 @@ class Policy:
             )
 
 
+def _builtins_own(cls: type) -> bool:
+    """A type of module ``builtins`` (``int``, ``bytearray``, ``slice``): made from
+    its arguments, as its instances are."""
+    return (
+        not cls.__flags__ & (1 << 9)
+        and _type_module(cls) == "builtins"
+        and getattr(builtins, cls.__name__, None) is cls
+    )
+
+
 def _misnamed(cls: type) -> bool:
     """An extension type that says ``builtins`` without being one of builtins' own."""
     return (
@@ -1137,7 +1164,11 @@ _REBUILD_DECLARATIONS = (
 
 # Kinds of picklable's own table whose reductions rebuild an object from its state
 # (never calling its class with arguments): a class of these kinds declares nothing.
-_BUILT_FROM_STATE = frozenset({"data", "function", "class", "instance", "callable instance"})
+# Streams pickle as the receiver's own (``sys.stdout``) or not at all, as do the
+# kinds picklable refuses: none is rebuilt by calling its class either.
+_BUILT_FROM_STATE = frozenset(
+    {"data", "function", "class", "instance", "callable instance", "stream", "refused"}
+)
 
 
 def _declares_rebuild(cls: type) -> bool:
@@ -1149,15 +1180,32 @@ def _declares_rebuild(cls: type) -> bool:
         return True
     if table.kind_for(cls).name not in _BUILT_FROM_STATE:
         return True
-    for klass in _TYPE_MRO.__get__(cls, type):
+    mro = _TYPE_MRO.__get__(cls, type)
+    for at, klass in enumerate(mro):
         if klass is object:
             continue
         if klass in copyreg.dispatch_table:
             return True
         namespace = vars(klass)
         if any(name in namespace for name in _REBUILD_DECLARATIONS):
-            return True
+            return not _new_below_c_reduction(mro, at)
     return False
+
+
+def _new_below_c_reduction(mro: tuple[type, ...], at: int) -> bool:
+    """Whether the reduction ``mro[at]`` declares is a builtin or extension type's
+    ``__reduce__``/``__reduce_ex__`` (whose code may rebuild through a function of
+    its own, never calling the class: ``ndarray``'s names ``_reconstruct``) that a
+    class's ``__new__`` below it overrides (``numpy.memmap``, whose ``__new__``
+    opens and creates files): that reduction says nothing about calling that
+    ``__new__`` with arguments. A ``__getnewargs__`` does (pickle hands its values
+    to ``cls.__new__``), and so does a class's own (Python) reduction."""
+    declarer = mro[at]
+    if _heap(declarer) or not any(
+        name in vars(declarer) for name in ("__reduce__", "__reduce_ex__")
+    ):
+        return False
+    return any(_heap(klass) and "__new__" in vars(klass) for klass in mro[:at])
 
 
 def _is_annotate(obj: Any) -> bool:
@@ -1494,7 +1542,58 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 keywords = {**func.keywords, **(kwargs or {})}
             self._no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
             self._check_construction(target, given, keywords, what)
+            if target is functools.partial and given:
+                # A partial binding arguments to a class is that call, made later
+                # (by whatever calls the partial: a defaultdict, a map).
+                self._check_construction(given[0], given[1:], keywords, what)
+            if not self._stores_only(target):
+                self._no_constructor_in(given, keywords, target, what)
         return func(*args) if kwargs is None else func(*args, **kwargs)
+
+    def _stores_only(self, target: Any) -> bool:
+        """Whether ``target`` never calls the classes it is given: a rebuild function
+        or ``copyreg``'s reconstructors (their class is checked as constructed), a
+        container type that stores its items, a subscription, ``getattr``."""
+        if _is_implicit(target) and isinstance(target, type):
+            return target in _STORING_TYPES
+        if getattr(target, "__self__", None) is self:  # guarded getattr, setattr
+            return True
+        return (
+            _capability.is_rebuild_function(target)
+            or _is_constructor(target)
+            or any(target is f for f in _STORING_FUNCTIONS)
+        )
+
+    def _no_constructor_in(self, given: Any, keywords: Any, target: Any, what: str) -> None:
+        """Refuse a class among the arguments of a call that may call it (``map``,
+        ``sorted``'s key, a ``defaultdict``'s factory, ``itertools.starmap``, a
+        ``GenericAlias``, ``MethodType``, the functional Enum API ...) if that class
+        may not be called with arguments the payload chose (see
+        :meth:`_check_class_call`): what calls it runs outside this unpickler's checks."""
+        todo: list[Any] = [given, keywords]
+        seen: set[int] = set()
+        while todo:
+            current = todo.pop()
+            if id(current) in seen or current is None:
+                continue
+            seen.add(id(current))
+            t = type(current)
+            if t in _SCANNED:
+                todo.extend(current.items() if t is dict else current)
+            elif t is functools.partial:
+                todo.extend((current.func, current.args, current.keywords))
+            elif t in (types.MethodType, staticmethod, classmethod):
+                todo.append(current.__func__)
+            elif t is types.GenericAlias:
+                todo.append(current.__origin__)
+            elif isinstance(current, type) and self._refuses_arguments(current):
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    f"{_name_of(current)} is handed to {_name_of(target)}, which may call "
+                    "it with arguments the payload chose, and that is not how its instances "
+                    "are rebuilt: its constructor would run on them (and may open files)",
+                )
 
     def _check_construction(self, func: Any, args: Any, kwargs: Any, what: str) -> None:
         """A class called with arguments (directly, through its ``__new__``, a
@@ -1507,8 +1606,9 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self._check_class_call(args[0], args[1], args[2], what)
         elif func is copyreg._reconstructor and len(args) == 3:  # type: ignore[attr-defined]
             base, state = args[1], args[2]
-            if base is not object and state is not None and _heap(base):
-                # copyreg's own reductions name a builtin base (list, dict ...) here.
+            if base is not object and state is not None:
+                # copyreg's own reductions name a builtin base (list, dict ...) here,
+                # called as it is; an extension type's constructor is checked.
                 self._check_class_call(base, (state,), None, what)
         elif _is_constructor(func) and args:
             self._check_class_call(args[0], args[1:], kwargs, what)
@@ -1519,23 +1619,33 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         reduction (``__reduce__``, ``__reduce_ex__``, ``__getnewargs(_ex)__``,
         ``__getinitargs__``, a ``copyreg`` reducer). A class that declares none is
         rebuilt from its state, its constructor never called with arguments
-        (``logging.FileHandler(path)`` would open a file)."""
+        (``logging.FileHandler(path)`` would open a file), and so is one whose
+        ``__new__`` overrides a builtin or extension base that declares the reduction
+        (``numpy.memmap``: ``ndarray``'s names ``_reconstruct``). Extension types
+        count as classes do (``_io.TextIOWrapper(buffer)`` would close the buffer it
+        wraps when collected); only the types of ``builtins`` are called as they are."""
         if not args and not kwargs:
             return
-        if not isinstance(cls, type) or not _heap(cls) or _is_implicit(cls):
-            return
-        if self._classes.get(id(cls)) is cls or _tracker.built(cls):
-            return  # built from payloads: its constructor is by-value code
-        if _declares_rebuild(cls):
+        if not self._refuses_arguments(cls):
             return
         raise self.policy.refuse(
             what,
             None,
             f"{_name_of(cls)} is called with arguments the payload chose, and that is "
             "not how its instances are rebuilt (its classes declare no __reduce__, "
-            "__getnewargs__ or __getinitargs__, and copyreg has no reducer for it): its "
+            "__getnewargs__ or __getinitargs__ that would, and copyreg has no reducer for "
+            "it; a builtin base's reduction does not vouch for a __new__ below it): its "
             "constructor would run on them (and may open files or sockets)",
         )
+
+    def _refuses_arguments(self, cls: Any) -> bool:
+        """Whether ``cls`` may not be called with arguments the payload chose (see
+        :meth:`_check_class_call`)."""
+        if not isinstance(cls, type) or _is_implicit(cls) or _builtins_own(cls):
+            return False
+        if self._classes.get(id(cls)) is cls or _tracker.built(cls):
+            return False  # built from payloads: its constructor is by-value code
+        return not _declares_rebuild(cls)
 
     def _no_module_in(self, values: Any, what: str, passed: bool = False) -> None:
         """Refuse a module among ``values`` and the containers inside them: a
@@ -1676,6 +1786,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if type(inst) is functools.partial:
             # A partial's state is the arguments of the calls it makes.
             self._no_module_in((state,), f"the arguments of {what}", True)
+            if type(state) is tuple and len(state) == 4:
+                func, args, kwds = state[:3]
+                if type(args) is tuple and (kwds is None or type(kwds) is dict):
+                    self._check_construction(func, args, kwds, what)
         self._grown(inst, (state,))
         setstate = getattr(inst, "__setstate__", None)
         if setstate is not None:

@@ -158,6 +158,13 @@ RUNS_CODE: frozenset[str] = frozenset(
         "_io.open_code",
         "_io.FileIO",
         "webbrowser",
+        # Calls any method of any object it is given, by a name the payload chooses
+        # (``getattr`` and a call, which payloads get only guarded).
+        "operator.methodcaller",
+        "_operator.methodcaller",
+        # Empties the process's cache of time zones (ZoneInfo("UTC") is no longer
+        # the object it was): a classmethod of an always-admitted class.
+        "zoneinfo.ZoneInfo.clear_cache",
         # Configuration that builds objects from factories it names.
         "logging.config",
         # Loaders that unpickle without an allow-list, and pickle itself.
