@@ -1696,7 +1696,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             (module, name) in (("__builtin__", "getattr"), ("__builtin__", "setattr"))
         ):
             return self.guarded_getattr if name == "getattr" else self.guarded_setattr
-        if (module, name) in _UNION_REDUCE:
+        if (module, name) in _UNION_REDUCE and not self.policy.names_exactly(
+            f"{module.lstrip('_')}.{name}", f"_{module.lstrip('_')}.{name}"
+        ):
+            # Unless the list names it: then it is the function itself, checked as named.
             return self.guarded_union if name == "reduce" else _UNION_OR
         python2_names = self.fix_imports and getattr(self, "proto", 0) < 3
         found = self.policy.find_class(module, name, python2_names=python2_names)
