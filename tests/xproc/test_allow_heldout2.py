@@ -108,7 +108,7 @@ class Case:
     name: str
     make: Callable[[Path], bytes]
     allowed: tuple[str, ...]
-    refused: str | None
+    refused: str | tuple[str, ...] | None  # a tuple: any one of these names
     real: bool = True
 
 
@@ -293,7 +293,9 @@ CASES = [
         "FileHandler called by itertools.starmap, consumed by list",
         dumps(lambda d: R(list, R(itertools.starmap, logging.FileHandler, [(marker(d),)]))),
         ("itertools", "logging"),
-        "logging.FileHandler",
+        # Since Python 3.14 itertools' iterators declare no reduction: starmap itself
+        # is the class the payload may not call.
+        ("logging.FileHandler", "itertools.starmap"),
     ),
     Case(
         "FileHandler called by functools.reduce (named exactly)",
@@ -651,7 +653,8 @@ def test_held_out_without_effect(case, tmp_path):
         assert report["outcome"] in ("loaded", "refused"), report
     else:
         assert report["outcome"] == "refused", report
-        assert case.refused in report["message"], report["message"]
+        names = (case.refused,) if isinstance(case.refused, str) else case.refused
+        assert any(name in report["message"] for name in names), report["message"]
 
 
 def test_the_set_is_large_enough():
