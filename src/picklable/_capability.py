@@ -157,6 +157,21 @@ RUNS_CODE: frozenset[str] = frozenset(
         "_io.open",
         "_io.open_code",
         "_io.FileIO",
+        # Stream wrappers own the stream they wrap, and flush and close it when
+        # collected (TextIOWrapper(sys.stdout.buffer) closes the receiver's
+        # standard output). Python 3.12's give them a __reduce__ that only refuses,
+        # which the class rule would read as a declared rebuild.
+        *(
+            f"{module}.{name}"
+            for module in ("io", "_io")
+            for name in (
+                "TextIOWrapper",
+                "BufferedReader",
+                "BufferedWriter",
+                "BufferedRandom",
+                "BufferedRWPair",
+            )
+        ),
         "webbrowser",
         # Calls any method of any object it is given, by a name the payload chooses
         # (``getattr`` and a call, which payloads get only guarded).
