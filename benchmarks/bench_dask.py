@@ -43,7 +43,6 @@ import logging
 import pickle
 import platform
 import statistics
-import time
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +50,7 @@ from typing import Any
 import cloudpickle
 import dask
 import distributed
+from timing import timed_rounds
 
 import picklable
 import picklable.dask as pdask
@@ -112,23 +112,6 @@ CASES: list[tuple[str, Callable[..., Any], Any, Any]] = [
 def _per_call(fn: Callable[[], Any], number: int = 20_000) -> float:
     """Best of 5 mean times of ``fn()``, in microseconds."""
     return min(timeit.repeat(fn, number=number, repeat=5)) / number * 1e6
-
-
-def timed_rounds(rounds: int, runs: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
-    """Wall times of each callable over ``rounds`` interleaved rounds.
-
-    The order alternates from round to round, so that neither side always runs
-    right after the other (a cluster still releasing the previous round's keys).
-    """
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    order = list(runs.items())
-    for _ in range(rounds):
-        order.reverse()
-        for name, run in order:
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def main() -> None:

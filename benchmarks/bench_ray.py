@@ -36,7 +36,6 @@ import json
 import os
 import platform
 import statistics
-import time
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +47,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import ray
+from timing import timed_rounds
 
 import picklable
 import picklable.ray as pray
@@ -116,19 +116,6 @@ CASES: list[tuple[str, Callable[[Callable[..., Any]], Callable[[], Any]]]] = [
 def _per_call(fn: Callable[[], Any], number: int = 20_000) -> float:
     """Best of 5 mean times of ``fn()``, in microseconds."""
     return min(timeit.repeat(fn, number=number, repeat=5)) / number * 1e6
-
-
-def timed_rounds(rounds: int, runs: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
-    """Wall times of each callable over ``rounds`` rounds, the order alternating."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    order = list(runs.items())
-    for _ in range(rounds):
-        order.reverse()
-        for name, run in order:
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def main() -> None:

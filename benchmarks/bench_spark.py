@@ -47,6 +47,7 @@ import pyspark
 from pyspark.serializers import AutoBatchedSerializer, CloudPickleSerializer
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from timing import timed_rounds
 
 import picklable
 import picklable.spark
@@ -94,19 +95,6 @@ def switched(run: Callable[[], Any], on: bool) -> Callable[[], Any]:
         return run()
 
     return job
-
-
-def timed_rounds(rounds: int, runs: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
-    """Wall times of each callable over ``rounds`` rounds, the order alternating."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    order = list(runs.items())
-    for _ in range(rounds):
-        order.reverse()
-        for name, run in order:
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def dumps_alone(spark: Any) -> dict[str, float]:

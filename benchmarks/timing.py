@@ -1,4 +1,5 @@
-"""The timing loop of the serializer benchmarks (bench_dumps.py, bench_longlived.py)."""
+"""The timing loops of the benchmarks: per call (bench_dumps.py, bench_longlived.py)
+and paired rounds of whole jobs (bench_dask.py, bench_ray.py, bench_spark.py)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,20 @@ def per_call(fn: Callable[[], Any], loops: int, *, collect: bool = False) -> flo
         return (time.perf_counter() - start) / loops
     finally:
         gc.enable()
+
+
+def timed_rounds(rounds: int, runs: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Wall times of each callable over ``rounds`` interleaved rounds.
+
+    The order alternates from round to round, so that neither side always runs
+    right after the other (a cluster still releasing the previous round's keys).
+    """
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    order = list(runs.items())
+    for _ in range(rounds):
+        order.reverse()
+        for name, run in order:
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
