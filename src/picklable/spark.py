@@ -45,10 +45,12 @@ import contextlib
 import functools
 import importlib
 import inspect
+import keyword
 import re
 import sys
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -277,7 +279,16 @@ def _task(fn: Callable[..., Any], key: bytes) -> Callable[..., Any]:
     such a result is passed on item by item, its exceptions marked too.
     """
     mark = functools.partial(_mark, key=key)
+    task = _exact_task(fn, mark) or _any_task(fn, mark)
+    with contextlib.suppress(Exception):
+        functools.update_wrapper(task, fn)
+    signature = _argspec_signature(fn)
+    if signature is not None:
+        task.__signature__ = signature  # type: ignore[attr-defined]
+    return task
 
+
+def _any_task(fn: Callable[..., Any], mark: Callable[[BaseException], None]) -> Callable[..., Any]:
     def task(*args: Any, **kwargs: Any) -> Any:
         try:
             result = fn(*args, **kwargs)
@@ -289,11 +300,57 @@ def _task(fn: Callable[..., Any], key: bytes) -> Callable[..., Any]:
             return result
         return _items(result, mark)
 
-    with contextlib.suppress(Exception):
-        functools.update_wrapper(task, fn)
-    signature = _argspec_signature(fn)
-    if signature is not None:
-        task.__signature__ = signature  # type: ignore[attr-defined]
+    return task
+
+
+# A row-at-a-time UDF's function runs once per row: a wrapper with the
+# function's own parameters calls it without packing a tuple and a dict of
+# arguments on every row (half of the wrapper's cost, measured with callgrind).
+_EXACT = """
+def task({params}):
+    try:
+        result = _picklable_fn({args})
+    except Exception as exc:
+        _picklable_mark(exc)
+        raise
+    kind = type(result)
+    if kind in _picklable_values or not hasattr(kind, "__next__"):
+        return result
+    return _picklable_items(result, _picklable_mark)
+"""
+
+
+def _exact_task(
+    fn: Callable[..., Any], mark: Callable[[BaseException], None]
+) -> Callable[..., Any] | None:
+    """A wrapper taking exactly ``fn``'s parameters, or None where they are not plain.
+
+    Plain: a Python function whose parameters are positional (or positional or
+    keyword), without defaults, ``*args`` or ``**kwargs``, so that a call the
+    wrapper accepts is a call ``fn`` accepts, by position or by name.
+    """
+    if type(fn) is not types.FunctionType or fn.__defaults__ or fn.__kwdefaults__:
+        return None
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount:
+        return None
+    names = code.co_varnames[: code.co_argcount]
+    if not all(
+        n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_picklable_")
+        for n in names
+    ):
+        return None
+    params = list(names)
+    if code.co_posonlyargcount:
+        params.insert(code.co_posonlyargcount, "/")
+    namespace: dict[str, Any] = {
+        "_picklable_fn": fn,
+        "_picklable_mark": mark,
+        "_picklable_values": _VALUES,
+        "_picklable_items": _items,
+    }
+    exec(_EXACT.format(params=", ".join(params), args=", ".join(names)), namespace)
+    task: Callable[..., Any] = namespace["task"]
     return task
 
 

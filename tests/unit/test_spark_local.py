@@ -104,6 +104,59 @@ class TestTask:
             list(task(0, iter([5])))
         assert pspark.original(as_spark_reports_it(info.value)).code == 5
 
+    def test_row_function_gets_a_wrapper_of_its_own_parameters(self):
+        """A plain function's wrapper takes its parameters (no *args, **kwargs to
+        pack on every row), by position or by name, and still marks exceptions."""
+
+        def scale(x, y, /, z):
+            if x < 0:
+                raise_kw_only(x)
+            return x * y + z
+
+        task = pickle.loads(pspark.Serializer().dumps((scale, "long")))[0]
+        code = task.__code__
+        assert code.co_varnames[: code.co_argcount] == ("x", "y", "z")
+        assert code.co_posonlyargcount == 2
+        assert not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+        assert task(2, 3, 4) == task(2, 3, z=4) == 10
+        with pytest.raises(TypeError):
+            task(x=2, y=3, z=4)  # positional-only, as scale itself
+        with pytest.raises(KwOnlyError) as info:
+            task(-1, 0, 0)
+        assert pspark.original(as_spark_reports_it(info.value)).code == -1
+        assert inspect.getfullargspec(task) == inspect.getfullargspec(scale)
+
+    @pytest.mark.parametrize(
+        "source",
+        [
+            "def f(x, y=1):\n    return x + y",
+            "def f(x, *, y):\n    return x + y",
+            "def f(_picklable_fn, y):\n    return _picklable_fn + y",
+        ],
+    )
+    def test_other_parameters_get_the_general_wrapper(self, source):
+        """Defaults, keyword-only parameters and names that would shadow the
+        wrapper's own: the general wrapper, which passes every call through."""
+        namespace: dict[str, object] = {}
+        exec(source, namespace)
+        fn = namespace["f"]
+        task = pickle.loads(pspark.Serializer().dumps(fn))
+        assert task.__code__.co_flags & inspect.CO_VARARGS
+        assert task(1, y=2) == 3
+
+    def test_generator_function_results_marked(self):
+        """A generator function's wrapper is the exact one; its items are marked."""
+
+        def rows(iterator):
+            for x in iterator:
+                yield raise_kw_only(x)
+
+        task = pickle.loads(pspark.Serializer().dumps(rows))
+        assert not task.__code__.co_flags & inspect.CO_VARARGS
+        with pytest.raises(KwOnlyError) as info:
+            list(task(iter([7])))
+        assert pspark.original(as_spark_reports_it(info.value)).code == 7
+
     def test_classes_untouched(self):
         """A UDTF's class ships as it is."""
 
