@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "picklable"
 
 # Leaves first. A module may import from its own layer and the ones above it here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("compat, caches, paths", ("exceptions", "_compat", "_caches", "_paths")),
+    ("compat, caches, paths", ("exceptions", "_remote", "_compat", "_caches", "_paths")),
     (
         "payload format",
         ("_code", "_reads", "_tracker", "_traceback", "_reconstruct", "_signing", "_hints"),

@@ -17,8 +17,8 @@ import pytest
 import picklable
 from picklable import executors
 from picklable._pool import _protocol as P
+from picklable._pool._broken import describe_exit
 from picklable._pool._core import OVERDUE_MIN, QUEUE_BUDGET, _Inbox, may_queue, overdue_after
-from picklable._pool._errors import describe_exit
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
 from picklable._pool._mp import callable_name, start_method
 from picklable_testpkg import errors
@@ -525,7 +525,7 @@ class TestErrorsInUserTerms:
 
     def test_exit_signal(self):
         """Exit codes become signal.Signals members, or the bare number for unnamed ones."""
-        from picklable._pool._errors import exit_signal
+        from picklable._pool._broken import exit_signal
 
         assert exit_signal(-9) is signal.SIGKILL
         assert exit_signal(3) is None and exit_signal(None) is None

@@ -54,11 +54,16 @@ except ImportError:  # pragma: no cover - Pythons built without it
     from hashlib import blake2b
 
 from .._compat import chained
-from .._reduce.scripts import recheck_scripts
+from .._reduce import recheck_scripts
 from . import _launch
 from . import _protocol as P
-from ._broken import BrokenPoolError, TaskLoadError, TaskTimeoutError, WorkerDiedError
-from ._errors import describe_exit
+from ._broken import (
+    BrokenPoolError,
+    TaskLoadError,
+    TaskTimeoutError,
+    WorkerDiedError,
+    describe_exit,
+)
 from ._jobs import Failure, ItemsJob, Job, Unit
 from ._template import ForkTemplate
 from ._worker import WorkerConfig
