@@ -48,23 +48,12 @@ import time
 import weakref
 from typing import Any
 
-try:
-    from _blake2 import blake2b  # what hashlib.blake2b is, without importing OpenSSL
-except ImportError:  # pragma: no cover - Pythons built without it
-    from hashlib import blake2b
-
-from .._compat import chained
 from .._reduce import recheck_scripts
+from . import _failures as F
 from . import _launch
 from . import _protocol as P
-from ._broken import (
-    BrokenPoolError,
-    TaskLoadError,
-    TaskTimeoutError,
-    WorkerDiedError,
-    describe_exit,
-)
-from ._jobs import Failure, ItemsJob, Job, Unit
+from ._broken import TaskTimeoutError, WorkerDiedError
+from ._jobs import Failure, ItemsJob, Unit
 from ._template import ForkTemplate
 from ._worker import WorkerConfig
 
@@ -255,7 +244,7 @@ class Feed:
         if not self.chunks:
             return None
         chunk = self.chunks.popleft()
-        if type(chunk) is _FeedError:
+        if type(chunk) is FeedError:
             return -1, chunk
         return self.job.reserve(len(chunk)), chunk
 
@@ -275,12 +264,12 @@ class Feed:
             return
         while self.chunks:
             chunk = self.chunks.popleft()
-            count = 1 if type(chunk) is _FeedError else len(chunk)
+            count = 1 if type(chunk) is FeedError else len(chunk)
             job.fail_range(job.reserve(count), count, error)
         job.seal()
 
 
-class _FeedError:
+class FeedError:
     """Put in a feed where the user's iterable raised."""
 
     __slots__ = ("exc",)
@@ -324,14 +313,7 @@ def _at_exit() -> None:
         elif core.exit_action == "kill":
             # shutdown(wait=False): the caller chose not to wait, and the exit
             # does not either (a hung task would keep the interpreter forever).
-            core.terminate(
-                BrokenPoolError(
-                    "the interpreter exited after shutdown(wait=False) before this task "
-                    "finished: its worker was killed. Fix: call shutdown(wait=True) (or "
-                    "wait for the futures) before the end of the program to let it finish.",
-                    reason="interpreter exit after shutdown(wait=False)",
-                )
-            )
+            core.terminate(F.exit_after_shutdown())
         else:
             core.terminate()
 
@@ -416,46 +398,6 @@ class Core:
 
     # ------------------------------------------------------ caller threads
 
-    def encode_function(self, fn: Any) -> tuple[bytes, P.FunctionPayload]:
-        """(digest, payload) of a function: what workers cache it by.
-
-        Raises
-        ------
-        picklable.PicklingError
-            If the function cannot be shipped.
-        """
-        encode = getattr(self.codec, "encode_function", None)
-        if encode is None:  # a codec of another kind: every object through encode()
-            payload: P.FunctionPayload = (self.codec.encode(fn),)
-        else:
-            payload = encode(fn, self.workers_import_script)
-        digest = getattr(self.codec, "digest", None)
-        if digest is None:
-            return blake2b(b"".join(payload), digest_size=16).digest(), payload
-        return digest(payload), payload
-
-    def call_unit(
-        self,
-        job: Job,
-        digest: bytes,
-        function: P.FunctionPayload,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        retries: int,
-        timeout: float | None = None,
-    ) -> Unit:
-        """A unit for one call; raises if the arguments cannot be shipped."""
-        unit_id = next(self.ids)
-        try:
-            payload = self.codec.encode((args, kwargs))
-        except Exception as exc:
-            pieces = [(f"argument {i} of {job.name}", arg) for i, arg in enumerate(args)]
-            pieces += [(f"keyword argument {k!r} of {job.name}", v) for k, v in kwargs.items()]
-            error = arguments_error(self.codec, exc, pieces)
-            raise error from error.__cause__
-        frame = P.task_frame(P.CALL, unit_id, digest, payload)
-        return Unit(unit_id, job, digest, function, frame, 0, 1, (args, kwargs), retries, timeout)
-
     def submit(self, unit: Unit) -> None:
         """Queue one unit for dispatch (thread-safe)."""
         if self.broken is not None:
@@ -477,12 +419,9 @@ class Core:
             self._orphaned()
 
     def _orphaned(self) -> None:
-
         # Submitted while the pool was closing down (a race with close() in
         # another thread): nobody will run it, so it fails instead of waiting.
-        error = self.broken or BrokenPoolError(
-            "the pool was shut down before this task ran", reason="shut down"
-        )
+        error = self.broken or F.shut_down()
         while self.pending:
             unit = self.pending.popleft()
             unit.job.fail(unit, error)
@@ -529,11 +468,7 @@ class Core:
         try:
             self._loop()
         except BaseException as exc:  # a bug here must not leave callers waiting forever
-            error = BrokenPoolError(
-                f"the pool's manager thread failed: {type(exc).__name__}: {exc}",
-                reason="manager thread failed",
-            )
-            error.__cause__ = exc
+            error = F.manager_failed(exc)
             self.broken = error
             try:
                 self._kill_all()
@@ -549,9 +484,7 @@ class Core:
         wake_r = self._wake_r
         while True:
             if self.state == _TERMINATE or self.broken is not None:
-                error = self.broken or BrokenPoolError(
-                    "the pool was terminated before this task finished", reason="terminated"
-                )
+                error = self.broken or F.terminated()
                 self._kill_all()
                 self._fail_everything(error)
                 return
@@ -708,18 +641,10 @@ class Core:
         self._poller.register(process.sentinel, select.POLLIN)
 
     def _replace(self, index: int) -> None:
-
         try:
             self._start_worker(index)
         except Exception as exc:
-            error = BrokenPoolError(
-                f"cannot start a new worker to replace worker {index}: "
-                f"{type(exc).__name__}: {exc}. "
-                "Fix: check the resources of the machine (processes, open files, memory).",
-                reason="cannot start workers",
-            )
-            error.__cause__ = exc
-            self.broken = error
+            self.broken = F.replace_failed(index, exc)
 
     def _needs_workers(self) -> bool:
         return self.state == _RUN or bool(self.pending) or bool(self.feeds)
@@ -750,7 +675,7 @@ class Core:
                 idle += 1
                 continue
             start, chunk = got
-            if type(chunk) is _FeedError:
+            if type(chunk) is FeedError:
                 feed.job.fail_range(feed.job.reserve(1), 1, chunk.exc)
                 continue
             unit_id = next(self.ids)
@@ -758,8 +683,9 @@ class Core:
                 payload = self.codec.encode(chunk)
             except Exception as exc:
                 job = feed.job
-                pieces = [(f"item {start + i} of {job.name}", item) for i, item in enumerate(chunk)]
-                feed.job.fail_range(start, len(chunk), arguments_error(self.codec, exc, pieces))
+                job.fail_range(
+                    start, len(chunk), F.items_error(self.codec, exc, job.name, start, chunk)
+                )
                 continue
             frame = P.task_frame(feed.kind, unit_id, feed.digest, payload)
             unit = Unit(
@@ -781,6 +707,23 @@ class Core:
     def dispatch(self) -> None:
         """Hand workers what they can take now (manager thread only)."""
         self._dispatch()
+
+    def cancel_queued(self) -> None:
+        """Cancel what is queued and not started, where its job allows it (manager
+        thread only; ``shutdown(cancel_futures=True)``).
+
+        What the workers can take now runs (the stdlib's call queue holds a task
+        per worker too); of the rest, the units whose job cancels them
+        (:meth:`~._jobs.Job.cancel_unsent`: futures not running) are dropped, and
+        every map's items not sent yet are cancelled.
+        """
+        self._dispatch()
+        keep = [unit for unit in self.pending if not unit.job.cancel_unsent(unit)]
+        self.pending.clear()
+        self.pending.extend(keep)
+        for feed in self.feeds:
+            feed.job.cancel()
+        self.feeds.clear()
 
     def _dispatch(self) -> None:
         if self.pending or self.feeds:
@@ -1011,14 +954,15 @@ class Core:
         try:
             decoded = codec.decode(payload)
         except BaseException as exc:  # SystemExit from a hostile __reduce__ too
-            job.fail(unit, _load_error(job, unit, exc, "parent"))
+            job.fail(unit, F.load_error(job.describe(unit), exc, "parent"))
             return
         if kind == 86:  # b"V"
             job.settle(unit, [decoded] if job.single else decoded)
             return
         if kind == 76:  # b"L": its function or arguments did not load in the worker
             what, info = decoded
-            job.fail(unit, _load_error(job, unit, P.rebuild_error(info, codec), "worker", what))
+            cause = P.rebuild_error(info, codec)
+            job.fail(unit, F.load_error(job.describe(unit), cause, "worker", what))
             return
         outcomes: list[Any] = []
         for index, (outcome, data) in enumerate(decoded):
@@ -1026,12 +970,12 @@ class Core:
                 try:
                     outcomes.append(codec.decode(data))
                 except BaseException as exc:
-                    outcomes.append(Failure(_load_error(job, unit, exc, "parent")))
+                    outcomes.append(Failure(F.load_error(job.describe(unit), exc, "parent")))
             elif outcome == P.OUTCOME_RAISED:
                 outcomes.append(Failure(P.rebuild_error(data, codec)))
             else:
                 error = P.rebuild_error(data, codec)
-                outcomes.append(Failure(result_error(job.describe(unit, index), error)))
+                outcomes.append(Failure(F.result_error(job.describe(unit, index), error)))
         job.settle(unit, outcomes)
 
     def _protocol_error(self, worker: _Worker, what: str) -> None:
@@ -1041,38 +985,17 @@ class Core:
         worker.process.kill()
 
     def _initializer_failed(self, worker: _Worker, payload: Any) -> None:
-
         stage = P.STAGE_INITIALIZER
         try:
             stage, info = self.codec.decode(payload)
             cause = P.rebuild_error(info, self.codec)
         except Exception as exc:
             cause = exc
-        said = f"{type(cause).__name__}: {_first_line(cause)}"
-        if stage == P.STAGE_MAIN:
-            error = BrokenPoolError(
-                f"worker {worker.index} could not import the main module "
-                f"{main_description()} as __mp_main__ (workers import it the way "
-                f"multiprocessing's spawn workers do, so that its functions and module-level "
-                f"setup are there): {said}. No task can run. Fix: put the code that starts "
-                'the pool under `if __name__ == "__main__":`, or pass import_main=False '
-                "(the main module's error is this error's __cause__).",
-                reason="main module failed to import",
-            )
-        else:
-            error = BrokenPoolError(
-                f"the pool's initializer raised in worker {worker.index}: {said}. "
-                "No task can run. Fix the initializer (its exception is this "
-                "error's __cause__).",
-                reason="initializer failed",
-            )
-        error.__cause__ = cause
-        self.broken = error
+        self.broken = F.start_failed(worker.index, stage, cause)
 
     # --- death
 
     def _reap(self, worker: _Worker) -> None:
-
         if self.workers[worker.index] is not worker or not _readable(worker.process.sentinel):
             # A stale event: from the same poll() batch, for a file descriptor
             # number that a replacement worker has reused since.
@@ -1100,12 +1023,7 @@ class Core:
             if self.broken is None and not worker.stopped:
                 self.start_failures += 1
                 if self.start_failures >= MAX_START_FAILURES:
-                    self.broken = BrokenPoolError(
-                        f"{self.start_failures} workers in a row ended before they were ready "
-                        f"(the last one: {describe_exit(exitcode)}). Fix: check that picklable and "
-                        "the initializer work in a fresh interpreter (see the workers' stderr).",
-                        reason="workers cannot start",
-                    )
+                    self.broken = F.workers_cannot_start(self.start_failures, exitcode)
                     return
         elif inflight:
             running = inflight.popleft()
@@ -1263,15 +1181,8 @@ def may_queue(inflight: int, queued: float, est: float | None, running: float = 
 
 
 def _settle_failed(unit: Unit, exc: BaseException) -> None:
-
-    error = BrokenPoolError(
-        f"the result of task {unit.job.describe(unit)} could not be delivered: "
-        f"{type(exc).__name__}: {exc}",
-        reason="result could not be delivered",
-    )
-    error.__cause__ = exc
     try:
-        unit.job.fail(unit, error)
+        unit.job.fail(unit, F.undelivered(unit.job.describe(unit), exc))
     except Exception:
         pass
 
@@ -1294,93 +1205,3 @@ def _first(out: collections.deque[Any], n: int) -> list[Any]:
     if len(out) <= n:
         return list(out)
     return list(itertools.islice(out, n))
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first paragraph of ``str(exc)`` on one line (multiprocessing's are indented)."""
-    paragraph = P.safe_str(exc).strip().split("\n\n")[0]
-    text = " ".join(paragraph.split())
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def main_description() -> str:
-    """The parent's main module as a worker imports it: its file, or its name (``-m``)."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    name = getattr(spec, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    return str(getattr(main, "__file__", None) or "__main__")
-
-
-_LOADING = {P.LOADING_FUNCTION: "its function", P.LOADING_ARGUMENTS: "its arguments"}
-
-
-def _load_error(
-    job: Job, unit: Unit, exc: BaseException, where: str, what: int = P.LOADING_ARGUMENTS
-) -> BaseException:
-    """A task that could not be loaded in its worker, or its result in the parent."""
-
-    task = job.describe(unit)
-    said = f"{type(exc).__name__}: {_first_line(exc)}"
-    if where == "worker":
-        message = (
-            f"Task {task} could not start: {_LOADING[what]} failed to load in the worker: {said}"
-        )
-    else:
-        message = f"The result of task {task} could not be loaded in the parent: {said}"
-    error = TaskLoadError(
-        message, task=task, where=where, reason=getattr(exc, "reason", "") or said
-    )
-    error.__cause__ = exc
-    return error
-
-
-def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]]) -> BaseException:
-    """The error for arguments that cannot ship, naming the one that fails.
-
-    ``pieces`` are (name in the user's terms, object): the first that fails
-    alone is diagnosed again under its name, e.g. ``item 1 of map(work)['c']``
-    rather than a path into the payload (``obj[0][1]['c']``).
-    """
-    from .._diagnose import dump_error
-    from ..exceptions import PicklingError
-
-    for name, piece in pieces:
-        try:
-            codec.encode(piece)
-        except Exception as piece_exc:
-            # What the pickler raised: the cause, or the context dumps kept unprinted.
-            cause = piece_exc.__cause__ or piece_exc.__context__
-            if not isinstance(piece_exc, PicklingError) or not isinstance(cause, Exception):
-                cause = piece_exc
-            error = dump_error(piece, cause, name)  # of the type users catch, as dumps's
-            # One traceback, as dumps prints (PICKLABLE_TRACEBACK=full: the chain).
-            return chained(error, cause)
-    return exc
-
-
-def result_error(task: str, error: BaseException) -> BaseException:
-    """A result that could not be pickled in the worker, said as the result of ``task``."""
-    from ..exceptions import PicklingError, relocated
-
-    if not isinstance(error, PicklingError) or not error.path:
-        return error
-    path = error.path
-    cut = min((i for i in (path.find("."), path.find("[")) if i >= 0), default=len(path))
-    where = f"the result of {task}{path[cut:]}"
-    hint = (
-        "return what the parent needs as data that pickles (results travel back to the "
-        "parent), or give the result's class a __reduce__ that rebuilds it there"
-    )
-    rebuilt = relocated(  # of the type users catch, as the worker's error was
-        error,
-        f"Cannot pickle {error.type_name or 'the result'} - at {where}: "
-        f"{error.reason or _first_line(error)}. Fix: {hint}.",
-        path=where,
-        type_name=error.type_name,
-        reason=error.reason,
-        hint=hint,
-    )
-    rebuilt.__cause__ = error.__cause__
-    return rebuilt
