@@ -18,8 +18,9 @@ import picklable
 from picklable import executors
 from picklable._pool import _protocol as P
 from picklable._pool._broken import describe_exit
-from picklable._pool._core import OVERDUE_MIN, QUEUE_BUDGET, _Inbox, may_queue, overdue_after
+from picklable._pool._dispatch import OVERDUE_MIN, QUEUE_BUDGET, may_queue, overdue_after
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
+from picklable._pool._link import Inbox as _Inbox
 from picklable._pool._submit import callable_name, start_method
 from picklable_testpkg import errors
 

@@ -29,7 +29,8 @@ except ImportError:  # pragma: no cover - Pythons built without it
 from . import _core
 from . import _failures as F
 from . import _protocol as P
-from ._core import Core, Feed, FeedError
+from ._core import Core
+from ._dispatch import Feed, FeedError
 from ._jobs import ItemsJob, Job, Unit
 
 __all__ = [
