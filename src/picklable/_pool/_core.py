@@ -129,7 +129,7 @@ class Core(Dispatcher):
         self.broken: BaseException | None = None
         self.workers: list[Link | None] = [None] * processes
         self.cost: dict[bytes, float] = {}  # digest -> estimated seconds per item
-        self.holding = 0  # units held for workers still starting (see _dispatch)
+        self.holding = 0  # units held for workers still starting (see _hand_out)
         self.sent_bytes = 0  # queued for the workers so far, frames of every kind
         self.start_failures = 0
         # At interpreter exit: "close" (finish the work), "terminate", or "kill"

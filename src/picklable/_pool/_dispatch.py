@@ -178,7 +178,7 @@ class Dispatcher:
     feeds: collections.deque[Feed]
     workers: list[Link | None]
     cost: dict[bytes, float]  # digest -> estimated seconds per item
-    holding: int  # units held for workers still starting (see _dispatch)
+    holding: int  # units held for workers still starting (see _hand_out)
     sent_bytes: int  # queued for the workers so far, frames of every kind
     ids: itertools.count[int]
     _poller: select.poll

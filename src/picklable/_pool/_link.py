@@ -75,7 +75,7 @@ class Link:
         self.overdue = False  # its running unit is late: its queue was taken back
         self.timed_out: Unit | None = None  # the unit it was killed for (task_timeout)
         self.inflight: collections.deque[Unit] = collections.deque()
-        # Until it is ready: one unit kept for it, not sent (see Core._dispatch).
+        # Until it is ready: one unit kept for it, not sent (see Dispatcher._hand_out in _dispatch).
         self.held: Unit | None = None
         self.known: collections.OrderedDict[bytes, None] = collections.OrderedDict()
         self.out: collections.deque[bytes | bytearray | memoryview] = collections.deque()

@@ -10,7 +10,7 @@ thread:
 * :func:`submit_call`: one call -> its function's payload (kept by digest,
   sent once per worker) and a :class:`~._jobs.Unit` with its arguments encoded
   (what cannot ship fails the call now, in the caller's thread);
-* :func:`start_items`: the map family -> a :class:`~._core.Feed` that the
+* :func:`start_items`: the map family -> a :class:`~._dispatch.Feed` that the
   manager cuts into chunks as workers need them (a generator is read by a
   feeder thread, :func:`feed_iterable`).
 """
