@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - Pythons built without it
 
 from . import _caches, _tracker
 from ._api import dumps, loads
-from ._pool._errors import RemoteError, RemoteTraceback
+from ._remote import RemoteError, RemoteTraceback
 
 __all__ = ["Envelope", "ship"]
 

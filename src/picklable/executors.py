@@ -51,11 +51,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._pool._broken import BrokenPoolError, TaskLoadError, TaskTimeoutError, WorkerDiedError
-    from ._pool._errors import RemoteError, RemoteTraceback
     from ._pool._futures import ProcessPoolExecutor
     from ._pool._jobs import AsyncResult, IMapIterator, IMapUnorderedIterator, MapResult
     from ._pool._mp import Pool
     from ._pool._worker import worker_index
+    from ._remote import RemoteError, RemoteTraceback
 
 __all__ = [
     "AsyncResult",
@@ -84,8 +84,8 @@ _WHERE = {
     "MapResult": "._pool._jobs",
     "Pool": "._pool._mp",
     "ProcessPoolExecutor": "._pool._futures",
-    "RemoteError": "._pool._errors",
-    "RemoteTraceback": "._pool._errors",
+    "RemoteError": "._remote",
+    "RemoteTraceback": "._remote",
     "TaskLoadError": "._pool._broken",
     "TaskTimeoutError": "._pool._broken",
     "WorkerDiedError": "._pool._broken",

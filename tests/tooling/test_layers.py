@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "picklable"
 
 # Leaves first. A module may import from its own layer and the ones above it here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("compat, caches, paths", ("exceptions", "_compat", "_caches", "_paths")),
+    ("compat, caches, paths", ("exceptions", "_remote", "_compat", "_caches", "_paths")),
     (
         "payload format",
         ("_code", "_reads", "_tracker", "_traceback", "_reconstruct", "_signing", "_hints"),
@@ -49,7 +49,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "dask",
             "ray",
             "spark",
-            "integrations",
         ),
     ),
 ]
@@ -132,15 +131,42 @@ def test_every_module_has_a_layer():
         layer_of(name)
 
 
-def test_contributing_map_names_every_module():
-    """CONTRIBUTING's map of layers names every module file, so a newcomer finds it."""
-    text = (SRC.parents[1] / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    rows = "\n".join(line for line in text.splitlines() if line.startswith("| "))
-    unnamed = sorted(
-        str(path.relative_to(SRC))
-        for path in SRC.rglob("*.py")
-        if path.name != "__init__.py"
-        and f"`{path.name}`" not in rows
-        and f"{path.parent.name}/{path.name}`" not in rows
-    )
-    assert unnamed == [], f"CONTRIBUTING.md's layer table does not name: {unnamed}"
+# The pool package's own layers, leaves first (its docstring draws them with the
+# way of a task through them).
+POOL_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("what crosses processes", ("_protocol", "_inherit")),
+    ("a worker", ("_worker",)),
+    ("starting workers", ("_launch", "_template")),
+    ("what callers hold, and what failed", ("_jobs", "_broken", "_failures")),
+    ("the manager", ("_link", "_dispatch", "_core")),
+    ("submission", ("_submit",)),
+    ("the front ends", ("_mp", "_futures")),
+]
+FRONT_ENDS = ("_mp", "_futures")
+POOL = sorted(name for name in MODULES if name.startswith("_pool."))
+
+
+def pool_layer_of(module: str) -> int:
+    """The pool layer of ``picklable._pool.<module>``."""
+    for index, (_, members) in enumerate(POOL_LAYERS):
+        if module in members:
+            return index
+    raise AssertionError(f"picklable._pool.{module} belongs to no pool layer: add it")
+
+
+@pytest.mark.parametrize("name", POOL)
+def test_pool_imports_flow_one_way(name):
+    """Inside _pool too: a module imports only from its own pool layer or lower ones,
+    and the front ends reach the manager through _submit, never through each other."""
+    own = name.removeprefix("_pool.")
+    targets = {
+        t.removeprefix("_pool.")
+        for t in imports(name, MODULES[name])
+        if t.startswith("_pool.") and t in MODULES
+    }
+    upward = sorted(t for t in targets if pool_layer_of(t) > pool_layer_of(own))
+    assert upward == [], f"picklable.{name} imports upward inside _pool: {upward}"
+    if own in FRONT_ENDS:
+        manager = {m for layer, members in POOL_LAYERS if layer == "the manager" for m in members}
+        around = sorted(t for t in targets if t in manager or (t in FRONT_ENDS and t != own))
+        assert around == [], f"picklable.{name} goes around _submit: {around}"

@@ -17,10 +17,11 @@ import pytest
 import picklable
 from picklable import executors
 from picklable._pool import _protocol as P
-from picklable._pool._core import OVERDUE_MIN, QUEUE_BUDGET, _Inbox, may_queue, overdue_after
-from picklable._pool._errors import describe_exit
+from picklable._pool._broken import describe_exit
+from picklable._pool._dispatch import OVERDUE_MIN, QUEUE_BUDGET, may_queue, overdue_after
 from picklable._pool._jobs import Failure, ItemsJob, call_repr
-from picklable._pool._mp import callable_name, start_method
+from picklable._pool._link import Inbox as _Inbox
+from picklable._pool._submit import callable_name, start_method
 from picklable_testpkg import errors
 
 
@@ -486,7 +487,7 @@ class TestInherit:
 class TestErrorsInUserTerms:
     def test_result_error_reroots_the_path(self):
         """A result's pickling error names the task and gets the fix for results."""
-        from picklable._pool._core import result_error
+        from picklable._pool._failures import result_error
 
         error = picklable.PicklingError(
             "Cannot pickle _thread.lock - at obj['lock']: locks hold OS state. Fix: x.",
@@ -504,7 +505,7 @@ class TestErrorsInUserTerms:
 
     def test_arguments_error_names_the_piece(self):
         """The first piece that fails alone names the error."""
-        from picklable._pool._core import arguments_error
+        from picklable._pool._failures import arguments_error
 
         codec = P.Codec()
         lock = threading.Lock()
@@ -525,7 +526,7 @@ class TestErrorsInUserTerms:
 
     def test_exit_signal(self):
         """Exit codes become signal.Signals members, or the bare number for unnamed ones."""
-        from picklable._pool._errors import exit_signal
+        from picklable._pool._broken import exit_signal
 
         assert exit_signal(-9) is signal.SIGKILL
         assert exit_signal(3) is None and exit_signal(None) is None

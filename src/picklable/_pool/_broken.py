@@ -1,4 +1,4 @@
-"""Errors about the pool itself: a worker died, the pool is broken.
+"""Errors about the pool itself: a worker died, the pool is broken; how a process ended.
 
 Both are :class:`concurrent.futures.process.BrokenProcessPool`, so code written
 for the stdlib executor catches them. That module takes a while to import (it
@@ -10,13 +10,20 @@ imported any more.
 
 from __future__ import annotations
 
+import signal
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ..exceptions import UnpicklingError
-from ._errors import describe_exit, exit_signal
 
-__all__ = ["BrokenPoolError", "TaskLoadError", "TaskTimeoutError", "WorkerDiedError"]
+__all__ = [
+    "BrokenPoolError",
+    "TaskLoadError",
+    "TaskTimeoutError",
+    "WorkerDiedError",
+    "describe_exit",
+    "exit_signal",
+]
 
 
 class BrokenPoolError(BrokenProcessPool):
@@ -225,3 +232,46 @@ def _rebuild_load_error(
 # Shown under their public names in tracebacks.
 BrokenPoolError.__module__ = WorkerDiedError.__module__ = TaskTimeoutError.__module__ = "picklable"
 TaskLoadError.__module__ = "picklable.executors"
+
+
+def exit_signal(exitcode: int | None) -> signal.Signals | int | None:
+    """The signal that ended a process, from its ``multiprocessing``-style exit code.
+
+    A :class:`signal.Signals` member (it compares equal to ``signal.SIGKILL``),
+    the bare number for a signal Python does not name, or None for an exit.
+    """
+    if exitcode is None or exitcode >= 0:
+        return None
+    try:
+        return signal.Signals(-exitcode)
+    except ValueError:
+        return -exitcode
+
+
+def _signal_name(exitcode: int | None) -> str | None:
+    number = exit_signal(exitcode)
+    if number is None:
+        return None
+    return number.name if isinstance(number, signal.Signals) else f"signal {number}"
+
+
+_SIGNAL_HINTS = {
+    "SIGKILL": "usually the kernel's OOM killer (out of memory) or kill -9",
+    "SIGSEGV": "a crash in native code",
+    "SIGBUS": "a crash in native code",
+    "SIGABRT": "an abort in native code",
+    "SIGFPE": "a crash in native code",
+    "SIGILL": "a crash in native code",
+    "SIGTERM": "terminated from outside",
+}
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """Say how a process ended, from its ``multiprocessing``-style exit code."""
+    if exitcode is None:
+        return "it stopped answering and was killed"
+    name = _signal_name(exitcode)
+    if name is not None:
+        hint = _SIGNAL_HINTS.get(name)
+        return f"killed by signal {name}" + (f" ({hint})" if hint else "")
+    return f"it exited with code {exitcode} (os._exit, sys.exit outside a task, or a crash)"

@@ -12,12 +12,17 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
 
-from . import _core
+from . import _failures as F
 from . import _protocol as P
-from ._broken import BrokenPoolError
-from ._core import Core
 from ._jobs import Failure, FutureJob, ItemsJob
-from ._mp import callable_name, start_items, start_method
+from ._submit import (
+    callable_name,
+    interpreter_exiting,
+    start_core,
+    start_items,
+    start_method,
+    submit_call,
+)
 
 __all__ = ["ProcessPoolExecutor"]
 
@@ -101,16 +106,16 @@ class ProcessPoolExecutor(Executor):
                 "supply a different mp_context."
             )
         self._task_timeout = P.check_task_timeout(task_timeout)
-        codec, init = P.start_codec(initializer, initargs, retries, method)
         self._max_workers = max_workers
         self._retries = retries
-        self._core = Core(
+        self._core = start_core(
             max_workers,
             method,
-            init,
+            initializer,
+            initargs,
             max_tasks_per_child,
+            retries,
             "picklable.ProcessPoolExecutor",
-            codec,
             import_main=import_main,
             log_initializer_errors=True,
         )
@@ -134,7 +139,7 @@ class ProcessPoolExecutor(Executor):
             raise self._core.broken
         if self._shutdown:
             raise RuntimeError("cannot schedule new futures after shutdown")
-        if _core.exiting:
+        if interpreter_exiting():
             raise RuntimeError("cannot schedule new futures after interpreter shutdown")
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
@@ -197,15 +202,7 @@ class ProcessPoolExecutor(Executor):
         self._check()
         future: Future[Any] = Future()
         job = FutureJob(callable_name(fn), future, self)
-        core = self._core
-        try:
-            digest, payload = core.encode_function(fn)
-            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries, timeout)
-        except Exception as exc:
-            future.set_running_or_notify_cancel()
-            future.set_exception(exc)
-            return future
-        core.submit(unit)
+        submit_call(self._core, job, fn, args, kwargs, self._retries, timeout)
         return future
 
     def map(
@@ -283,7 +280,7 @@ class ProcessPoolExecutor(Executor):
         if not wait and cancel_futures:
             core.exit_action = "kill"
         if cancel_futures:
-            core.request(lambda: _cancel_pending(core))
+            core.request(core.cancel_queued)
         core.close()
         if wait:
             core.join()
@@ -306,14 +303,8 @@ class ProcessPoolExecutor(Executor):
         self._shutdown = True
         core = self._core
         core.kill_at_once = operation == "kill_workers"
-        core.request(lambda: _cancel_pending(core))
-        core.terminate(
-            BrokenPoolError(
-                f"the executor was forcefully shut down ({operation}()): its workers were "
-                "stopped before this task finished",
-                reason="forcefully shut down",
-            )
-        )
+        core.request(core.cancel_queued)
+        core.terminate(F.forcefully_shut_down(operation))
 
 
 def _buffered(
@@ -351,24 +342,6 @@ def _buffered(
                 future.cancel()
 
     return results()
-
-
-def _cancel_pending(core: Core) -> None:
-    # In the manager thread, which owns the queues. What the workers can take now
-    # is running (the stdlib's call queue holds a task per worker too); the rest
-    # is cancelled.
-    core.dispatch()
-    keep = []
-    for unit in core.pending:
-        job = unit.job
-        if isinstance(job, FutureJob) and not unit.started and job.future.cancel():
-            continue
-        keep.append(unit)
-    core.pending.clear()
-    core.pending.extend(keep)
-    for feed in core.feeds:
-        feed.job.cancel()
-    core.feeds.clear()
 
 
 def _results(job: ItemsJob, count: int, deadline: float | None) -> Iterator[Any]:

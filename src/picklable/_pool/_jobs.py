@@ -142,6 +142,16 @@ class Job:
         """Fail every item of ``unit`` with ``exc``."""
         self.settle(unit, [Failure(exc)] * unit.count)
 
+    def refuse(self, exc: BaseException) -> None:
+        """The call could not be sent (its function or arguments do not ship):
+        fail it now, in the caller's thread (one-call jobs only)."""
+        raise NotImplementedError
+
+    def cancel_unsent(self, unit: Unit) -> bool:
+        """Cancel ``unit``, queued and not sent, if the job allows it (a future
+        not running yet); True if it is cancelled and must be dropped."""
+        return False
+
 
 def _call_back(fn: Callable[[Any], Any] | None, arg: Any) -> None:
     if fn is None:
@@ -239,6 +249,10 @@ class CallJob(Job):
             self.result._finish(True, outcome)
             _call_back(self.callback, outcome)
 
+    def refuse(self, exc: BaseException) -> None:
+        self.result._finish(False, exc)
+        _call_back(self.error_callback, exc)
+
 
 class FutureJob(Job):
     """``submit``: one call, one :class:`concurrent.futures.Future`."""
@@ -255,6 +269,13 @@ class FutureJob(Job):
             return True
         unit.started = True
         return self.future.set_running_or_notify_cancel()
+
+    def cancel_unsent(self, unit: Unit) -> bool:
+        return not unit.started and self.future.cancel()
+
+    def refuse(self, exc: BaseException) -> None:
+        self.future.set_running_or_notify_cancel()
+        self.future.set_exception(exc)
 
     def describe(self, unit: Unit, index: int | None = None) -> str:
         args, kwargs = unit.args

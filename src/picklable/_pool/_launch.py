@@ -32,14 +32,11 @@ import socket
 import subprocess
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from . import _protocol as P
 from ._inherit import Spawning, spawning
 from ._worker import WorkerConfig
-
-if TYPE_CHECKING:
-    from ._template import ForkTemplate
 
 START_METHODS = ("spawn", "forkserver", "fork")
 
@@ -62,7 +59,7 @@ class _Closable(Protocol):
 # them at once: a worker that kept a copy of its own parent's end would never
 # see the parent go away, and a life line's write end kept open elsewhere would
 # keep the workers alive after the parent died.
-_PARENT_ENDS: weakref.WeakSet[_Closable] = weakref.WeakSet()
+PARENT_ENDS: weakref.WeakSet[_Closable] = weakref.WeakSet()
 
 
 class Lines:
@@ -87,11 +84,11 @@ class Lines:
         self.tickets_w = tickets_w
         self.tickets_r = tickets_r
         self.life_w = life_w
-        _PARENT_ENDS.add(self)
+        PARENT_ENDS.add(self)
 
     def close(self) -> None:
         for name in ("tickets_w", "tickets_r", "life_w"):
-            _close(getattr(self, name))
+            close_fd(getattr(self, name))
             setattr(self, name, -1)
 
 
@@ -133,13 +130,13 @@ def _make_lines() -> tuple[Lines, WorkerFds]:
         life_r, life_w = os.pipe()
     except BaseException:
         for fd in made:
-            _close(fd)
+            close_fd(fd)
         raise
     return Lines(tickets_w, tickets_r, life_w), WorkerFds(worker_tickets, life_r)
 
 
 def _close_parent_ends() -> None:
-    for sock in list(_PARENT_ENDS):
+    for sock in list(PARENT_ENDS):
         sock.close()
 
 
@@ -160,7 +157,17 @@ class Process(Protocol):
     def release(self) -> None: ...
 
 
-def _pidfd(pid: int) -> int | None:
+class Forker(Protocol):
+    """What forks a fork pool's later workers: its :class:`~._template.ForkTemplate`
+    (which imports this module; this one names it only here, in words)."""
+
+    def start(self, child_end: socket.socket, fds: WorkerFds, index: int, name: str) -> Process:
+        """Fork worker ``index``, serving on ``child_end``, with its ``fds``."""
+        ...
+
+
+def pidfd(pid: int) -> int | None:
+    """A pidfd of process ``pid`` (Linux 5.3+), or None where there are none."""
     if not _HAS_PIDFD:
         return None
     try:
@@ -215,7 +222,7 @@ class _Spawned:
                 pass
 
     def release(self) -> None:
-        _close(self.sentinel)
+        close_fd(self.sentinel)
         self.sentinel = -1
 
 
@@ -253,13 +260,14 @@ class _MPProcess:
 
     def release(self) -> None:
         if self._owned:
-            _close(self.sentinel)
+            close_fd(self.sentinel)
         self.sentinel = -1
         if self.process.exitcode is not None:
             self.process.close()
 
 
-def _close(fd: int) -> None:
+def close_fd(fd: int) -> None:
+    """Close ``fd`` if it is one (>= 0); an error closing it is of no interest."""
     if fd >= 0:
         try:
             os.close(fd)
@@ -273,7 +281,7 @@ def start(
     name: str,
     import_main: bool = True,
     make_process: Any = None,
-    template: ForkTemplate | None = None,
+    template: Forker | None = None,
 ) -> tuple[Process, socket.socket, bytes, Lines]:
     """Start one worker.
 
@@ -287,8 +295,8 @@ def start(
         fork, forkserver: ``make_process(context, target=..., ...)`` makes the
         Process (``Pool.Process``); default ``context.Process``.
     template:
-        fork: the pool's :class:`~._template.ForkTemplate`, which forks the
-        worker instead of this process (once the pool runs threads).
+        fork: the pool's :class:`Forker` (its :class:`~._template.ForkTemplate`),
+        which forks the worker instead of this process (once the pool runs threads).
 
     Returns
     -------
@@ -297,7 +305,7 @@ def start(
     and the parent's ends of its ticket pipe and life line.
     """
     parent_end, child_end = socket.socketpair()
-    _PARENT_ENDS.add(parent_end)
+    PARENT_ENDS.add(parent_end)
     boot = b""
     try:
         lines, fds = _make_lines()
@@ -321,8 +329,8 @@ def start(
     finally:
         child_end.close()
         # The worker has its own copies now (or never will).
-        _close(fds.tickets)
-        _close(fds.life)
+        close_fd(fds.tickets)
+        close_fd(fds.life)
     parent_end.setblocking(False)
     return process, parent_end, boot, lines
 
@@ -359,8 +367,8 @@ def _start_spawn(child_end: socket.socket, fds: WorkerFds, inherited: list[int])
     try:
         popen = subprocess.Popen(args, pass_fds=pass_fds, stdin=subprocess.DEVNULL, close_fds=True)
     finally:
-        _close(sentinel_w)
-    sentinel = _pidfd(popen.pid) if sentinel_r < 0 else sentinel_r
+        close_fd(sentinel_w)
+    sentinel = pidfd(popen.pid) if sentinel_r < 0 else sentinel_r
     if sentinel is None:
         popen.kill()
         popen.wait()
@@ -401,9 +409,9 @@ def _start_mp(
 ) -> _MPProcess:
     process = fork_process(child_end, fds, config, name, make_process, method)
     if method == "fork":
-        pidfd = _pidfd(process.pid)
-        if pidfd is not None:
-            return _MPProcess(process, pidfd, owned=True)
+        fd = pidfd(process.pid)
+        if fd is not None:
+            return _MPProcess(process, fd, owned=True)
     return _MPProcess(process, process.sentinel, owned=False)
 
 

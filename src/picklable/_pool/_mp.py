@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _core
 from . import _protocol as P
-from ._core import Core, Feed
 from ._jobs import (
     AsyncResult,
     CallJob,
@@ -20,65 +17,12 @@ from ._jobs import (
     ItemsJob,
     MapResult,
 )
+from ._submit import callable_name, start_core, start_items, start_method, submit_call
 
-__all__ = ["Pool", "callable_name", "feed_iterable", "start_method"]
+__all__ = ["Pool"]
 
 if TYPE_CHECKING:
     from typing import Self
-
-
-def start_method(context: Any) -> str:
-    """The start method named by ``context``: a name, a multiprocessing context, or None (spawn)."""
-    if context is None:
-        return "spawn"
-    if isinstance(context, str):
-        method = context
-    else:
-        getter = getattr(context, "get_start_method", None)
-        if getter is None:
-            raise TypeError(
-                f"context must be a start method name or a multiprocessing context, not {context!r}"
-            )
-        method = getter()
-    if method not in ("spawn", "forkserver", "fork"):
-        raise ValueError(f"unknown start method {method!r}: use 'spawn', 'forkserver' or 'fork'")
-    return method
-
-
-def callable_name(fn: Any) -> str:
-    """A short name for ``fn`` in task descriptions."""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
-    if isinstance(name, str):
-        return name
-    return type(fn).__name__
-
-
-def feed_iterable(core: Core, feed: Feed, iterable: Iterable[Any], chunksize: int) -> None:
-    """Read ``iterable`` in a thread into ``feed`` (what ``imap`` does with a generator)."""
-
-    def run() -> None:
-        chunk: list[Any] = []
-        try:
-            for item in iterable:
-                if feed.closed:
-                    return
-                chunk.append(item)
-                if len(chunk) >= chunksize:
-                    feed.chunks.append(chunk)
-                    chunk = []
-                    core.wake()
-        except BaseException as exc:
-            # As multiprocessing: the error takes the place of the chunk it broke
-            # (the items read before it in that chunk are not run).
-            chunk = []
-            feed.chunks.append(_core._FeedError(exc))
-        finally:
-            if chunk:
-                feed.chunks.append(chunk)
-            feed.done = True
-            core.wake()
-
-    threading.Thread(target=run, name=f"{core.name}-feeder", daemon=True).start()
 
 
 class Pool:
@@ -167,16 +111,16 @@ class Pool:
         ):
             raise ValueError("maxtasksperchild must be a positive int or None")
         self._task_timeout = P.check_task_timeout(task_timeout)
-        codec, init = P.start_codec(initializer, initargs, retries, method)
         self._processes = processes
         self._retries = retries
-        self._core = Core(
+        self._core = start_core(
             processes,
             method,
-            init,
+            initializer,
+            initargs,
             maxtasksperchild,
+            retries,
             "picklable.Pool",
-            codec,
             import_main=import_main,
             make_process=self.Process,
         )
@@ -244,17 +188,7 @@ class Pool:
         timeout = P.task_timeout(task_timeout, self._task_timeout)
         result = AsyncResult(self)
         job = CallJob(callable_name(func), result, callback, error_callback)
-        args = tuple(args)
-        kwargs = dict(kwds or {})
-        core = self._core
-        try:
-            digest, payload = core.encode_function(func)
-            unit = core.call_unit(job, digest, payload, args, kwargs, self._retries, timeout)
-        except Exception as exc:
-            result._finish(False, exc)
-            _call_error(error_callback, exc)
-            return result
-        core.submit(unit)
+        submit_call(self._core, job, func, tuple(args), dict(kwds or {}), self._retries, timeout)
         return result
 
     # --- the map family
@@ -488,49 +422,3 @@ class Pool:
     def __exit__(self, *exc_info: object) -> None:
         # As multiprocessing.Pool: leaving the block terminates the pool.
         self.terminate()
-
-
-def start_items(
-    core: Core,
-    job: ItemsJob,
-    func: Callable[..., Any],
-    iterable: Iterable[Any],
-    chunksize: int,
-    star: bool,
-    retries: int,
-    timeout: float | None = None,
-) -> ItemsJob:
-    """Hand the items of a map job to the pool.
-
-    Lists go to the manager directly; other iterables through a feeder thread.
-    """
-    kind = P.STARMAP if star else P.MAP
-    items: list[Any] | None = None
-    if isinstance(iterable, (list, tuple, range)):
-        items = list(iterable) if not isinstance(iterable, list) else iterable
-    try:
-        digest, payload = core.encode_function(func)
-    except Exception as exc:
-        # Every item fails with the reason (a generator is not read at all).
-        count = 1 if items is None else len(items)
-        if count:
-            job.fail_range(job.reserve(count), count, exc)
-        job.seal()
-        return job
-    if items is not None:
-        job.reserve(len(items))
-        job.seal()
-        if items:
-            core.submit_feed(Feed(job, digest, payload, kind, items, chunksize, retries, timeout))
-        return job
-    feed = Feed(job, digest, payload, kind, None, chunksize, retries, timeout)
-    core.submit_feed(feed)
-    feed_iterable(core, feed, iterable, chunksize)
-    return job
-
-
-def _call_error(fn: Callable[[BaseException], Any] | None, exc: BaseException) -> None:
-    if fn is not None:
-        from ._jobs import _call_back
-
-        _call_back(fn, exc)

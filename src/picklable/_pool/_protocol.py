@@ -46,7 +46,8 @@ import struct
 from typing import Any
 
 from .._api import dumps, loads
-from .._reduce.scripts import workers_own_function
+from .._reduce import workers_own_function
+from .._remote import RemoteError, RemoteTraceback
 from .._signing import check_key, mac_of, new_key, signed_pieces
 from ._inherit import StartPayload, dump_inheriting
 
@@ -134,7 +135,7 @@ class Codec:
         workers import the sender's script and hold this very function.
 
         A function of the script that the workers' own import defines the same
-        way (see :func:`picklable._reduce.scripts.workers_own_function`) would
+        way (see :func:`picklable._reduce.workers_own_function`) would
         load as the worker's own anyway: its copy, and the globals it carries
         (a 200 MB array the module level made), are not sent (issue 18).
 
@@ -282,8 +283,6 @@ def _format(exc: BaseException, skip_frames: int) -> str:
 
 def rebuild_error(info: ErrorInfo, codec: Codec) -> BaseException:
     """The exception a worker raised, with its traceback text as ``__cause__``."""
-    from ._errors import RemoteError, RemoteTraceback
-
     data, name, message, text, reason = info
     exc: Any = None
     if data is not None:

@@ -87,7 +87,7 @@ class ForkTemplate:
         parent_end, child_end = socket.socketpair()
         # Processes forked from the parent later (another fork pool's workers)
         # must not keep this end open: the template ends when it closes.
-        _launch._PARENT_ENDS.add(parent_end)
+        _launch.PARENT_ENDS.add(parent_end)
         context = multiprocessing.get_context("fork")
         process = context.Process(
             target=_template_main,
@@ -134,7 +134,7 @@ class ForkTemplate:
                 ("start", index, name), [child_end.fileno(), fds.tickets, fds.life]
             )
             # Before the next request, the only time the template may reap it.
-            pidfd = _launch._pidfd(value) if ok else None
+            pidfd = _launch.pidfd(value) if ok else None
         if not ok:
             for fd in got:
                 os.close(fd)
@@ -207,7 +207,7 @@ class _Templated:
         self._signal(signal.SIGKILL)
 
     def release(self) -> None:
-        _launch._close(self.sentinel)
+        _launch.close_fd(self.sentinel)
         self.sentinel = -1
 
 
@@ -226,7 +226,7 @@ def _template_main(
     # Ctrl-C reaches the whole process group; the parent decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The workers forked here close it at once (the at-fork hook of _launch).
-    _launch._PARENT_ENDS.add(sock)
+    _launch.PARENT_ENDS.add(sock)
     workers: dict[int, Any] = {}  # pid -> multiprocessing Process
     while True:
         try:

@@ -15,4 +15,12 @@ The order of the rule, and where each step lives:
 :mod:`.table` is the one table of kinds that ties them together; the
 by-value registry (``register_by_value``) is :mod:`.registry`, per-payload
 state :mod:`.state`.
+
+The package's own names are what modules built on the api ask of the reducers
+(the pools: whether a worker that imports the running script holds a function
+as it is here); everything else stays inside the package.
 """
+
+from .scripts import recheck_scripts, workers_own_function
+
+__all__ = ["recheck_scripts", "workers_own_function"]

@@ -1,17 +1,21 @@
-"""Errors a pool reports about a task's exception: RemoteTraceback, RemoteError.
+"""A task's exception from another process: RemoteTraceback, RemoteError.
 
-The errors about the pool itself (a dead worker, a broken pool) derive from
+Raised by whatever runs a task elsewhere: the pools (:mod:`picklable._pool`)
+and the engines' exception carriers (:mod:`picklable._envelope`, used by
+:mod:`picklable._transit` for Dask and Ray). A leaf module: it imports nothing
+of picklable, so each of them imports it from below.
+
+The errors about a pool itself (a dead worker, a broken pool) derive from
 ``concurrent.futures``' BrokenProcessPool, whose module is slow to import: they
-live in :mod:`._broken`, imported when the first one is raised. All of them
-pickle with their fields, so they can be shipped on in turn.
+live in :mod:`picklable._pool._broken`. All of them pickle with their fields, so
+they can be shipped on in turn.
 """
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
-__all__ = ["RemoteError", "RemoteTraceback", "describe_exit", "exit_signal"]
+__all__ = ["RemoteError", "RemoteTraceback"]
 
 
 class RemoteTraceback(Exception):
@@ -84,49 +88,6 @@ class RemoteError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.type_name, self.message, self.reason, self.remote_traceback))
-
-
-def exit_signal(exitcode: int | None) -> signal.Signals | int | None:
-    """The signal that ended a process, from its ``multiprocessing``-style exit code.
-
-    A :class:`signal.Signals` member (it compares equal to ``signal.SIGKILL``),
-    the bare number for a signal Python does not name, or None for an exit.
-    """
-    if exitcode is None or exitcode >= 0:
-        return None
-    try:
-        return signal.Signals(-exitcode)
-    except ValueError:
-        return -exitcode
-
-
-def _signal_name(exitcode: int | None) -> str | None:
-    number = exit_signal(exitcode)
-    if number is None:
-        return None
-    return number.name if isinstance(number, signal.Signals) else f"signal {number}"
-
-
-_SIGNAL_HINTS = {
-    "SIGKILL": "usually the kernel's OOM killer (out of memory) or kill -9",
-    "SIGSEGV": "a crash in native code",
-    "SIGBUS": "a crash in native code",
-    "SIGABRT": "an abort in native code",
-    "SIGFPE": "a crash in native code",
-    "SIGILL": "a crash in native code",
-    "SIGTERM": "terminated from outside",
-}
-
-
-def describe_exit(exitcode: int | None) -> str:
-    """Say how a process ended, from its ``multiprocessing``-style exit code."""
-    if exitcode is None:
-        return "it stopped answering and was killed"
-    name = _signal_name(exitcode)
-    if name is not None:
-        hint = _SIGNAL_HINTS.get(name)
-        return f"killed by signal {name}" + (f" ({hint})" if hint else "")
-    return f"it exited with code {exitcode} (os._exit, sys.exit outside a task, or a crash)"
 
 
 # Shown as picklable.RemoteError in tracebacks (they are exported there), not as
