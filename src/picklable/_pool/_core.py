@@ -1338,7 +1338,7 @@ def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]
     alone is diagnosed again under its name, e.g. ``item 1 of map(work)['c']``
     rather than a path into the payload (``obj[0][1]['c']``).
     """
-    from .._diagnose import dump_error
+    from .._diagnostics.culprit import dump_error
     from ..exceptions import PicklingError
 
     for name, piece in pieces:

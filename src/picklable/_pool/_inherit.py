@@ -127,7 +127,7 @@ def start_error(initializer: Any, initargs: tuple[Any, ...], exc: Exception) -> 
     (the diagnosis walk pickles the way ``dumps`` does, where a multiprocessing
     queue elsewhere in the arguments would be blamed instead).
     """
-    from .._diagnose import pickling_error
+    from .._diagnostics.culprit import pickling_error
     from ..exceptions import PicklingError
 
     pieces = [("the pool's initializer", initializer)]

@@ -6,7 +6,7 @@ of an object (closure cells, referenced globals, defaults, instance state, items
 an exception's cause and context) as its kind declares them
 (:mod:`picklable._reduce.table`), try each piece alone, and descend into the one
 that fails until its pieces all pickle, or until an object of a kind that never
-ships (a lock, an open file, a running generator: see :mod:`picklable._hints`).
+ships (a lock, an open file, a running generator: see :mod:`picklable._diagnostics.hints`).
 That object is the culprit; its path reads like the Python expression that
 reaches it: ``job.__closure__[0].cell_contents._lock``.
 
@@ -30,12 +30,12 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _hints, _reconstruct
-from ._compat import C_RECURSION_APART, PICKLE_NOTE, PICKLE_OWN_TYPES
-from ._pickler import Pickler
-from ._reduce.attributes import candidate_state
-from ._reduce.reference import locate_anywhere, split_state
-from ._reduce.table import (
+from .. import _reconstruct
+from .._compat import C_RECURSION_APART, PICKLE_NOTE, PICKLE_OWN_TYPES
+from .._pickler import Pickler
+from .._reduce.attributes import candidate_state
+from .._reduce.reference import locate_anywhere, split_state
+from .._reduce.table import (
     DATA,
     DATA_KIND,
     Kind,
@@ -44,8 +44,9 @@ from ._reduce.table import (
     kind_for,
     verdict,
 )
-from ._reduce.wrappers import WithState
-from .exceptions import PicklingError, make_combined
+from .._reduce.wrappers import WithState
+from ..exceptions import PicklingError, make_combined
+from . import hints as _hints
 
 __all__ = [
     "Decision",

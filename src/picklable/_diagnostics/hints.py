@@ -28,8 +28,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import _caches
-from ._compat import class_module, written_in_c
+from .. import _caches
+from .._compat import class_module, written_in_c
 
 Hint = tuple[str, str]  # (reason, fix)
 

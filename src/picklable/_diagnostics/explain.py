@@ -23,11 +23,12 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import _diagnose, _hints
-from ._compat import class_module, is_heap_type
-from ._diagnose import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
-from ._pickler import Pickler
-from .exceptions import PicklingError
+from .._compat import class_module, is_heap_type
+from .._pickler import Pickler
+from ..exceptions import PicklingError
+from . import culprit as _diagnose
+from . import hints as _hints
+from .culprit import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
 
 __all__ = ["Explanation", "Node", "explain"]
 
