@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_traceback",
             "_reconstruct",
             "_signing",
-            "_diagnostics.hints",
+            "_diagnostics.wording",
+            "_diagnostics.loading",
         ),
     ),
     ("locator", ("_locator",)),
@@ -65,7 +66,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 def layer_of(module: str) -> int:
     """The layer of ``picklable.<module>``: the longest member of LAYERS that is
-    the module or a package holding it decides (``_diagnostics.hints`` is
+    the module or a package holding it decides (``_diagnostics.loading`` is
     low, the rest of ``_diagnostics`` is not)."""
     matches = [
         (len(member), index)

@@ -47,6 +47,7 @@ from .._reduce.table import (
 from .._reduce.wrappers import WithState
 from ..exceptions import PicklingError, make_combined
 from . import hints as _hints
+from .wording import CANNOT_PICKLE, first_line, message, type_name
 
 __all__ = [
     "Decision",
@@ -66,8 +67,6 @@ __all__ = [
 _MAX_CHILDREN = 10_000
 # Saved by the C pickler itself: never a culprit, never a wrapper.
 PLAIN_TYPES = PICKLE_OWN_TYPES
-
-type_name = _hints.type_name
 
 
 def root_name(obj: Any) -> str:
@@ -375,7 +374,7 @@ def _named_by(error: BaseException) -> Callable[[Any], bool] | None:
             culprit = frame.f_locals["self"]
             return lambda obj: obj is culprit
     if isinstance(error, TypeError):
-        named = _hints.CANNOT_PICKLE.match(_hints.first_line(error))
+        named = CANNOT_PICKLE.match(first_line(error))
         if named is not None:
             wanted = named.group(1)
 
@@ -438,14 +437,6 @@ def _search(root: Any, path: str, is_culprit: Callable[[Any], bool]) -> tuple[st
 _LEAVES = frozenset(
     {type(None), bool, int, float, complex, str, bytes, bytearray, pickle.PickleBuffer}
 )
-
-
-def message(what: str, path: str, reason: str, hint: str) -> str:
-    """``Cannot pickle <what> - at <path>: <reason>. Fix: <hint>.``"""
-    text = f"Cannot pickle {what} - at {path}: {reason}."
-    if hint:
-        text += f" Fix: {hint}."
-    return text
 
 
 def _located(
@@ -516,11 +507,11 @@ def dump_error(root: Any, error: BaseException, name: str | None = None) -> Base
             reason=reason,
             hint=hint,
         )
-    said = _hints.first_line(error)
+    said = first_line(error)
     if (
         said
         and said not in reason
-        and not _hints.CANNOT_PICKLE.match(said)
+        and not CANNOT_PICKLE.match(said)
         and _raised_by_python_code(error)
     ):
         # A library's own words (multiprocessing's "only be shared between

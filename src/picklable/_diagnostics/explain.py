@@ -29,6 +29,7 @@ from ..exceptions import PicklingError
 from . import culprit as _diagnose
 from . import hints as _hints
 from .culprit import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
+from .wording import message, type_name
 
 __all__ = ["Explanation", "Node", "explain"]
 
@@ -354,7 +355,7 @@ def _describe(obj: Any) -> str:
         return f"class {module or '?'}.{getattr(obj, '__qualname__', '?')}"
     if t is types.ModuleType:
         return f"module {obj.__name__}"
-    return _diagnose.type_name(obj)
+    return type_name(obj)
 
 
 def _is_a(obj: Any, classes: Any) -> bool:
@@ -659,7 +660,7 @@ def explain(obj: Any, name: str | None = None, *, max_nodes: int = 2000) -> Expl
             error = str(_diagnose.pickling_error(obj, exc, label))
     elif not ships:
         first = problems[0]
-        error = _diagnose.message(first.type.split(" ", 1)[-1], first.path, first.why, first.fix)
+        error = message(first.type.split(" ", 1)[-1], first.path, first.why, first.fix)
     size = root.size if ships else None
     _sort_and_prune(root, size)
     return Explanation(name=label, root=root, ships=ships, size=size, error=error)
