@@ -6,7 +6,8 @@ of an object (closure cells, referenced globals, defaults, instance state, items
 an exception's cause and context) as its kind declares them
 (:mod:`picklable._reduce.table`), try each piece alone, and descend into the one
 that fails until its pieces all pickle, or until an object of a kind that never
-ships (a lock, an open file, a running generator: see :mod:`picklable._diagnostics.hints`).
+ships (a lock, an open file, a running generator: the table's verdict,
+:func:`picklable._reduce.table.refusal`).
 That object is the culprit; its path reads like the Python expression that
 reaches it: ``job.__closure__[0].cell_contents._lock``.
 
@@ -42,6 +43,7 @@ from .._reduce.table import (
     Shipping,
     default_reduction,
     kind_for,
+    refusal,
     verdict,
 )
 from .._reduce.wrappers import WithState
@@ -171,7 +173,7 @@ def decide(obj: Any) -> Decision:
     kind = kind_for(type(obj))
     # A reducer registered for its type (copyreg.pickle) decides, not the kind.
     if not kind.by_name and kind is not DATA_KIND and type(obj) not in copyreg.dispatch_table:
-        known = _hints.unshippable(obj)
+        known = refusal(obj)
         if known is not None:
             return Decision(kind, None, Shipping("fails", why=known[0], fix=known[1]))
     pickler = _probe()
@@ -344,7 +346,7 @@ def find_culprit(
     above: dict[int, Any] = {}
     while current_error is not None and id(current) not in above:
         above[id(current)] = current
-        if _hints.unshippable(current) is not None:
+        if refusal(current) is not None:
             break  # the lock inside an Event is not the news: the Event is
         for suffix, child in children(current):
             child_error = _pickles(child, above)
@@ -447,7 +449,7 @@ def _located(
         path, culprit, cause = find_culprit(root, error, name)
     except Exception:  # the walk itself must never hide the original error
         path, culprit, cause = name or root_name(root), root, error
-    known = _hints.unshippable(culprit)
+    known = refusal(culprit)
     if known is not None:  # what it is tells more than how pickling it failed
         what = type_name(culprit)
         reason, hint = known

@@ -25,6 +25,7 @@ from typing import Any
 
 from .._compat import class_module, is_heap_type
 from .._pickler import Pickler
+from .._reduce.table import refusal
 from ..exceptions import PicklingError
 from . import culprit as _diagnose
 from . import hints as _hints
@@ -483,7 +484,7 @@ class _Builder:
             complete = True
             leaf = True  # no piece worth a line: dumped as it is, nothing replaced
             how = Shipping(node.how, node.via, node.why, node.fix)
-            known = _hints.unshippable(obj) if node.how != "reference" else None
+            known = refusal(obj) if node.how != "reference" else None
             if node.how == "reference":
                 node.state_left_behind = tuple(_left_behind(obj))
             elif known is not None:
@@ -548,7 +549,7 @@ class _Builder:
     def fail(self, obj: Any, node: Node, exc: BaseException, complete: bool) -> None:
         # Too deep to walk piece by piece (each try would fail at the recursion limit).
         too_deep = isinstance(exc, RecursionError)
-        if complete or too_deep or _hints.unshippable(obj) is not None or node.how == "fails":
+        if complete or too_deep or refusal(obj) is not None or node.how == "fails":
             self.mark(node, obj, exc)
             node.children.clear()
             return
@@ -565,7 +566,7 @@ class _Builder:
     def mark(node: Node, obj: Any, exc: BaseException) -> None:
         node.how = "fails"
         node.size = None
-        known = _hints.unshippable(obj)
+        known = refusal(obj)
         if known is not None:  # what it is tells more than how pickling it failed (as dumps)
             node.why, node.fix = known
         elif isinstance(exc, PicklingError) and exc.reason:

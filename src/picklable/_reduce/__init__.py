@@ -12,7 +12,8 @@ The order of the rule, and where each step lives:
 6. an error that names the path -- raised by the reducers that refuse, and
    located by :mod:`picklable._diagnostics.culprit`.
 
-:mod:`.table` is the one table of kinds that ties them together; the
+:mod:`.table` is the one table of kinds that ties them together (its refusals,
+the kinds that never ship, listed once in :mod:`.refusals`); the
 by-value registry (``register_by_value``) is :mod:`.registry`, per-payload
 state :mod:`.state`.
 """
