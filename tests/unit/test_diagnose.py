@@ -1,5 +1,5 @@
-"""Tests for `picklable._diagnostics` (`culprit`, `hints`, `explain`, `inspect`) and
-`unpickling_error`:
+"""Tests for `picklable._diagnostics` (`culprit`, `errors`, `hints`, `loading`, `explain`,
+`inspect`), `_reduce.refusals` and `unpickling_error`:
 every failure says what, where, why and how to fix it."""
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ The rest reads the table:
 * :mod:`.hints` -- the reason and fix for an object whose pickling failed;
 * :mod:`.culprit` -- ``decide`` (the reducers' decision read back) and the
   walk that finds the culprit's attribute path;
+* :mod:`.errors` -- the errors users read (``dump_error``, ``pickling_error``,
+  ...): the only place that adds an attribute path to an error;
 * :mod:`.explain` -- ``explain(obj)``;
 * :mod:`.inspect` -- ``picklable inspect FILE``.
 

@@ -27,9 +27,19 @@ from .._compat import class_module, is_heap_type
 from .._pickler import Pickler
 from .._reduce.table import refusal
 from ..exceptions import PicklingError
-from . import culprit as _diagnose
-from . import hints as _hints
-from .culprit import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
+from .culprit import (
+    MAX_CHILDREN,
+    PLAIN_TYPES,
+    Decision,
+    Shipping,
+    children,
+    decide,
+    find_culprit,
+    root_name,
+    state_left_behind,
+)
+from .errors import pickling_error, recursion_error
+from .hints import explain_failure
 from .wording import message, type_name
 
 __all__ = ["Explanation", "Node", "explain"]
@@ -497,7 +507,7 @@ class _Builder:
                     pieces = list(children(obj, self.decisions.get(id(obj))))
                 except Exception:
                     pieces, complete, leaf = [], False, False
-                if len(pieces) >= _diagnose._MAX_CHILDREN:
+                if len(pieces) >= MAX_CHILDREN:
                     complete = False
                 for suffix, child in pieces:
                     if _trivial(child):
@@ -554,7 +564,7 @@ class _Builder:
             node.children.clear()
             return
         # Its insides were not all told: find the culprit inside, as dumps would.
-        path, culprit, cause = _diagnose.find_culprit(obj, exc, node.path)
+        path, culprit, cause = find_culprit(obj, exc, node.path)
         if path == node.path:
             self.mark(node, obj, exc)
             return
@@ -572,10 +582,10 @@ class _Builder:
         elif isinstance(exc, PicklingError) and exc.reason:
             node.why, node.fix = exc.reason, exc.hint
         elif isinstance(exc, RecursionError):  # as dumps says it: recursing code, or depth
-            said = _diagnose.recursion_error(obj, exc)
+            said = recursion_error(obj, exc)
             node.why, node.fix = getattr(said, "reason", ""), getattr(said, "hint", "")
         else:
-            node.why, node.fix = _hints.explain_failure(obj, exc)
+            node.why, node.fix = explain_failure(obj, exc)
 
 
 def _left_behind(obj: Any) -> list[str]:
@@ -584,7 +594,7 @@ def _left_behind(obj: Any) -> list[str]:
     if _is_a(obj, (type, types.ModuleType)) or not callable(obj):
         return []
     try:
-        return _diagnose.state_left_behind(obj)
+        return state_left_behind(obj)
     except Exception:
         return []
 
@@ -658,7 +668,7 @@ def explain(obj: Any, name: str | None = None, *, max_nodes: int = 2000) -> Expl
             root.size = _measure(obj, None)  # exact, and cheap at this size
         except Exception as exc:  # the parts pickled alone but not together
             ships = False
-            error = str(_diagnose.pickling_error(obj, exc, label))
+            error = str(pickling_error(obj, exc, label))
     elif not ships:
         first = problems[0]
         error = message(first.type.split(" ", 1)[-1], first.path, first.why, first.fix)

@@ -1338,7 +1338,7 @@ def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]
     alone is diagnosed again under its name, e.g. ``item 1 of map(work)['c']``
     rather than a path into the payload (``obj[0][1]['c']``).
     """
-    from .._diagnostics.culprit import dump_error
+    from .._diagnostics.errors import dump_error
     from ..exceptions import PicklingError
 
     for name, piece in pieces:
@@ -1357,25 +1357,17 @@ def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]
 
 def result_error(task: str, error: BaseException) -> BaseException:
     """A result that could not be pickled in the worker, said as the result of ``task``."""
-    from ..exceptions import PicklingError, relocated
+    from .._diagnostics.errors import relocated_error, rerooted
+    from ..exceptions import PicklingError
 
     if not isinstance(error, PicklingError) or not error.path:
         return error
-    path = error.path
-    cut = min((i for i in (path.find("."), path.find("[")) if i >= 0), default=len(path))
-    where = f"the result of {task}{path[cut:]}"
+    where = rerooted(error.path, f"the result of {task}")
     hint = (
         "return what the parent needs as data that pickles (results travel back to the "
         "parent), or give the result's class a __reduce__ that rebuilds it there"
     )
-    rebuilt = relocated(  # of the type users catch, as the worker's error was
-        error,
-        f"Cannot pickle {error.type_name or 'the result'} - at {where}: "
-        f"{error.reason or _first_line(error)}. Fix: {hint}.",
-        path=where,
-        type_name=error.type_name,
-        reason=error.reason,
-        hint=hint,
-    )
+    # Of the type users catch, as the worker's error was.
+    rebuilt = relocated_error(error, where, hint, _first_line(error))
     rebuilt.__cause__ = error.__cause__
     return rebuilt
