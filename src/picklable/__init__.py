@@ -68,9 +68,9 @@ __all__ = [
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._allow import Policy
     from ._decorators import Wrapper, decorator
-    from ._diagnose import state_left_behind
+    from ._diagnostics.culprit import state_left_behind
+    from ._diagnostics.explain import Explanation, explain
     from ._envelope import Envelope, ship
-    from ._explain import Explanation, explain
     from ._reduce.wrappers import with_state, without_state
     from ._signing import new_key
     from .executors import (
@@ -86,10 +86,10 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
 
 _LAZY: dict[str, str] = {
     "Policy": "._allow",
-    "Explanation": "._explain",
-    "explain": "._explain",
+    "Explanation": "._diagnostics.explain",
+    "explain": "._diagnostics.explain",
     "Wrapper": "._decorators",
-    "state_left_behind": "._diagnose",
+    "state_left_behind": "._diagnostics.culprit",
     "decorator": "._decorators",
     "with_state": "._reduce.wrappers",
     "without_state": "._reduce.wrappers",

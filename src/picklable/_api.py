@@ -5,7 +5,7 @@ This is where the options meet: pooled picklers for the default protocol (a
 :mod:`picklable._signing`), deterministic bytes (:mod:`picklable._deterministic`),
 the allow-list (``allowed=``, :mod:`picklable._allow`), the one retry after a
 stale "importable by name" answer, and the errors users read: a failure to
-dump is located (:mod:`picklable._diagnose`) and raised as one
+dump is located (:mod:`picklable._diagnostics.errors`) and raised as one
 :class:`~picklable.PicklingError` that names the path, and that is also of the
 type the pickler raised (``TypeError``, an object's own ``ValueError``...); a
 failure to load says what is missing here, as an
@@ -63,14 +63,14 @@ def signing_module() -> Any:
 def _dump_error(obj: Any, exc: BaseException) -> BaseException:
     """What a failed dump raises: located, of the type users catch, its chain
     suppressed (the diagnostics load on first failure)."""
-    from . import _diagnose
+    from ._diagnostics import errors
 
     if isinstance(exc, RecursionError):
-        error = _diagnose.recursion_error(obj, exc)
+        error = errors.recursion_error(obj, exc)
     elif _is_located(exc):
         error = exc  # already located by a reducer
     else:
-        error = _diagnose.dump_error(obj, exc)
+        error = errors.dump_error(obj, exc)
     return chained(error, exc)
 
 

@@ -488,7 +488,7 @@ def _add_explain(subparsers: Any) -> None:
 
 
 def _explained(args: argparse.Namespace, obj: Any, name: str, heading: str) -> int:
-    from ._explain import explain
+    from ._diagnostics.explain import explain
 
     report = explain(obj, name=name if name.isidentifier() else None, max_nodes=args.max_nodes)
     if args.json:
@@ -584,7 +584,7 @@ def _add_inspect(subparsers: Any) -> None:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from ._inspect import inspect_payload
+    from ._diagnostics.inspect import inspect_payload
 
     try:
         data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()

@@ -22,11 +22,11 @@ from __future__ import annotations
 import copyreg
 import io
 import pickle
-import re
 from collections.abc import Callable
 from typing import IO, Any
 
 from . import _code, _locator
+from ._diagnostics.wording import CANNOT_PICKLE
 from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
 from ._reduce.table import CLASS, FUNCTION, HANDLERS, handler_for, reclassify
@@ -271,7 +271,7 @@ class Pickler(pickle.Pickler):
         except RecursionError:
             return "copying it recursed too deep"
         except Exception as exc:
-            held = _CANNOT_PICKLE.search(str(exc))
+            held = CANNOT_PICKLE.search(str(exc))
             if held is not None:
                 return f"it holds a {held.group(1)}, which cannot be pickled"
             return f"{type(exc).__name__}: {exc}"
@@ -297,9 +297,6 @@ class Pickler(pickle.Pickler):
         if state is None:
             state = self._payload = PayloadState()
         return state
-
-
-_CANNOT_PICKLE = re.compile(r"cannot pickle '([^']+)' object")
 
 
 class _Discard:

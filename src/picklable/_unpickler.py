@@ -90,7 +90,7 @@ def unpickling_error(exc: BaseException, data: Any = None) -> UnpicklingError:
         ``__setstate__``'s ``ValueError``: see
         :func:`picklable.exceptions.combined`). Chain it to ``exc``.
     """
-    from ._hints import load_failure
+    from ._diagnostics.loading import load_failure
 
     message, reason, hint = load_failure(exc, data)
     error = None

@@ -27,7 +27,7 @@ import pytest
 from sacred.observers import FileStorageObserver
 
 import picklable
-from picklable._diagnose import state_left_behind
+from picklable._diagnostics.culprit import state_left_behind
 from picklable_testpkg import experiment as E
 from support import sacred_runs, wrapper_checks
 from support.child import run_script

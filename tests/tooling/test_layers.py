@@ -19,14 +19,23 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("compat, caches, paths", ("exceptions", "_remote", "_compat", "_caches", "_paths")),
     (
         "payload format",
-        ("_code", "_reads", "_tracker", "_traceback", "_reconstruct", "_signing", "_hints"),
+        (
+            "_code",
+            "_reads",
+            "_tracker",
+            "_traceback",
+            "_reconstruct",
+            "_signing",
+            "_diagnostics.wording",
+            "_diagnostics.loading",
+        ),
     ),
     ("locator", ("_locator",)),
     ("reducers", ("_reduce",)),
     ("pickler", ("_pickler",)),
     ("deterministic", ("_deterministic",)),
     ("loading", ("_capability", "_allow", "_unpickler")),
-    ("diagnostics", ("_diagnose", "_explain", "_inspect")),
+    ("diagnostics", ("_diagnostics",)),
     ("api", ("_api",)),
     (
         "built on the api",
@@ -55,12 +64,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def layer_of(module: str) -> int:
-    """The layer of ``picklable.<module>`` (its first dotted part decides)."""
-    head = module.split(".")[0]
-    for index, (_, members) in enumerate(LAYERS):
-        if head in members:
-            return index
-    raise AssertionError(f"picklable.{module} belongs to no layer: add it to LAYERS")
+    """The layer of ``picklable.<module>``: the longest member of LAYERS that is
+    the module or a package holding it decides (``_diagnostics.loading`` is
+    low, the rest of ``_diagnostics`` is not)."""
+    matches = [
+        (len(member), index)
+        for index, (_, members) in enumerate(LAYERS)
+        for member in members
+        if module == member or module.startswith(member + ".")
+    ]
+    if not matches:
+        raise AssertionError(f"picklable.{module} belongs to no layer: add it to LAYERS")
+    return max(matches)[1]
 
 
 def modules() -> dict[str, Path]:

@@ -1,4 +1,5 @@
-"""Tests for `picklable._diagnose`, `_hints`, `_explain`, `_inspect` and `unpickling_error`:
+"""Tests for `picklable._diagnostics` (`culprit`, `errors`, `hints`, `loading`, `explain`,
+`inspect`), `_reduce.refusals` and `unpickling_error`:
 every failure says what, where, why and how to fix it."""
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import numpy as np
 import pytest
 
 import picklable
-from picklable import _code, _hints
+from picklable import _code
 from picklable._cli import main
-from picklable._diagnose import children, find_culprit, shipping
-from picklable._explain import explain, human_size
-from picklable._inspect import inspect_payload
+from picklable._diagnostics import hints as _hints
+from picklable._diagnostics.culprit import children, find_culprit, shipping
+from picklable._diagnostics.explain import explain, human_size
+from picklable._diagnostics.inspect import inspect_payload
 from picklable_testpkg import api, fakedb
 from picklable_testpkg.unshippable import make_ten
 from support.child import run_script

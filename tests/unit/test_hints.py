@@ -1,4 +1,5 @@
-"""Tests for `picklable._hints`: reasons and fixes that help the person who reads them.
+"""Tests for `picklable._diagnostics.hints`: reasons and fixes that help the person who
+reads them.
 
 The kinds of tests/unit/test_diagnose.py are asserted there with whole messages;
 these are the hints added for what users met: a sacred Run left by `ex.run()`,
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 import picklable
-from picklable import _hints
+from picklable._diagnostics import hints as _hints
 from picklable_testpkg import experiment
 
 

@@ -15,7 +15,7 @@ import weakref
 import pytest
 
 import picklable
-from picklable._diagnose import shipping
+from picklable._diagnostics.culprit import shipping
 
 ModuleT = typing.TypeVar("ModuleT")
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 import picklable
-from picklable import _explain, _reconstruct
-from picklable._diagnose import decide, shipping
+from picklable import _reconstruct
+from picklable._diagnostics import explain as _explain
+from picklable._diagnostics.culprit import decide, shipping
 from picklable._reduce import table
 from picklable._reduce.wrappers import WithState
 from support.corpus import corpus

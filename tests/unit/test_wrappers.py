@@ -18,7 +18,7 @@ import pytest
 import wrapt
 
 import picklable
-from picklable import _diagnose
+from picklable._diagnostics import culprit as _diagnose
 from picklable._reduce import classes as _classes
 from picklable._reduce import wrappers as _reduce_wrappers
 from picklable_testpkg import wrapped as W

@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 import picklable
-from picklable._inspect import inspect_payload
+from picklable._diagnostics.inspect import inspect_payload
 from picklable_testpkg import py315_features as features
 from support import feature_checks
 from support.child import Child, run_script

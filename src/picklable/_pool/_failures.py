@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from .._compat import chained
-from ..exceptions import PicklingError, relocated
+from ..exceptions import PicklingError
 from . import _protocol as P
 from ._broken import BrokenPoolError, TaskLoadError, describe_exit
 
@@ -75,7 +75,7 @@ def arguments_error(codec: P.Codec, exc: Exception, pieces: list[tuple[str, Any]
     rather than a path into the payload (``obj[0][1]['c']``).
     """
     # The diagnostics load on the first failure only, as dumps's do.
-    from .._diagnose import dump_error
+    from .._diagnostics.errors import dump_error
 
     for name, piece in pieces:
         try:
@@ -110,24 +110,17 @@ def items_error(
 
 def result_error(task: str, error: BaseException) -> BaseException:
     """A result that could not be pickled in the worker, said as the result of ``task``."""
+    from .._diagnostics.errors import relocated_error, rerooted
+
     if not isinstance(error, PicklingError) or not error.path:
         return error
-    path = error.path
-    cut = min((i for i in (path.find("."), path.find("[")) if i >= 0), default=len(path))
-    where = f"the result of {task}{path[cut:]}"
+    where = rerooted(error.path, f"the result of {task}")
     hint = (
         "return what the parent needs as data that pickles (results travel back to the "
         "parent), or give the result's class a __reduce__ that rebuilds it there"
     )
-    rebuilt = relocated(  # of the type users catch, as the worker's error was
-        error,
-        f"Cannot pickle {error.type_name or 'the result'} - at {where}: "
-        f"{error.reason or first_line(error)}. Fix: {hint}.",
-        path=where,
-        type_name=error.type_name,
-        reason=error.reason,
-        hint=hint,
-    )
+    # Of the type users catch, as the worker's error was.
+    rebuilt = relocated_error(error, where, hint, first_line(error))
     rebuilt.__cause__ = error.__cause__
     return rebuilt
 

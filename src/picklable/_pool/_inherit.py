@@ -127,8 +127,7 @@ def start_error(initializer: Any, initargs: tuple[Any, ...], exc: Exception) -> 
     (the diagnosis walk pickles the way ``dumps`` does, where a multiprocessing
     queue elsewhere in the arguments would be blamed instead).
     """
-    from .._diagnose import pickling_error
-    from ..exceptions import PicklingError
+    from .._diagnostics.errors import located_error, pickling_error
 
     pieces = [("the pool's initializer", initializer)]
     pieces += [(f"initargs[{i}]", arg) for i, arg in enumerate(initargs)]
@@ -147,13 +146,7 @@ def start_error(initializer: Any, initargs: tuple[Any, ...], exc: Exception) -> 
                     "context='fork'"
                 )
                 what = f"{type(piece).__module__}.{type(piece).__qualname__}"
-                return PicklingError(
-                    f"Cannot pickle {what} - at {name}: {reason}. Fix: {hint}.",
-                    path=name,
-                    type_name=what,
-                    reason=reason,
-                    hint=hint,
-                )
+                return located_error(what, name, reason, hint)
             return pickling_error(piece, piece_exc, name=name)
     return pickling_error((initializer, initargs), exc, name="(initializer, initargs)")
 

@@ -10,9 +10,10 @@ The order of the rule, and where each step lives:
 5. by value -- :mod:`.functions`, :mod:`.classes`, :mod:`.objects` (pickle's
    own reduction for instances), :mod:`.exceptions`;
 6. an error that names the path -- raised by the reducers that refuse, and
-   located by :mod:`picklable._diagnose`.
+   located by :mod:`picklable._diagnostics.culprit`.
 
-:mod:`.table` is the one table of kinds that ties them together; the
+:mod:`.table` is the one table of kinds that ties them together (its refusals,
+the kinds that never ship, listed once in :mod:`.refusals`); the
 by-value registry (``register_by_value``) is :mod:`.registry`, per-payload
 state :mod:`.state`.
 

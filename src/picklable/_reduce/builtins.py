@@ -27,7 +27,7 @@ where they were made, but that can ship exactly:
   own (by reference, ``sys.stdout``), whatever their type.
 
 Other streams and files go to pickle, which refuses them; the diagnostics say
-why for each mode (:mod:`picklable._hints`).
+why for each mode (:mod:`picklable._reduce.refusals`).
 """
 
 from __future__ import annotations
@@ -503,7 +503,7 @@ STANDARD_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
 
 def reduce_stream(pickler: Pickler, stream: Any) -> Any:
     """``sys.stdout`` and ``sys.stderr`` as the receiver's own; other streams
-    and files as pickle does (it refuses open files: see _hints)."""
+    and files as pickle does (it refuses open files: see refusals)."""
     if type(stream) in pickler._table:
         return NotImplemented
     for name in STANDARD_STREAMS:

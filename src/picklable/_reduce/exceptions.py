@@ -138,7 +138,7 @@ def chain(exc: BaseException) -> dict[str, Any]:
 def exception_pieces(exc: BaseException, reduction: Any = None) -> Iterator[tuple[str, Any]]:
     """(path suffix, piece) for each piece that shipping ``exc`` ships.
 
-    For the error path of a failed ``dumps`` (``_diagnose``): a generic walk
+    For the error path of a failed ``dumps`` (``_diagnostics.culprit``): a generic walk
     through ``__reduce_ex__`` sees ``args`` and ``__dict__`` but not slots, the
     members of a group, ``__cause__`` or ``__context__``.
     """

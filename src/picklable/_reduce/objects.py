@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 Handler = Callable[["Pickler", Any], Any]
 
 __all__ = [
-    "REFUSED",
     "c_reduced_with_dict",
     "dataclass_singletons",
     "defaultdict_pieces",
@@ -482,27 +481,6 @@ _DATACLASS_SENTINELS = ("MISSING", "KW_ONLY", "_HAS_DEFAULT_FACTORY", "_auto_doc
 # multiprocessing Connection arrives holding another process's file descriptor
 # number (and its __del__ then closes whatever that number is in the receiver).
 # "module.qualname" -> (reason, fix); matched by name so nothing is imported.
-REFUSED: dict[str, tuple[str, str]] = {
-    "multiprocessing.connection.Connection": (
-        (
-            "a Connection holds this process's file descriptor; a copy would hold a number that "
-            "means nothing elsewhere"
-        ),
-        (
-            "pass it as an argument of multiprocessing.Process (which duplicates the descriptor), "
-            "or use a Queue or a Manager"
-        ),
-    ),
-    "multiprocessing.connection.PipeConnection": (
-        (
-            "a PipeConnection holds this process's pipe handle; a copy would hold a number that "
-            "means nothing elsewhere"
-        ),
-        "pass it as an argument of multiprocessing.Process, or use a Queue or a Manager",
-    ),
-}
-
-
 def refuse(reason: str, hint: str) -> Handler:
     """A handler that refuses instances of a type, with ``reason`` and ``hint``."""
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .. import _caches, _locator, _reconstruct
 from .._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, TYPE_ALIAS_TYPE, is_heap_type
 from .._paths import format_path
-from . import builtins, classes, exceptions, functions, objects, wrappers
+from . import builtins, classes, exceptions, functions, objects, refusals, wrappers
 from .reference import Reference, reduce_reference, reference_pieces, why_not_importable
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ __all__ = [
     "handler_for",
     "kind_for",
     "reclassify",
+    "refusal",
     "verdict",
 ]
 
@@ -360,7 +361,7 @@ def classify(t: type) -> Kind:
         singleton = objects.dataclass_singletons().get(t)
         if singleton is not None:
             return Kind("dataclasses sentinel", singleton)
-    refused = objects.REFUSED.get(f"{t.__module__}.{t.__qualname__}")
+    refused = refusals.REFUSED.get(f"{t.__module__}.{t.__qualname__}")
     if refused is not None:
         return Kind("refused", objects.refuse(*refused))
     if issubclass(t, type):
@@ -456,6 +457,19 @@ _caches.register("reduce.kinds", _clear)
 
 
 # ------------------------------------------------------------------ verdict
+
+
+def refusal(obj: Any) -> refusals.Hint | None:
+    """(reason, fix) when ``obj`` is of a kind that never ships, else None.
+
+    The table's verdict on refusal, for the diagnostics: the one list of such
+    kinds is :mod:`picklable._reduce.refusals` (types whose reducer here
+    refuses them, and kinds pickle itself cannot save: locks, open files,
+    running generators, connections...). Never asked on the dump path: pickle
+    and the reducers refuse those objects on their own; the diagnostics ask
+    to stop at the object itself and to give its reason and fix.
+    """
+    return refusals.refusal(obj)
 
 
 def verdict(kind: Kind, obj: Any, reduction: Any) -> Shipping:

@@ -26,11 +26,11 @@ import types
 from collections import Counter
 from typing import Any
 
-from ._code import HERE as _HERE
-from ._code import instruction_names
-from ._compat import CLASSDICT_GLOBAL_OP
-from ._paths import format_path
-from ._reconstruct import REBUILDERS
+from .._code import HERE as _HERE
+from .._code import instruction_names
+from .._compat import CLASSDICT_GLOBAL_OP
+from .._paths import format_path
+from .._reconstruct import REBUILDERS
 
 __all__ = ["PayloadReport", "inspect_payload"]
 

@@ -23,11 +23,24 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from . import _diagnose, _hints
-from ._compat import class_module, is_heap_type
-from ._diagnose import PLAIN_TYPES, Decision, Shipping, children, decide, root_name
-from ._pickler import Pickler
-from .exceptions import PicklingError
+from .._compat import class_module, is_heap_type
+from .._pickler import Pickler
+from .._reduce.table import refusal
+from ..exceptions import PicklingError
+from .culprit import (
+    MAX_CHILDREN,
+    PLAIN_TYPES,
+    Decision,
+    Shipping,
+    children,
+    decide,
+    find_culprit,
+    root_name,
+    state_left_behind,
+)
+from .errors import pickling_error, recursion_error
+from .hints import explain_failure
+from .wording import message, type_name
 
 __all__ = ["Explanation", "Node", "explain"]
 
@@ -353,7 +366,7 @@ def _describe(obj: Any) -> str:
         return f"class {module or '?'}.{getattr(obj, '__qualname__', '?')}"
     if t is types.ModuleType:
         return f"module {obj.__name__}"
-    return _diagnose.type_name(obj)
+    return type_name(obj)
 
 
 def _is_a(obj: Any, classes: Any) -> bool:
@@ -481,7 +494,7 @@ class _Builder:
             complete = True
             leaf = True  # no piece worth a line: dumped as it is, nothing replaced
             how = Shipping(node.how, node.via, node.why, node.fix)
-            known = _hints.unshippable(obj) if node.how != "reference" else None
+            known = refusal(obj) if node.how != "reference" else None
             if node.how == "reference":
                 node.state_left_behind = tuple(_left_behind(obj))
             elif known is not None:
@@ -494,7 +507,7 @@ class _Builder:
                     pieces = list(children(obj, self.decisions.get(id(obj))))
                 except Exception:
                     pieces, complete, leaf = [], False, False
-                if len(pieces) >= _diagnose._MAX_CHILDREN:
+                if len(pieces) >= MAX_CHILDREN:
                     complete = False
                 for suffix, child in pieces:
                     if _trivial(child):
@@ -546,12 +559,12 @@ class _Builder:
     def fail(self, obj: Any, node: Node, exc: BaseException, complete: bool) -> None:
         # Too deep to walk piece by piece (each try would fail at the recursion limit).
         too_deep = isinstance(exc, RecursionError)
-        if complete or too_deep or _hints.unshippable(obj) is not None or node.how == "fails":
+        if complete or too_deep or refusal(obj) is not None or node.how == "fails":
             self.mark(node, obj, exc)
             node.children.clear()
             return
         # Its insides were not all told: find the culprit inside, as dumps would.
-        path, culprit, cause = _diagnose.find_culprit(obj, exc, node.path)
+        path, culprit, cause = find_culprit(obj, exc, node.path)
         if path == node.path:
             self.mark(node, obj, exc)
             return
@@ -563,16 +576,16 @@ class _Builder:
     def mark(node: Node, obj: Any, exc: BaseException) -> None:
         node.how = "fails"
         node.size = None
-        known = _hints.unshippable(obj)
+        known = refusal(obj)
         if known is not None:  # what it is tells more than how pickling it failed (as dumps)
             node.why, node.fix = known
         elif isinstance(exc, PicklingError) and exc.reason:
             node.why, node.fix = exc.reason, exc.hint
         elif isinstance(exc, RecursionError):  # as dumps says it: recursing code, or depth
-            said = _diagnose.recursion_error(obj, exc)
+            said = recursion_error(obj, exc)
             node.why, node.fix = getattr(said, "reason", ""), getattr(said, "hint", "")
         else:
-            node.why, node.fix = _hints.explain_failure(obj, exc)
+            node.why, node.fix = explain_failure(obj, exc)
 
 
 def _left_behind(obj: Any) -> list[str]:
@@ -581,7 +594,7 @@ def _left_behind(obj: Any) -> list[str]:
     if _is_a(obj, (type, types.ModuleType)) or not callable(obj):
         return []
     try:
-        return _diagnose.state_left_behind(obj)
+        return state_left_behind(obj)
     except Exception:
         return []
 
@@ -655,10 +668,10 @@ def explain(obj: Any, name: str | None = None, *, max_nodes: int = 2000) -> Expl
             root.size = _measure(obj, None)  # exact, and cheap at this size
         except Exception as exc:  # the parts pickled alone but not together
             ships = False
-            error = str(_diagnose.pickling_error(obj, exc, label))
+            error = str(pickling_error(obj, exc, label))
     elif not ships:
         first = problems[0]
-        error = _diagnose.message(first.type.split(" ", 1)[-1], first.path, first.why, first.fix)
+        error = message(first.type.split(" ", 1)[-1], first.path, first.why, first.fix)
     size = root.size if ships else None
     _sort_and_prune(root, size)
     return Explanation(name=label, root=root, ships=ships, size=size, error=error)

@@ -6,7 +6,8 @@ of an object (closure cells, referenced globals, defaults, instance state, items
 an exception's cause and context) as its kind declares them
 (:mod:`picklable._reduce.table`), try each piece alone, and descend into the one
 that fails until its pieces all pickle, or until an object of a kind that never
-ships (a lock, an open file, a running generator: see :mod:`picklable._hints`).
+ships (a lock, an open file, a running generator: the table's verdict,
+:func:`picklable._reduce.table.refusal`).
 That object is the culprit; its path reads like the Python expression that
 reaches it: ``job.__closure__[0].cell_contents._lock``.
 
@@ -19,54 +20,50 @@ they name is declared to mean: it never decides again.
 
 from __future__ import annotations
 
-import collections
 import copyreg
 import dataclasses
-import os
 import pickle
-import sys
 import traceback
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _hints, _reconstruct
-from ._compat import C_RECURSION_APART, PICKLE_NOTE, PICKLE_OWN_TYPES
-from ._pickler import Pickler
-from ._reduce.attributes import candidate_state
-from ._reduce.reference import locate_anywhere, split_state
-from ._reduce.table import (
+from .. import _reconstruct
+from .._compat import PICKLE_OWN_TYPES
+from .._pickler import Pickler
+from .._reduce.attributes import candidate_state
+from .._reduce.reference import locate_anywhere, split_state
+from .._reduce.table import (
     DATA,
     DATA_KIND,
     Kind,
     Shipping,
     default_reduction,
     kind_for,
+    refusal,
     verdict,
 )
-from ._reduce.wrappers import WithState
-from .exceptions import PicklingError, make_combined
+from .._reduce.wrappers import WithState
+from ..exceptions import PicklingError
+from .hints import REDUCE_METHODS, explain_failure
+from .wording import CANNOT_PICKLE, first_line, type_name
 
 __all__ = [
     "Decision",
     "Shipping",
     "children",
     "decide",
-    "dump_error",
     "find_culprit",
-    "pickling_error",
-    "recursion_error",
     "root_name",
+    "search",
     "shipping",
     "state_left_behind",
     "type_name",
 ]
 
-_MAX_CHILDREN = 10_000
+MAX_CHILDREN = 10_000
 # Saved by the C pickler itself: never a culprit, never a wrapper.
 PLAIN_TYPES = PICKLE_OWN_TYPES
-
-type_name = _hints.type_name
 
 
 def root_name(obj: Any) -> str:
@@ -171,7 +168,7 @@ def decide(obj: Any) -> Decision:
     kind = kind_for(type(obj))
     # A reducer registered for its type (copyreg.pickle) decides, not the kind.
     if not kind.by_name and kind is not DATA_KIND and type(obj) not in copyreg.dispatch_table:
-        known = _hints.unshippable(obj)
+        known = refusal(obj)
         if known is not None:
             return Decision(kind, None, Shipping("fails", why=known[0], fix=known[1]))
     pickler = _probe()
@@ -184,7 +181,7 @@ def decide(obj: Any) -> Decision:
     except RecursionError:
         raise
     except Exception as exc:
-        why, fix = _hints.explain_failure(obj, exc)
+        why, fix = explain_failure(obj, exc)
         return Decision(kind, None, Shipping("fails", why=why, fix=fix))
     if type(reduction) is tuple and reduction and reduction[0] is _reconstruct._with_state:
         return Decision(kind, reduction, shipping(reduction[1][0]))
@@ -280,7 +277,7 @@ def children(obj: Any, decided: Decision | None = None) -> Iterator[tuple[str, A
     if kind.pieces is None:
         return
     for i, piece in enumerate(kind.pieces(obj, reduction)):
-        if i >= _MAX_CHILDREN:
+        if i >= MAX_CHILDREN:
             return
         yield piece
     if kind.class_piece and shipping(type(obj)).how != "reference":
@@ -337,14 +334,14 @@ def find_culprit(
     assert current_error is not None
     target = _named_by(current_error)
     if target is not None:
-        found = _search(root, path, target)
+        found = search(root, path, target)
         if found is not None:
             return (*found, current_error)
     current = root
     above: dict[int, Any] = {}
     while current_error is not None and id(current) not in above:
         above[id(current)] = current
-        if _hints.unshippable(current) is not None:
+        if refusal(current) is not None:
             break  # the lock inside an Event is not the news: the Event is
         for suffix, child in children(current):
             child_error = _pickles(child, above)
@@ -370,11 +367,11 @@ def _named_by(error: BaseException) -> Callable[[Any], bool] | None:
     "cannot pickle 'X' object" names its type.
     """
     for frame, _ in reversed(list(traceback.walk_tb(error.__traceback__))):
-        if frame.f_code.co_name in _hints.REDUCE_METHODS and "self" in frame.f_locals:
+        if frame.f_code.co_name in REDUCE_METHODS and "self" in frame.f_locals:
             culprit = frame.f_locals["self"]
             return lambda obj: obj is culprit
     if isinstance(error, TypeError):
-        named = _hints.CANNOT_PICKLE.match(_hints.first_line(error))
+        named = CANNOT_PICKLE.match(first_line(error))
         if named is not None:
             wanted = named.group(1)
 
@@ -386,7 +383,7 @@ def _named_by(error: BaseException) -> Callable[[Any], bool] | None:
     return None
 
 
-def _search(root: Any, path: str, is_culprit: Callable[[Any], bool]) -> tuple[str, Any] | None:
+def search(root: Any, path: str, is_culprit: Callable[[Any], bool]) -> tuple[str, Any] | None:
     """(path, object) of the first object in pickling order that ``is_culprit``
     or cannot ship by itself, or None (not found within :data:`_SEARCH_LIMIT`).
 
@@ -437,220 +434,3 @@ def _search(root: Any, path: str, is_culprit: Callable[[Any], bool]) -> tuple[st
 _LEAVES = frozenset(
     {type(None), bool, int, float, complex, str, bytes, bytearray, pickle.PickleBuffer}
 )
-
-
-def message(what: str, path: str, reason: str, hint: str) -> str:
-    """``Cannot pickle <what> - at <path>: <reason>. Fix: <hint>.``"""
-    text = f"Cannot pickle {what} - at {path}: {reason}."
-    if hint:
-        text += f" Fix: {hint}."
-    return text
-
-
-def _located(
-    root: Any, error: BaseException, name: str | None
-) -> tuple[str, str, str, str, BaseException]:
-    """(what, path, reason, hint, cause) for a failed dump of ``root``."""
-    try:
-        path, culprit, cause = find_culprit(root, error, name)
-    except Exception:  # the walk itself must never hide the original error
-        path, culprit, cause = name or root_name(root), root, error
-    known = _hints.unshippable(culprit)
-    if known is not None:  # what it is tells more than how pickling it failed
-        what = type_name(culprit)
-        reason, hint = known
-    elif isinstance(cause, PicklingError) and cause.reason:
-        reason, hint = cause.reason, cause.hint
-        what = cause.type_name or type_name(culprit)
-    elif isinstance(cause, RecursionError):
-        what = type_name(culprit)
-        reason, hint = _too_deep(cause)
-    else:
-        what = type_name(culprit)
-        reason, hint = _hints.explain_failure(culprit, cause)
-    return what, path, reason, hint, cause
-
-
-def pickling_error(root: Any, error: BaseException, name: str | None = None) -> PicklingError:
-    """Build the error that says why ``root`` cannot be dumped: what, where, why, fix.
-
-    Parameters
-    ----------
-    root:
-        The object given to ``dumps``.
-    error:
-        What the pickler raised.
-    name:
-        The name the path starts with (default: :func:`root_name`).
-
-    Returns
-    -------
-    PicklingError
-        With ``.path``, ``.type_name``, ``.reason`` and ``.hint`` (``dumps``
-        raises :func:`dump_error`'s, which also keeps the type of ``error``).
-    """
-    what, path, reason, hint, _cause = _located(root, error, name)
-    return PicklingError(
-        message(what, path, reason, hint), path=path, type_name=what, reason=reason, hint=hint
-    )
-
-
-def dump_error(root: Any, error: BaseException, name: str | None = None) -> BaseException:
-    """The exception ``dumps`` raises when pickling ``root`` raised ``error``.
-
-    A :class:`PicklingError` that names the path (as :func:`pickling_error`),
-    and that is also of ``error``'s type when code raised something else than
-    a pickling error (``TypeError`` from the C pickler, an object's own
-    ``ValueError``): callers that catch what ``pickle.dumps`` raises still catch
-    it (:func:`picklable.exceptions.combined`); ``error``'s own message stays in
-    the text. When the two types cannot be combined, ``error`` itself, with the
-    located message as a note (PEP 678) and ``.path``, ``.reason``, ``.hint``.
-    """
-    what, path, reason, hint, _cause = _located(root, error, name)
-    if isinstance(error, PicklingError) or type(error) is pickle.PicklingError:
-        return PicklingError(
-            message(what, path, reason, hint),
-            path=path,
-            type_name=what,
-            reason=reason,
-            hint=hint,
-        )
-    said = _hints.first_line(error)
-    if (
-        said
-        and said not in reason
-        and not _hints.CANNOT_PICKLE.match(said)
-        and _raised_by_python_code(error)
-    ):
-        # A library's own words (multiprocessing's "only be shared between
-        # processes through inheritance"), which callers may match; a C
-        # type's "cannot pickle 'x' object" is what the reason already says.
-        reason = f"{reason} ({type(error).__name__}: {said})"
-    text = message(what, path, reason, hint)
-    fields = {"path": path, "type_name": what, "reason": reason, "hint": hint}
-    combined = make_combined(PicklingError, type(error), text, **fields)
-    if combined is not None:
-        return combined
-    return _annotated(error, text, fields)
-
-
-def _raised_by_python_code(error: BaseException) -> bool:
-    for frame, _ in traceback.walk_tb(error.__traceback__):
-        module = frame.f_globals.get("__name__")
-        if not (isinstance(module, str) and module.startswith("picklable.")):
-            return True
-    return False
-
-
-def _annotated(error: BaseException, text: str, fields: dict[str, str]) -> BaseException:
-    """``error`` itself, carrying the located message and fields."""
-    notes = getattr(error, "__notes__", None)
-    if PICKLE_NOTE is not None and type(notes) is list:
-        # pickle's notes, last: the located message says where, with the whole path.
-        while notes and type(notes[-1]) is str and notes[-1].startswith(PICKLE_NOTE):
-            notes.pop()
-    add_note = getattr(error, "add_note", None)
-    if add_note is not None:
-        add_note(text)
-    for key, value in fields.items():
-        try:
-            setattr(error, key, value)
-        except Exception:  # slots, or a frozen exception class
-            pass
-    return error
-
-
-# Frames of the pickling machinery: a recursion through them is the graph's depth.
-_MACHINERY = ("picklable.", "pickle", "copyreg", "copy")
-# A frame that is this many of a RecursionError's frames recursed without end.
-_RECURSING = 50
-
-
-def recursion_error(root: Any, error: RecursionError) -> BaseException:
-    """The exception ``dumps`` raises when pickling ``root`` hit the recursion limit.
-
-    Either some code called itself without end while the object was pickled
-    (an infinitely recursive ``__getattribute__``, ``__reduce__``, ...): "deep
-    recursion", naming that code; or the graph is nested deeper than the
-    limit. Both are a :class:`PicklingError` and a :class:`RecursionError`.
-    """
-    what = type_name(root)
-    path = root_name(root)
-    counts = collections.Counter(
-        frame.f_code for frame, _ in traceback.walk_tb(error.__traceback__)
-    )
-    recursing = None
-    for code, times in counts.most_common(3):
-        module = _module_of(error, code)
-        if times >= _RECURSING and not module.startswith(_MACHINERY):
-            recursing = (code, module)
-            break
-    if recursing is not None:
-        code, module = recursing
-        culprit = _self_of(error, code)
-        if culprit is not None and culprit is not root:
-            try:
-                found = _search(root, path, lambda obj: obj is culprit)
-            except Exception:  # the walk must never hide the original error
-                found = None
-            if found is not None:
-                path, what = found[0], type_name(culprit)
-        qualname = getattr(code, "co_qualname", code.co_name)
-        where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
-        reason = f"deep recursion: {qualname} ({where}) calls itself without end"
-        if code.co_name in ("__getattribute__", "__getattr__"):
-            hint = (
-                f"make {qualname} look its own attributes up with "
-                "object.__getattribute__(self, name), not getattr(self, name)"
-            )
-        else:
-            hint = f"make {qualname} stop calling itself"
-    else:
-        reason, hint = _too_deep(error)
-    fields = {"path": path, "type_name": what, "reason": reason, "hint": hint}
-    made = make_combined(PicklingError, RecursionError, message(what, path, reason, hint), **fields)
-    assert made is not None  # RecursionError is a plain Python-level exception type
-    return made
-
-
-def _too_deep(error: RecursionError) -> tuple[str, str]:
-    """(reason, hint) for data nested deeper than pickling it could go."""
-    limit = sys.getrecursionlimit()
-    if C_RECURSION_APART and _python_depth(error) < limit - limit // 10:
-        # Python's limit was not reached: C code's own was (the C pickler's, or
-        # C calls inside the pure-Python one).
-        reason = (
-            "nested deeper than the interpreter's C recursion limit, which "
-            "sys.setrecursionlimit() does not raise (Python 3.12+)"
-        )
-        return reason, "flatten the structure, or ship it in shallower parts"
-    return (
-        f"nested deeper than the recursion limit ({limit})",
-        "flatten the structure, or raise sys.setrecursionlimit() on both sides",
-    )
-
-
-def _python_depth(error: BaseException) -> int:
-    """How many Python frames were on the stack when ``error`` was raised (about)."""
-    depth = sum(1 for _ in traceback.walk_tb(error.__traceback__))
-    frame: types.FrameType | None = sys._getframe()
-    while frame is not None:
-        depth += 1
-        frame = frame.f_back
-    return depth
-
-
-def _self_of(error: BaseException, code: types.CodeType) -> Any:
-    """The ``self`` of the first frame running ``code`` in ``error``'s traceback, or None."""
-    for frame, _ in traceback.walk_tb(error.__traceback__):
-        if frame.f_code is code:
-            return frame.f_locals.get("self")
-    return None
-
-
-def _module_of(error: BaseException, code: types.CodeType) -> str:
-    for frame, _ in traceback.walk_tb(error.__traceback__):
-        if frame.f_code is code:
-            name = frame.f_globals.get("__name__")
-            return name if isinstance(name, str) else ""
-    return ""
