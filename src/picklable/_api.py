@@ -235,11 +235,12 @@ def dumps(
         pickler.clear_memo()
     else:
         pickler.memo = {}
-    payload = pickler._payload
+    context = pickler.context
+    payload = context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
-        pickler._payload = None
+        context.payload = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
         _idle.append(pickler)
     return data
@@ -270,11 +271,12 @@ def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer]
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     pickler.memo = {}  # few objects beside large buffers: a new table costs no more
-    payload = pickler._payload
+    context = pickler.context
+    payload = context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
-        pickler._payload = None
+        context.payload = None
     sink.buffer_callback = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle_out_of_band) < _IDLE_LIMIT:
         _idle_out_of_band.append(pickler)
@@ -297,26 +299,26 @@ def _dump_failed(
     """
     if isinstance(exc, RecursionError):
         if pickler.sink.buffer_callback is None:  # a callback would see its buffers twice
-            deeper = _deeper(obj, exc, pickler._scripts)
+            deeper = _deeper(obj, exc, pickler.context.scripts)
             if deeper is not None:
                 return deeper
         return _dump_error(obj, exc)
-    scripts = _copied_script_objects(pickler)
+    context = pickler.context
+    scripts = context.copied_scripts()
     if _is_located(exc) or (not _stale_reference(exc) and not scripts):
         return _dump_error(obj, exc)
     _locator.by_name.clear()
     chunks.clear()
     pickler.clear_memo()
-    pickler._payload = None
-    pickler._check_copies = scripts
+    context.retry(scripts)
     try:
         pickler.dump(obj)
     except Exception as again:
         return _dump_error(obj, again)
     finally:
-        pickler._check_copies = False
+        context.check_copies = False
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
+    return with_interpreter_check(data) if needs_check(context.payload, obj) else data
 
 
 def _deeper(
@@ -350,14 +352,7 @@ def _deeper(
     except Exception as failed:  # deep inside, what cannot ship: that is the error
         return _dump_error(obj, failed)
     data = buffer.getvalue()
-    return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
-
-
-def _copied_script_objects(pickler: Any) -> bool:
-    """Whether a failed dump copied objects of the script (one may be what
-    cannot be copied: a second try sends such objects as references alone)."""
-    payload = pickler._payload
-    return bool(payload is not None and payload.script_copies and pickler._scripts == "auto")
+    return with_interpreter_check(data) if needs_check(pickler.context.payload, obj) else data
 
 
 def _dumps_with(
@@ -516,7 +511,7 @@ def _dump_fresh(
                 return made if made is not None else _dump_error(obj, exc)
             file.write(made)
             return None
-        scripts = _copied_script_objects(pickler)
+        scripts = pickler.context.copied_scripts()
         if _is_located(exc) or (not _stale_reference(exc) and not scripts):
             return _dump_error(obj, exc)
         _locator.by_name.clear()
@@ -524,13 +519,13 @@ def _dump_fresh(
             on_retry()
         held = _Held()
         pickler = make_pickler(held)
-        pickler._check_copies = scripts
+        pickler.context.retry(scripts)
         try:
             pickler.dump(obj)
         except Exception as failed:
             return _dump_error(obj, failed)
     chunks = held.chunks
-    if chunks and needs_check(pickler._payload, obj):
+    if chunks and needs_check(pickler.context.payload, obj):
         chunks[0] = with_interpreter_check(chunks[0])
     for chunk in chunks:
         file.write(chunk)

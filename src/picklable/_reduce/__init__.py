@@ -14,5 +14,7 @@ The order of the rule, and where each step lives:
 
 :mod:`.table` is the one table of kinds that ties them together; the
 by-value registry (``register_by_value``) is :mod:`.registry`, per-payload
-state :mod:`.state`.
+state :mod:`.state`. Every reducer is called with the pickler's
+:class:`~.context.DumpContext` (:mod:`.context`): the fields it reads and the
+operations it calls, never the pickler itself.
 """

@@ -57,7 +57,7 @@ from .scripts import (
 )
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "DICT_VIEW_TYPES",
@@ -103,7 +103,7 @@ def _viewed(view: Any) -> Any:
     return mapping
 
 
-def reduce_dict_view(pickler: Pickler, view: Any) -> Any:
+def reduce_dict_view(pickler: DumpContext, view: Any) -> Any:
     """A view of the dict the payload carries (the same dict, memoized once)."""
     method, ordered = DICT_VIEW_TYPES[type(view)]
     args: tuple[Any, ...] = (_viewed(view), method, True) if ordered else (_viewed(view), method)
@@ -150,7 +150,7 @@ def _full_view_of(view: memoryview, base: Any) -> bool:
         )
 
 
-def reduce_memoryview(pickler: Pickler, view: memoryview) -> Any:
+def reduce_memoryview(pickler: DumpContext, view: memoryview) -> Any:
     """A view of the object it views, or of a copy of its bytes."""
     try:
         base = view.obj
@@ -215,7 +215,7 @@ _OPTIONS = ("bound", "covariant", "contravariant", "infer_variance")
 _ABSENT = object()
 
 
-def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = None) -> Any:
+def _by_own_name(pickler: DumpContext, obj: Any, name: str, qualname: str | None = None) -> Any:
     """The reference to ``obj`` (a type variable, alias or sentinel: no class or
     function) where its module holds it under its name, or a located path
     (an alias in a class body); None where it has neither."""
@@ -246,13 +246,13 @@ def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = N
     return None
 
 
-def _tracker_id(pickler: Pickler, obj: Any) -> str:
-    canonical = pickler._canonical
+def _tracker_id(pickler: DumpContext, obj: Any) -> str:
+    canonical = pickler.canonical
     found: str = _tracker.object_id(obj) if canonical is None else canonical.object_id(obj)
     return found
 
 
-def _with_script_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
+def _with_script_origin(pickler: DumpContext, obj: Any, reduction: Any) -> Any:
     """A copy of an object of the sender's script, marked with where the script
     holds it: a receiver that runs the script (a spawn worker) uses its own."""
     if getattr(obj, "__module__", None) in MAIN_MODULES:
@@ -260,7 +260,7 @@ def _with_script_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
     return reduction
 
 
-def reduce_typevar(pickler: Pickler, variable: Any) -> Any:
+def reduce_typevar(pickler: DumpContext, variable: Any) -> Any:
     """By reference where its module holds it under its name, else by value."""
     name = variable.__name__
     found = _by_own_name(pickler, variable, name)
@@ -318,7 +318,7 @@ def typevar_pieces(variable: Any, reduction: Any = None) -> Iterator[tuple[str, 
 # -------------------------------------------------------------- type aliases
 
 
-def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
+def reduce_type_alias(pickler: DumpContext, alias: Any) -> Any:
     """``type Alias = ...`` (3.12): by reference where its module holds it, else
     an alias made again by a ``type`` statement, its value (and its type
     parameters' bounds, constraints and defaults) evaluated on first use, as
@@ -363,14 +363,14 @@ def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
     )
 
 
-def _script_origin(pickler: Pickler, obj: Any) -> tuple[Any, Any]:
+def _script_origin(pickler: DumpContext, obj: Any) -> tuple[Any, Any]:
     """For an object of the sender's script: ``(the reference alone, None)`` when
     that is what travels (see :func:`.scripts.script_reference`), else ``(None,
     its origin)`` (the receiver running the script uses its own, see
     :mod:`.scripts`; None if the main guard changes it); ``(None, None)`` for
     anything else. For kinds whose rebuilder takes the origin itself."""
     module = getattr(obj, "__module__", None)
-    if module not in MAIN_MODULES or pickler._scripts == "copy":
+    if module not in MAIN_MODULES or pickler.scripts == "copy":
         return None, None
     where = script_location(obj, module)
     if where is None:
@@ -395,7 +395,7 @@ def type_alias_pieces(alias: Any, reduction: Any = None) -> Iterator[tuple[str, 
 # ------------------------------------------------------------------ sentinels
 
 
-def reduce_sentinel(pickler: Pickler, sentinel: Any) -> Any:
+def reduce_sentinel(pickler: DumpContext, sentinel: Any) -> Any:
     """``sentinel("MISSING")`` (3.15): by its name, as pickle, where its module
     holds it; else a copy with its name, repr and module, the same object again
     wherever one payload or the next brings it."""
@@ -454,7 +454,7 @@ def lazy_import_spec(lazy: Any) -> tuple[str, tuple[str, ...] | None, str | None
     return None
 
 
-def reduce_lazy_import(pickler: Pickler, lazy: Any) -> Any:
+def reduce_lazy_import(pickler: DumpContext, lazy: Any) -> Any:
     """A lazy import of the same module, resolved where the copy first uses it."""
     spec = lazy_import_spec(lazy)
     if spec is None:
@@ -478,7 +478,7 @@ def lazy_import_pieces(lazy: Any, reduction: Any = None) -> Iterator[tuple[str, 
 WEAK_COLLECTION_TYPES = (weakref.WeakSet, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)
 
 
-def reduce_weak_collection(pickler: Pickler, collection: Any) -> Any:
+def reduce_weak_collection(pickler: DumpContext, collection: Any) -> Any:
     """The same kind of collection over the members (by identity in the payload)."""
     if type(collection) is weakref.WeakSet:
         return (weakref.WeakSet, (list(collection),))
@@ -501,10 +501,10 @@ def weak_collection_pieces(collection: Any, reduction: Any = None) -> Iterator[t
 STANDARD_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
 
 
-def reduce_stream(pickler: Pickler, stream: Any) -> Any:
+def reduce_stream(pickler: DumpContext, stream: Any) -> Any:
     """``sys.stdout`` and ``sys.stderr`` as the receiver's own; other streams
     and files as pickle does (it refuses open files: see _hints)."""
-    if type(stream) in pickler._table:
+    if type(stream) in pickler.table:
         return NotImplemented
     for name in STANDARD_STREAMS:
         if getattr(sys, name, None) is stream:

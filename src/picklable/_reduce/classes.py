@@ -9,8 +9,8 @@ A class by value becomes a skeleton made by :func:`_reconstruct._make_class`
 (name, bases, metaclass, ``__slots__``) and its attributes, set once it is
 memoized (pickle's BUILD, through ``_class_setstate``). It carries a tracker id
 (:mod:`picklable._tracker`): back in the process that defined it, it is the
-original class again. Deterministic payloads take the id from the pickler's
-``_canonical`` policy instead of a random one.
+original class again. Deterministic payloads take the id from the context's
+``canonical`` policy instead of a random one.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .registry import ships_by_value
 from .scripts import note_copy, same_in_workers, script_location, script_reference
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
     from .state import PayloadState
 
 __all__ = [
@@ -72,10 +72,10 @@ _seed_builtin_refs()
 _caches.register("classes.builtin_type_refs", _seed_builtin_refs)
 
 
-def reduce_class(pickler: Pickler, cls: type) -> Any:
+def reduce_class(pickler: DumpContext, cls: type) -> Any:
     """The rule for a class: own name, located path, misnamed type, else a copy."""
     # As for functions, classes in the by_name cache never get here.
-    if type(cls) in pickler._table:
+    if type(cls) in pickler.table:
         # Its metaclass has a reducer (copyreg.pickle, as numpy's dtype classes):
         # pickle's own way. Remembered when its own name also finds it, as
         # pickle's save_global would under a table without that reducer: then
@@ -97,7 +97,7 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
         if getattr(builtins, cls.__name__, None) is cls:
             return NotImplemented
     if module in MAIN_MODULES:
-        if pickler._scripts != "copy":
+        if pickler.scripts != "copy":
             where = script_location(cls, module)
             alone = None if where is None else script_reference(pickler, cls, *where)
             if alone is not None:
@@ -300,10 +300,10 @@ def _script_origin(cls: type) -> Any:
     return origin
 
 
-def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
+def class_by_value(pickler: DumpContext, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
-    payload = pickler._state()
+    payload = pickler.state()
     payload.bound = True  # first_value stays NOT_FIRST: making a class runs code
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
@@ -336,7 +336,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         namespace["__classdictcell__"] = cell
         payload.class_cells[id(cell)] = cls
         payload.deferred_cells.add(id(cell))
-    canonical = pickler._canonical
+    canonical = pickler.canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     origin = _script_origin(cls)
     enum = sys.modules.get("enum")

@@ -48,11 +48,11 @@ from .. import _reconstruct, _traceback
 from .._compat import is_heap_type
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = ["exception_kind", "exception_pieces", "reduce_traceback"]
 
-Handler = Callable[["Pickler", Any], Any]
+Handler = Callable[["DumpContext", Any], Any]
 _C_FIELD_TYPES = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # Set only from keyword arguments, so a builtin's own reduction (args) drops them.
 _KEYWORD_FIELDS: dict[type, tuple[str, ...]] = {
@@ -98,7 +98,7 @@ def _registered(t: type) -> Any:
     return registered
 
 
-def _stdlib_reduction(pickler: Pickler, exc: BaseException) -> Any:
+def _stdlib_reduction(pickler: DumpContext, exc: BaseException) -> Any:
     """What stdlib pickle writes for ``exc``, even when copyreg holds another
     reducer for its class: pickle consults copyreg after us, and a blanket
     reducer (tblib's) would make the payload need tblib to load."""
@@ -107,7 +107,7 @@ def _stdlib_reduction(pickler: Pickler, exc: BaseException) -> Any:
     return NotImplemented  # pickle's own path: the same bytes
 
 
-def reduce_traceback(pickler: Pickler, tb: types.TracebackType) -> Any:
+def reduce_traceback(pickler: DumpContext, tb: types.TracebackType) -> Any:
     """A traceback as frame records (file, function, positions, line; no locals)."""
     registered = _registered(types.TracebackType)
     if registered is not None:
@@ -237,7 +237,7 @@ class _Plan:
         """Whether the class of ``exc`` changed its hooks since this plan was made."""
         return _signature(type(exc)) != self.signature
 
-    def reduce_builtin(self, pickler: Pickler, exc: BaseException) -> Any:
+    def reduce_builtin(self, pickler: DumpContext, exc: BaseException) -> Any:
         if self._plain(exc):
             return _stdlib_reduction(pickler, exc)
         registered = _registered(type(exc))
@@ -258,16 +258,16 @@ class _Plan:
         state.update(chain(exc))
         return (reduced[0], reduced[1], state)
 
-    def reduce_own(self, pickler: Pickler, exc: BaseException) -> Any:
+    def reduce_own(self, pickler: DumpContext, exc: BaseException) -> Any:
         if self._stale(exc):
-            return pickler._reclassify(exc)
+            return pickler.reclassify(exc)
         registered = _registered(type(exc))
         reduced = registered(exc) if registered is not None else exc.__reduce_ex__(pickler.protocol)
         return _add_chain(reduced, chain(exc))
 
-    def reduce_instance(self, pickler: Pickler, exc: BaseException) -> Any:
+    def reduce_instance(self, pickler: DumpContext, exc: BaseException) -> Any:
         if self._stale(exc):
-            return pickler._reclassify(exc)
+            return pickler.reclassify(exc)
         cls = type(exc)
         registered = _registered(cls)
         if registered is not None:

@@ -39,9 +39,9 @@ from .registry import ships_by_value
 from .scripts import script_reference_alone, with_origin
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
-Handler = Callable[["Pickler", Any], Any]
+Handler = Callable[["DumpContext", Any], Any]
 
 __all__ = [
     "REFUSED",
@@ -139,14 +139,14 @@ def c_reduced_with_dict(t: type) -> bool:
     return False
 
 
-def reduce_c_reduced_instance(pickler: Pickler, obj: Any) -> Any:
+def reduce_c_reduced_instance(pickler: DumpContext, obj: Any) -> Any:
     """An instance of a class of Python code over a C type (see
     :func:`c_reduced_with_dict`): the C type's reduction, and, where that
     leaves the instance's ``__dict__`` out, the ``__dict__`` too, set after the
     C type's own state (pickle, cloudpickle and dill's default lose it for an
     ``ndarray`` subclass; issue 27)."""
     try:
-        if type(obj) in pickler._table:
+        if type(obj) in pickler.table:
             return NotImplemented  # a reducer registered for it decides (multiprocessing's)
         own = object.__getattribute__(obj, "__dict__")
         if not own:
@@ -181,7 +181,7 @@ def _holds(args: Any, own: dict[str, Any]) -> bool:
 
 
 def reduce_plain_instance(
-    pickler: Pickler,
+    pickler: DumpContext,
     obj: Any,
     _newobj: Any = copyreg.__newobj__,  # type: ignore[attr-defined]
     _type: Any = type,
@@ -195,7 +195,7 @@ def reduce_plain_instance(
     if (
         "__reduce_ex__" in state
         or "__getstate__" in state
-        or cls in pickler._table
+        or cls in pickler.table
         or pickler.protocol < 2
     ):
         return NotImplemented
@@ -205,11 +205,11 @@ def reduce_plain_instance(
         or (_getstate is not None and cls.__getstate__ is not _getstate)
     ):
         # The class learnt to pickle itself after it was checked: classify again.
-        return pickler._reclassify(obj)
+        return pickler.reclassify(obj)
     return (_newobj, (cls,), state or None)
 
 
-def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
+def reduce_getattr_instance(pickler: DumpContext, obj: Any) -> Any:
     """An instance whose class answers missing attributes in ``__getattr__``.
 
     pickle rebuilds it, then looks ``__setstate__`` up on the empty instance:
@@ -222,7 +222,7 @@ def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
     if (
         "__reduce_ex__" in state
         or "__getstate__" in state
-        or type(obj) in pickler._table
+        or type(obj) in pickler.table
         or pickler.protocol < 2
     ):
         return NotImplemented
@@ -232,7 +232,7 @@ def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
 # ------------------------------------------------------- callable instances
 
 
-def reduce_callable_instance(pickler: Pickler, obj: Any) -> Any:
+def reduce_callable_instance(pickler: DumpContext, obj: Any) -> Any:
     """Callable objects: by reference where a module holds them, with their state.
 
     A class-based decorator, a CLI option object, a dispatcher, a module's
@@ -294,7 +294,7 @@ def is_proxy_type(t: type) -> bool:
     return any("__class__" in vars(klass) for klass in t.__mro__[:-1])
 
 
-def reduce_proxy(pickler: Pickler, obj: Any) -> Any:
+def reduce_proxy(pickler: DumpContext, obj: Any) -> Any:
     """A proxy: the proxy itself, never what it stands for.
 
     Its own ``__reduce__`` usually gives what it stands for (a lazy proxy of a
@@ -326,7 +326,7 @@ def reduce_proxy(pickler: Pickler, obj: Any) -> Any:
 # -------------------------------------------------------------- descriptors
 
 
-def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
+def reduce_slot_descriptor(pickler: DumpContext, obj: Any) -> Any:
     """getset and member descriptors (``deque.maxlen``, Cython properties):
     ``getattr(owner, name)`` returns the very descriptor; pickle has no reducer."""
     owner = getattr(obj, "__objclass__", None)
@@ -346,7 +346,7 @@ def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
         if shared is not None:
             # Another version shares no such descriptor: the path leads to
             # another object there, so the payload is bound to this one.
-            pickler._state().bound = True
+            pickler.state().bound = True
             return (_reconstruct._resolve, shared)
     by_reference = class_attribute_reference(pickler, obj)
     if by_reference is not None:
@@ -395,7 +395,7 @@ def _shared_descriptor_path(obj: Any, owner: Any, name: str) -> tuple[str, Path]
     return module, path
 
 
-def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
+def reduce_descriptor(pickler: DumpContext, obj: Any) -> Any:
     """Other descriptors (cached properties of compiled classes, ...) live as
     class attributes: by reference when the locator finds them there."""
     by_reference = class_attribute_reference(pickler, obj)
@@ -405,7 +405,7 @@ def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
 # ------------------------------------------------------------------ modules
 
 
-def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
+def reduce_module(pickler: DumpContext, module: types.ModuleType) -> Any:
     """A module: imported again by name; one built in memory, or registered
     with :func:`~picklable.register_by_value`, copied."""
     name = module.__name__
@@ -437,7 +437,7 @@ def module_pieces(module: types.ModuleType, reduction: Any = None) -> Iterator[t
 # ------------------------------------------------------------------- others
 
 
-def reduce_mappingproxy(pickler: Pickler, obj: types.MappingProxyType) -> Any:  # type: ignore[type-arg]
+def reduce_mappingproxy(pickler: DumpContext, obj: types.MappingProxyType) -> Any:  # type: ignore[type-arg]
     """A read-only view of a dict: rebuilt around a copy of the dict."""
     return (types.MappingProxyType, (dict(obj),))
 
@@ -445,7 +445,7 @@ def reduce_mappingproxy(pickler: Pickler, obj: types.MappingProxyType) -> Any:  
 def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
     """dataclasses compares its sentinels by identity: ship them by name."""
 
-    def reduce(pickler: Pickler, obj: Any) -> Any:
+    def reduce(pickler: DumpContext, obj: Any) -> Any:
         return (_reconstruct._resolve, ("dataclasses", (name_of(obj),)))
 
     return reduce
@@ -506,11 +506,11 @@ REFUSED: dict[str, tuple[str, str]] = {
 def refuse(reason: str, hint: str) -> Handler:
     """A handler that refuses instances of a type, with ``reason`` and ``hint``."""
 
-    def refuse(pickler: Pickler, obj: Any) -> Any:
+    def refuse(pickler: DumpContext, obj: Any) -> Any:
         # A pickler given its own reducer for this type knows better: loky
         # pickles its workers' Process objects with LOKY_PICKLER's Pickler and a
         # dispatch_table whose Connection reducer duplicates the descriptor.
-        if type(obj) in pickler._table:
+        if type(obj) in pickler.table:
             return NotImplemented
         name = f"{type(obj).__module__}.{type(obj).__qualname__}"
         raise PicklingError(

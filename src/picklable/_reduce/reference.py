@@ -18,7 +18,7 @@ from .registry import registered_by_value
 from .scripts import script_location, script_reference
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "Reference",
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
+def reference(pickler: DumpContext, obj: Any, module: str, path: Path) -> Any:
     """Reduce ``obj`` to a by-reference load of ``module`` + ``path``.
 
     When the path is plain attributes inside ``obj.__module__``, return the dotted
@@ -53,7 +53,7 @@ def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
     return (_reconstruct._resolve, (module, path))
 
 
-def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
+def locate_anywhere(pickler: DumpContext, obj: Any) -> tuple[str, str, Path] | None:
     """Where the receiver finds ``obj`` itself: ``("name", module, path)`` (its
     own name), ``("located", module, path)`` (a path the locator found) or
     ``("script", module, path)`` (in the sender's script; see
@@ -63,7 +63,7 @@ def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
     except Exception:
         module = None
     if module in MAIN_MODULES:
-        if pickler._scripts != "copy":
+        if pickler.scripts != "copy":
             found = script_location(obj, module)
             if found is not None:
                 return ("script", *found)
@@ -78,7 +78,7 @@ def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
     return ("located", *located)
 
 
-def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -> Any:
+def located_reference(pickler: DumpContext, obj: Any, *, carry_state: bool = True) -> Any:
     """A by-reference reduction of ``obj`` if it is importable anywhere, else None.
 
     A wrapper found this way (a decorator product, a proxy, a cache wrapper)
@@ -132,14 +132,14 @@ def _in_state(obj: Any, module: str, path: Path) -> bool:
 _NOT_THERE: Any = object()
 
 
-def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
+def _through_carried(pickler: DumpContext, module: str, path: Path) -> bool:
     """Whether ``path`` (inside ``module``) passes through an object whose state
     this payload carries (in the arguments of the call that finds it, or being
     tried): the receiver may load a copy of that object, and a reference walked
     from its module would reach the receiver's original's attribute instead of
     the copy's. Then the object at the end is no located reference: it goes
     with the state that holds it (a copy, like the rest of that state)."""
-    payload = pickler._payload
+    payload = pickler.payload
     carrying = payload.carrying if payload is not None else ()
     trying = _carrying.__dict__.get("ids", ())
     if (not carrying and not trying) or len(path) < 2:
@@ -160,7 +160,7 @@ def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
 
 
-def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:
+def split_state(pickler: DumpContext, obj: Any) -> tuple[dict[str, Any], list[str]]:
     """``(the state that travels with a reference to obj, the names left behind)``.
 
     What the sender set on a wrapper found by reference travels, so the
@@ -177,7 +177,7 @@ def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:
     active.add(id(obj))
     try:
         for key, value in candidate_state(obj).items():
-            if pickler._trial or type(value) in _PLAIN or _travels(pickler, obj, key, value):
+            if pickler.trial or type(value) in _PLAIN or _travels(pickler, obj, key, value):
                 carried[key] = value
             else:
                 behind.append(key)
@@ -192,11 +192,11 @@ _TRIED_LIMIT = 4096
 _caches.register("reference.tried_state", _TRIED.clear)
 
 
-def _travels(pickler: Pickler, owner: Any, key: str, value: Any) -> bool:
+def _travels(pickler: DumpContext, owner: Any, key: str, value: Any) -> bool:
     tried = _TRIED.get((id(owner), key))
     if tried is not None and tried[0] is value:
         return bool(tried[1])
-    ok = pickler._round_trips(value)
+    ok = pickler.round_trips(value)
     if len(_TRIED) >= _TRIED_LIMIT:
         _TRIED.clear()
     _TRIED[(id(owner), key)] = (value, ok)
@@ -220,7 +220,7 @@ class Reference:
         self.reduction = reduction
 
 
-def reduce_reference(pickler: Pickler, marker: Reference) -> Any:
+def reduce_reference(pickler: DumpContext, marker: Reference) -> Any:
     return marker.reduction
 
 
@@ -228,7 +228,7 @@ def reference_pieces(marker: Reference, reduction: Any = None) -> Any:
     return iter(())
 
 
-def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any]) -> Any:
+def own_or_copy(pickler: DumpContext, obj: Any, reduction: Any, state: dict[str, Any]) -> Any:
     """``obj`` by ``reduction`` (a reference) with ``state``, what the sender set
     on it: the receiver's own object where it has that state already, else a
     copy of it carrying that state (:func:`picklable._reconstruct._own_or_copy`);
@@ -240,7 +240,7 @@ def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any
     gets a copy then. Met again inside the state it carries (a path the walk
     missed), ``obj`` is that copy (pickle then uses it for the outer call too).
     """
-    carrying = pickler._state().carrying
+    carrying = pickler.state().carrying
     again = id(obj) in carrying
     carrying.add(id(obj))
     own = Reference(obj, reduction)
@@ -262,7 +262,7 @@ def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any
 _LINKS_LIMIT = 64
 
 
-def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
+def copy_links(pickler: DumpContext, obj: Any) -> dict[str, Any] | None:
     """The globals that a copy of ``obj`` made by the receiver would run with,
     whose objects this payload sends with their state: ``{name: object}``.
 
@@ -308,13 +308,13 @@ def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
     return links or None
 
 
-def _carries_state(pickler: Pickler, value: Any) -> bool:
+def _carries_state(pickler: DumpContext, value: Any) -> bool:
     """Whether ``value`` would be found by reference with state the sender set
     on it: a wrapper (a decorator product, a proxy), or an object this payload
     carries so already."""
     if type(value) in _PLAIN or isinstance(value, (type, types.ModuleType)):
         return False
-    if id(value) not in pickler._state().carrying:
+    if id(value) not in pickler.state().carrying:
         try:
             wrapper = _reconstruct._is_wrapt_proxy(value) or took_a_name(value)
         except Exception:
@@ -330,7 +330,7 @@ def _carries_state(pickler: Pickler, value: Any) -> bool:
     return where is not None and where[0] != "script"
 
 
-def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) -> Any:
+def with_carried_state(pickler: DumpContext, obj: Any, module: str, reduction: Any) -> Any:
     """``reduction`` (a reference to ``obj``), plus the state that travels with it.
 
     The receiver keeps its own object where it has that state already (the
@@ -438,7 +438,7 @@ def why_not_importable(obj: Any) -> str:
     return "the locator found no importable path to it"
 
 
-def class_attribute_reference(pickler: Pickler, obj: Any) -> Any:
+def class_attribute_reference(pickler: DumpContext, obj: Any) -> Any:
     """A by-reference reduction of a descriptor the locator finds on a class, or None."""
     try:
         located = locate(obj)

@@ -49,7 +49,7 @@ from .attributes import leads_back, state_attributes
 from .main_guard import guard_answer, worker_bindings
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "SCRIPT_MODES",
@@ -299,7 +299,7 @@ def _remember(script: _Script, obj: Any, path: Path) -> _Seen | None:
 
 
 def script_location(
-    obj: Any, module_name: Any, pickler: Pickler | None = None
+    obj: Any, module_name: Any, pickler: DumpContext | None = None
 ) -> tuple[str, Path] | None:
     """``(module, path)`` inside the sender's script that yields ``obj`` itself.
 
@@ -348,13 +348,13 @@ def script_location(
     return module_name, found
 
 
-def payload_script_paths(pickler: Pickler, module_name: str) -> dict[int, Path] | None:
+def payload_script_paths(pickler: DumpContext, module_name: str) -> dict[int, Path] | None:
     """The table of the script's index as this payload sees it (revalidated at
     its first use in the payload), None if the script cannot be indexed. An
     object of the script whose qualname has ``<`` (a lambda, a closure) and
     whose id is not in it has no name in the script: a plain copy."""
-    payload = pickler._payload
-    tables = (pickler._state() if payload is None else payload).script_paths
+    payload = pickler.payload
+    tables = (pickler.state() if payload is None else payload).script_paths
     paths = tables.get(module_name, _UNSEEN)
     if paths is _UNSEEN:
         paths = tables[module_name] = _script_paths(module_name)
@@ -554,7 +554,7 @@ def _origin(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
 
 
 def script_reference(
-    pickler: Pickler, obj: Any, module: str, path: Path, same: bool | None = None
+    pickler: DumpContext, obj: Any, module: str, path: Path, same: bool | None = None
 ) -> Any | None:
     """The reference alone, when that is what this pickler sends for ``obj``:
     always in ``"reference"`` mode, and in ``"auto"`` mode for an object that
@@ -562,14 +562,14 @@ def script_reference(
 
     ``same``: :func:`same_in_workers` for ``obj``, when the caller has it."""
     reason: str | None = None
-    if pickler._scripts == "reference":
+    if pickler.scripts == "reference":
         if same is None:
             same = same_in_workers(obj, module, path, reads=not isinstance(obj, type))
         if not same:
             return None  # the receivers' script holds another object there: copy it
         reason = "no copy was sent (the receivers run this script)"
-    elif pickler._check_copies:
-        reason = pickler._copy_failure(obj)
+    elif pickler.check_copies:
+        reason = pickler.copy_failure(obj)
     if reason is None:
         return None
     return (_reconstruct._main_object, (origin_of(obj, module, path), reason))
@@ -596,7 +596,7 @@ def script_module_of(obj: Any) -> str | None:
     return None
 
 
-def _script_where(obj: Any, pickler: Pickler | None = None) -> tuple[str, Path] | None:
+def _script_where(obj: Any, pickler: DumpContext | None = None) -> tuple[str, Path] | None:
     """``(module, path)`` of ``obj`` in the sender's script, if it is one of its objects."""
     module = script_module_of(obj)
     return None if module is None else script_location(obj, module, pickler)
@@ -611,13 +611,13 @@ def script_reference_alone(obj: Any, reason: str) -> Any | None:
     return (_reconstruct._main_object, (origin_of(obj, *where), reason))
 
 
-def note_copy(pickler: Pickler) -> None:
+def note_copy(pickler: DumpContext) -> None:
     """Record that this payload copies an object of the script (should the dump
     fail, the front door tries again, sending the uncopyable ones by reference)."""
-    pickler._state().script_copies = True
+    pickler.state().script_copies = True
 
 
-def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool = True) -> Any:
+def with_origin(pickler: DumpContext, obj: Any, reduction: Any, *, carry_state: bool = True) -> Any:
     """A wrapper's copy (``reduction``), marked with where it lives in the script,
     or the reference alone; ``reduction`` unchanged for anything else.
 
@@ -625,7 +625,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     attributes of the copy's state already (``carry_state``; not asked for a
     function, which keeps its own), and the copy is built otherwise: loading
     never writes them onto the receiver's object."""
-    if pickler._scripts == "copy" or not isinstance(reduction, tuple):
+    if pickler.scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
     where = _script_where(obj, pickler)  # an instance: one index lookup per payload
     if where is None:
@@ -644,7 +644,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
         return reduction  # items would be added to the receiver's own object
     carried = state_attributes(state) if carry_state else None
     if carried is not None:
-        payload = pickler._state()
+        payload = pickler.state()
         if id(obj) in payload.carrying or leads_back(obj, carried):
             # Its state leads back to it: it cannot ride in the call that
             # chooses between the receiver's own and the copy. A copy everywhere.

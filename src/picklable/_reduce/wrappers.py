@@ -46,7 +46,7 @@ from .reference import (
 from .scripts import with_origin
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "LRU_WRAPPER",
@@ -84,7 +84,7 @@ _FUNCTION_WRAPPER_FIELDS = _reconstruct.WRAPT_FIELDS
 # --------------------------------------------------------- methods, descriptors
 
 
-def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
+def reduce_method(pickler: DumpContext, method: types.MethodType) -> Any:
     """A bound method: ``getattr(self, name)`` when that rebuilds this very method.
 
     That is pickle's own reduction, and the only one that works for methods of
@@ -109,7 +109,7 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
     return (types.MethodType, (func, _owner(pickler, owner, func)))
 
 
-def _owner(pickler: Pickler, owner: Any, method_function: Any = None) -> Any:
+def _owner(pickler: DumpContext, owner: Any, method_function: Any = None) -> Any:
     """The object a method is bound to: a module's own object (``mpmath.mp`` of
     ``mpmath.mp.nsum``, a service singleton) by reference, with its state; any
     other as it ships by itself."""
@@ -124,7 +124,7 @@ def _owner(pickler: Pickler, owner: Any, method_function: Any = None) -> Any:
         return owner
     # One marker per owner and payload: pickle memoizes it, so the owner's own
     # state (methods bound to it, again) leads back to it instead of around.
-    markers = pickler._state().markers
+    markers = pickler.state().markers
     marker = markers.get(id(owner))
     if marker is None:
         marker = markers[id(owner)] = ByReference(owner, method_function)
@@ -142,7 +142,7 @@ class ByReference:
         self.near = near  # where to look: the function of a method bound to it
 
 
-def reduce_by_reference(pickler: Pickler, marker: ByReference) -> Any:
+def reduce_by_reference(pickler: DumpContext, marker: ByReference) -> Any:
     obj = marker.obj
     reduction = located_reference(pickler, obj)
     if reduction is None:
@@ -155,7 +155,7 @@ def reduce_by_reference(pickler: Pickler, marker: ByReference) -> Any:
     return reduction
 
 
-def _copied_class(pickler: Pickler, owner: Any) -> bool:
+def _copied_class(pickler: DumpContext, owner: Any) -> bool:
     """Whether ``owner`` is a class that goes by value (a script's, a local one).
 
     Its attributes are set after it is made, so ``getattr(cls, name)`` met
@@ -194,7 +194,7 @@ def method_pieces(method: types.MethodType, reduction: Any = None) -> Iterator[t
     yield ".__func__", method.__func__
 
 
-def reduce_classmethod(pickler: Pickler, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
+def reduce_classmethod(pickler: DumpContext, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
     """classmethod/staticmethod objects: where a class holds them, else their function."""
     by_reference = class_attribute_reference(pickler, obj)
     if by_reference is not None:
@@ -209,7 +209,7 @@ def classmethod_pieces(
     yield ".__func__", obj.__func__
 
 
-def reduce_property(pickler: Pickler, obj: property) -> Any:
+def reduce_property(pickler: DumpContext, obj: property) -> Any:
     """property objects: where a class holds them, else their accessors."""
     by_reference = class_attribute_reference(pickler, obj)
     if by_reference is not None:
@@ -226,7 +226,7 @@ def property_pieces(obj: property, reduction: Any = None) -> Iterator[tuple[str,
     yield from _dict_pieces(obj)
 
 
-def reduce_property_subclass(pickler: Pickler, obj: property) -> Any:
+def reduce_property_subclass(pickler: DumpContext, obj: property) -> Any:
     """property subclasses: pickle's default would drop fget/fset/fdel (C slots)."""
     by_reference = class_attribute_reference(pickler, obj)
     if by_reference is not None:
@@ -238,7 +238,7 @@ def reduce_property_subclass(pickler: Pickler, obj: property) -> Any:
     )
 
 
-def reduce_cached_property(pickler: Pickler, obj: Any) -> Any:
+def reduce_cached_property(pickler: DumpContext, obj: Any) -> Any:
     """cached_property: its attributes, with a new lock instead of the old one."""
     state = dict(vars(obj))
     lock = state.pop("lock", None)
@@ -303,7 +303,7 @@ def proxy_own_state(obj: Any) -> dict[str, Any]:
     return {k: v for k, v in own.items() if k not in _WRAPT_MADE}
 
 
-def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
+def _forwarded_state(pickler: DumpContext, proxy: Any) -> dict[str, Any] | None:
     """The attributes a proxy shows from what it wraps, when that goes by reference.
 
     A proxy forwards attribute access, so ``vars(proxy)`` is the state a user sees
@@ -324,7 +324,7 @@ def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
     return dict(state)
 
 
-def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
+def reduce_wrapt_proxy(pickler: DumpContext, obj: Any) -> Any:
     """wrapt proxies: by reference when importable, else rebuilt from their parts."""
     by_reference = located_reference(pickler, obj)
     if by_reference is not None:
@@ -396,7 +396,7 @@ def wrapt_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
 # --------------------------------------------------------------- functools
 
 
-def reduce_lru_cache(pickler: Pickler, obj: Any) -> Any:
+def reduce_lru_cache(pickler: DumpContext, obj: Any) -> Any:
     """lru_cache/cache wrappers: by reference if importable, else a fresh cache."""
     by_reference = located_reference(pickler, obj)
     if by_reference is not None:
@@ -477,7 +477,7 @@ def state_of(obj: Any) -> dict[str, Any] | None:
     return dict(state) or None
 
 
-def reduce_with_state(pickler: Pickler, marker: WithState[Any]) -> Any:
+def reduce_with_state(pickler: DumpContext, marker: WithState[Any]) -> Any:
     obj = marker.obj
     if locate_anywhere(pickler, obj) is None:
         return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
@@ -530,7 +530,7 @@ def without_state(obj: T) -> WithoutState[T]:
     return WithoutState(obj)
 
 
-def reduce_without_state(pickler: Pickler, marker: WithoutState[Any]) -> Any:
+def reduce_without_state(pickler: DumpContext, marker: WithoutState[Any]) -> Any:
     obj = marker.obj
     reduction = located_reference(pickler, obj, carry_state=False)
     if reduction is None:
