@@ -160,9 +160,11 @@ class PicklerContext(DumpContext):
 
     def _trial_pickler(self, file: Any, scripts: str) -> Pickler:
         """A pickler that tries (see ``DumpContext.trial``), with this one's
-        protocol and dispatch table."""
+        protocol and dispatch table, and its objects being tried."""
         trial = Pickler(file, self.protocol, scripts=scripts)
-        trial.context.trial = True
+        context = trial.context
+        context.trial = True
+        context.trying = self.trying
         if self.table is not _COPYREG_TABLE:
             trial.dispatch_table = self.table
         return trial

@@ -69,6 +69,12 @@ class DumpContext(abc.ABC):
         reducer needs it (a payload of plain data never makes one; see
         :meth:`state`). The front door reads it when the dump is done, and sets
         it back to None.
+    trying:
+        ids of the objects whose state is being tried (``split_state`` in
+        :mod:`.reference`): met again inside that state (it leads back to
+        them), they are references without state, and the real dump sets the
+        state once, after the object is memoized. One set for a pickler and
+        the trial picklers it makes, which try that state; empty between dumps.
     """
 
     __slots__ = (
@@ -79,6 +85,7 @@ class DumpContext(abc.ABC):
         "canonical",
         "table",
         "payload",
+        "trying",
     )
 
     def __init__(
@@ -91,6 +98,7 @@ class DumpContext(abc.ABC):
         self.canonical = canonical
         self.table = table
         self.payload: PayloadState | None = None
+        self.trying: set[int] = set()
 
     def state(self) -> PayloadState:
         """The state the reducers of this payload share (made on first need)."""

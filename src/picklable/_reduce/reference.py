@@ -4,7 +4,6 @@ path the locator finds (checked by identity), and why an object has neither."""
 from __future__ import annotations
 
 import sys
-import threading
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +140,7 @@ def _through_carried(pickler: DumpContext, module: str, path: Path) -> bool:
     with the state that holds it (a copy, like the rest of that state)."""
     payload = pickler.payload
     carrying = payload.carrying if payload is not None else ()
-    trying = _carrying.__dict__.get("ids", ())
+    trying = pickler.trying
     if (not carrying and not trying) or len(path) < 2:
         return False
     current: Any = sys.modules.get(module)
@@ -173,7 +172,7 @@ def split_state(pickler: DumpContext, obj: Any) -> tuple[dict[str, Any], list[st
     """
     carried: dict[str, Any] = {}
     behind: list[str] = []
-    active = _carrying.__dict__.setdefault("ids", set())
+    active = pickler.trying
     active.add(id(obj))
     try:
         for key, value in candidate_state(obj).items():
@@ -186,27 +185,24 @@ def split_state(pickler: DumpContext, obj: Any) -> tuple[dict[str, Any], list[st
     return carried, behind
 
 
-# (id(owner), attribute) -> (the value tried, whether it round-trips); bounded.
-_TRIED: dict[tuple[int, str], tuple[Any, bool]] = {}
+# A process-wide cache, not per-dump state: (id(owner), attribute) -> (the
+# value tried, whether it round-trips). A value is tried once, not at every
+# dumps that carries it (the value is held, and must be the very one again);
+# bounded, and cleared with the other caches (picklable.clear_caches).
+_tried_cache: dict[tuple[int, str], tuple[Any, bool]] = {}
 _TRIED_LIMIT = 4096
-_caches.register("reference.tried_state", _TRIED.clear)
+_caches.register("reference.tried_state", _tried_cache.clear)
 
 
 def _travels(pickler: DumpContext, owner: Any, key: str, value: Any) -> bool:
-    tried = _TRIED.get((id(owner), key))
+    tried = _tried_cache.get((id(owner), key))
     if tried is not None and tried[0] is value:
         return bool(tried[1])
     ok = pickler.round_trips(value)
-    if len(_TRIED) >= _TRIED_LIMIT:
-        _TRIED.clear()
-    _TRIED[(id(owner), key)] = (value, ok)
+    if len(_tried_cache) >= _TRIED_LIMIT:
+        _tried_cache.clear()
+    _tried_cache[(id(owner), key)] = (value, ok)
     return ok
-
-
-# Per thread: the objects whose state is being tried. Met again inside that
-# state (it leads back to them), they are references without state: the real
-# dump sets the state once, after the object is memoized.
-_carrying = threading.local()
 
 
 class Reference:
@@ -297,7 +293,7 @@ def copy_links(pickler: DumpContext, obj: Any) -> dict[str, Any] | None:
                 continue
         held.append(current.__dict__.get("__wrapped__"))
         todo.extend(f for f in held if type(f) is types.FunctionType and f.__globals__ is home)
-    trying = _carrying.__dict__.get("ids", ())
+    trying = pickler.trying
     links = {}
     for name in sorted(names):
         value = home.get(name)
@@ -338,7 +334,7 @@ def with_carried_state(pickler: DumpContext, obj: Any, module: str, reduction: A
     otherwise (:func:`own_or_copy`): two payloads with different states are two
     objects there, and the receiver's own is never modified.
     """
-    if not candidate_state(obj) or id(obj) in _carrying.__dict__.get("ids", ()):
+    if not candidate_state(obj) or id(obj) in pickler.trying:
         return reduction
     carried = split_state(pickler, obj)[0]
     if not carried:
