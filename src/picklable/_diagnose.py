@@ -62,7 +62,7 @@ __all__ = [
     "type_name",
 ]
 
-_MAX_CHILDREN = 10_000
+MAX_CHILDREN = 10_000
 # Saved by the C pickler itself: never a culprit, never a wrapper.
 PLAIN_TYPES = PICKLE_OWN_TYPES
 
@@ -280,7 +280,7 @@ def children(obj: Any, decided: Decision | None = None) -> Iterator[tuple[str, A
     if kind.pieces is None:
         return
     for i, piece in enumerate(kind.pieces(obj, reduction)):
-        if i >= _MAX_CHILDREN:
+        if i >= MAX_CHILDREN:
             return
         yield piece
     if kind.class_piece and shipping(type(obj)).how != "reference":

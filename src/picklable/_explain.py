@@ -494,7 +494,7 @@ class _Builder:
                     pieces = list(children(obj, self.decisions.get(id(obj))))
                 except Exception:
                     pieces, complete, leaf = [], False, False
-                if len(pieces) >= _diagnose._MAX_CHILDREN:
+                if len(pieces) >= _diagnose.MAX_CHILDREN:
                     complete = False
                 for suffix, child in pieces:
                     if _trivial(child):

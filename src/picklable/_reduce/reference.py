@@ -272,7 +272,7 @@ def copy_links(pickler: DumpContext, obj: Any) -> dict[str, Any] | None:
     the originals they stand for. The objects travel with ``obj`` (by
     reference, with their state: one graph, whichever way each loads).
     """
-    func = _reconstruct._home_function(obj)
+    func = _reconstruct.home_function(obj)
     if func is None:
         return None
     home = func.__globals__
@@ -312,7 +312,7 @@ def _carries_state(pickler: DumpContext, value: Any) -> bool:
         return False
     if id(value) not in pickler.state().carrying:
         try:
-            wrapper = _reconstruct._is_wrapt_proxy(value) or took_a_name(value)
+            wrapper = _reconstruct.is_wrapt_proxy(value) or took_a_name(value)
         except Exception:
             return False
         if not wrapper:

@@ -99,7 +99,7 @@ def _script_file(module_name: str) -> str | None:
 # edit, receiving an object dumped before the sender looked again. A stat per
 # dump never closed it either: a payload waits in a queue while a worker starts
 # and imports the file. The receiver's own check (the function's first line,
-# every global it reads defined there: _reconstruct._script_original) stays.
+# every global it reads defined there: _reconstruct.script_original) stays.
 #
 # The namespace is watched by identity: each object's decision is kept with the
 # path it was found at and, where the guard changes names, with the script's
