@@ -554,10 +554,10 @@ def _types_name(cls: type) -> str:
     return cls.__name__
 
 
-def default_reduction(pickler: DumpContext, obj: Any) -> Any:
+def default_reduction(context: DumpContext, obj: Any) -> Any:
     """What pickle does after the hook answers ``NotImplemented`` for ``obj``:
     the pickler's dispatch table, copyreg's, then ``obj.__reduce_ex__``."""
-    reducer = pickler.table.get(type(obj)) or copyreg.dispatch_table.get(type(obj))
+    reducer = context.table.get(type(obj)) or copyreg.dispatch_table.get(type(obj))
     if reducer is not None:
         return reducer(obj)
-    return obj.__reduce_ex__(pickler.protocol)
+    return obj.__reduce_ex__(context.protocol)
