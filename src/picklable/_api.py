@@ -236,12 +236,11 @@ def dumps(
         pickler.clear_memo()
     else:
         pickler.memo = {}
-    context = pickler.context
-    payload = context.payload
+    payload = pickler.context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
-        context.payload = None
+        pickler.context.payload = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
         _idle.append(pickler)
     return data
@@ -272,12 +271,11 @@ def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer]
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     pickler.memo = {}  # few objects beside large buffers: a new table costs no more
-    context = pickler.context
-    payload = context.payload
+    payload = pickler.context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
-        context.payload = None
+        pickler.context.payload = None
     sink.buffer_callback = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle_out_of_band) < _IDLE_LIMIT:
         _idle_out_of_band.append(pickler)
