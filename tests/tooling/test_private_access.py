@@ -89,7 +89,7 @@ def exported(tree: ast.Module) -> set[str]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-                return set(ast.literal_eval(node.value))  # type: ignore[arg-type]
+                return set(ast.literal_eval(node.value))
     return set()
 
 
