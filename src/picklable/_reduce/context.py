@@ -7,9 +7,9 @@ the pickler. The context is the one owner of the state of the payloads that
 pickler makes; the front door (:mod:`picklable._api`) reads and resets that
 state through the same fields, and steers its one retry with :meth:`retry`.
 
-This module is the bottom of :mod:`picklable._reduce`: every reducer module
-imports it, and it imports nothing of them (the operations that need the table
-of kinds or a pickler are implemented by :class:`picklable._pickler.PicklerContext`).
+This module is the bottom of :mod:`picklable._reduce`: every reducer is typed
+against it, and it imports none of them (the operations that need the table of
+kinds or a pickler are implemented by :class:`picklable._pickler.PicklerContext`).
 """
 
 from __future__ import annotations
