@@ -2289,8 +2289,8 @@ def _guard_origin(
                 # receiver's own; the copy, as by-value code (or the refusal).
                 if rebuilder.reach == "import":
                     raise
-                found = _reconstruct._MISSING
-            if found is not _reconstruct._MISSING:
+                found = _tracker.MISSING
+            if found is not _tracker.MISSING:
                 return found  # the rebuilder would return it too, and build nothing
         elif rebuilder.reach == "import":
             raise policy.refuse(where, module)
@@ -2316,8 +2316,8 @@ def _script_object(load: GuardedUnpickler, origin: Any, where: str) -> Any:
             walked.append(load.policy.walk(name, path, where))
         except _NotThere:
             continue  # another version of the script: the rebuilder finds nothing here
-    found = _reconstruct._script_original(origin)
-    if found is _reconstruct._MISSING:
+    found = _reconstruct.script_original(origin)
+    if found is _tracker.MISSING:
         return found
     return load.named(found, where, admitted=any(found is w for w in walked))
 

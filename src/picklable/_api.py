@@ -33,6 +33,7 @@ from typing import IO, Any
 from . import _caches, _locator
 from ._compat import C_RECURSION_APART, chained
 from ._pickler import DEFAULT_PROTOCOL, Pickler, needs_check, with_interpreter_check
+from ._reduce.context import DumpContext
 from ._unpickler import Unpickler, unpickling_error
 from .exceptions import UnpicklingError
 
@@ -235,11 +236,11 @@ def dumps(
         pickler.clear_memo()
     else:
         pickler.memo = {}
-    payload = pickler._payload
+    payload = pickler.context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
-        pickler._payload = None
+        pickler.context.payload = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
         _idle.append(pickler)
     return data
@@ -270,53 +271,69 @@ def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer]
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     chunks.clear()
     pickler.memo = {}  # few objects beside large buffers: a new table costs no more
-    payload = pickler._payload
+    payload = pickler.context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
-        pickler._payload = None
+        pickler.context.payload = None
     sink.buffer_callback = None
     if len(data) <= _REUSE_MAX_BYTES and len(_idle_out_of_band) < _IDLE_LIMIT:
         _idle_out_of_band.append(pickler)
     return data
 
 
-def _dump_failed(
-    obj: Any, pickler: _PooledPickler, chunks: list[bytes], exc: Exception
-) -> bytes | BaseException:
-    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``:
-    the payload, or the error for dumps to raise.
+def _retry(
+    obj: Any, exc: Exception, context: DumpContext, again: Callable[[bool], object]
+) -> BaseException | None:
+    """The one retry of a failed dump (``context`` the failed pickler's): the
+    error to raise, or None when ``again(check_copies)`` made the payload.
 
     Try once more when the failure may come from a cached "importable by name"
     answer gone stale (a module attribute reassigned, which makes the C
     pickler refuse the reference: the cache is forgotten), or from a copied
-    object of the script that cannot be copied (the second try sends those as
-    references alone). Any other failure is not retried: an object's failing
-    ``__reduce__`` runs once, as with pickle (the error's walk to it pickles
-    nothing).
+    object of the script that cannot be copied (``check_copies``: the second
+    try sends those as references alone; see ``DumpContext.retry``). Any other
+    failure is not retried: an object's failing ``__reduce__`` runs once, as
+    with pickle (the error's walk to it pickles nothing).
     """
+    check_copies = context.copied_scripts()
+    if _is_located(exc) or (not _stale_reference(exc) and not check_copies):
+        return _dump_error(obj, exc)
+    _locator.by_name.clear()
+    try:
+        again(check_copies)
+    except Exception as failed:
+        return _dump_error(obj, failed)
+    return None
+
+
+def _dump_failed(
+    obj: Any, pickler: _PooledPickler, chunks: list[bytes], exc: Exception
+) -> bytes | BaseException:
+    """The rest of :func:`dumps` after ``pickler.dump(obj)`` raised ``exc``:
+    the payload, or the error for dumps to raise (see :func:`_retry`)."""
+    context = pickler.context
     if isinstance(exc, RecursionError):
         if pickler.sink.buffer_callback is None:  # a callback would see its buffers twice
-            deeper = _deeper(obj, exc, pickler._scripts)
+            deeper = _deeper(obj, exc, context.scripts)
             if deeper is not None:
                 return deeper
         return _dump_error(obj, exc)
-    scripts = _copied_script_objects(pickler)
-    if _is_located(exc) or (not _stale_reference(exc) and not scripts):
-        return _dump_error(obj, exc)
-    _locator.by_name.clear()
-    chunks.clear()
-    pickler.clear_memo()
-    pickler._payload = None
-    pickler._check_copies = scripts
-    try:
-        pickler.dump(obj)
-    except Exception as again:
-        return _dump_error(obj, again)
-    finally:
-        pickler._check_copies = False
+
+    def again(check_copies: bool) -> None:
+        chunks.clear()
+        pickler.clear_memo()
+        context.retry(check_copies)
+        try:
+            pickler.dump(obj)
+        finally:
+            context.check_copies = False
+
+    error = _retry(obj, exc, context, again)
+    if error is not None:
+        return error
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
+    return with_interpreter_check(data) if needs_check(context.payload, obj) else data
 
 
 def _deeper(
@@ -350,14 +367,7 @@ def _deeper(
     except Exception as failed:  # deep inside, what cannot ship: that is the error
         return _dump_error(obj, failed)
     data = buffer.getvalue()
-    return with_interpreter_check(data) if needs_check(pickler._payload, obj) else data
-
-
-def _copied_script_objects(pickler: Any) -> bool:
-    """Whether a failed dump copied objects of the script (one may be what
-    cannot be copied: a second try sends such objects as references alone)."""
-    payload = pickler._payload
-    return bool(payload is not None and payload.script_copies and pickler._scripts == "auto")
+    return with_interpreter_check(data) if needs_check(pickler.context.payload, obj) else data
 
 
 def _dumps_with(
@@ -516,21 +526,21 @@ def _dump_fresh(
                 return made if made is not None else _dump_error(obj, exc)
             file.write(made)
             return None
-        scripts = _copied_script_objects(pickler)
-        if _is_located(exc) or (not _stale_reference(exc) and not scripts):
-            return _dump_error(obj, exc)
-        _locator.by_name.clear()
-        if on_retry is not None:
-            on_retry()
-        held = _Held()
-        pickler = make_pickler(held)
-        pickler._check_copies = scripts
-        try:
+
+        def again(check_copies: bool) -> None:
+            nonlocal held, pickler
+            if on_retry is not None:
+                on_retry()
+            held = _Held()
+            pickler = make_pickler(held)
+            pickler.context.retry(check_copies)
             pickler.dump(obj)
-        except Exception as failed:
-            return _dump_error(obj, failed)
+
+        error = _retry(obj, exc, pickler.context, again)
+        if error is not None:
+            return error
     chunks = held.chunks
-    if chunks and needs_check(pickler._payload, obj):
+    if chunks and needs_check(pickler.context.payload, obj):
         chunks[0] = with_interpreter_check(chunks[0])
     for chunk in chunks:
         file.write(chunk)

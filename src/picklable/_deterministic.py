@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from . import _caches, _code, _tracker
-from ._pickler import Pickler, resolve_protocol
+from ._pickler import ReducerHook, make_context, resolve_protocol
 
 __all__ = ["DeterministicPickler", "code_bytes", "dumps", "tracker_id"]
 
@@ -54,8 +54,12 @@ _MARSHAL_VERSION = 2
 _PurePickler: Any = pickle._Pickler
 
 
-class DeterministicPickler(_PurePickler):  # type: ignore[misc]
+class DeterministicPickler(ReducerHook, _PurePickler):  # type: ignore[misc]
     """The pure-Python pickler with :class:`~picklable.Pickler`'s hook and sorted sets.
+
+    The hook (and so every reducer) is :class:`~picklable.Pickler`'s
+    (:class:`~picklable._pickler.ReducerHook`); its context carries the policy
+    of deterministic code bytes and class ids.
 
     Parameters
     ----------
@@ -80,9 +84,10 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     ) -> None:
         protocol = resolve_protocol(protocol)
         super().__init__(file, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback)
+        self.protocol = protocol
         # The reducers read code bytes and class ids through this policy: the
         # only two answers of the default pickler that vary between processes.
-        self._start(protocol, _CANONICAL, scripts)
+        self.context = make_context(type(self), protocol, scripts, _CANONICAL)
         self._values: dict[tuple[type, Any], int] = {}
 
     def clear_memo(self) -> None:
@@ -136,19 +141,6 @@ class DeterministicPickler(_PurePickler):  # type: ignore[misc]
     dispatch[bytes] = save_bytes
     dispatch[set] = save_set
     dispatch[frozenset] = save_frozenset
-
-
-# The hook and the methods the reducers call on a pickler (everything Pickler
-# defines but the C pickler's own machinery, its slots and its dispatch_table
-# front), shared so the two cannot drift.
-for _name, _value in vars(Pickler).items():
-    if (
-        isinstance(_value, types.FunctionType)
-        and not (_name.startswith("__") and _name.endswith("__"))
-        and _name not in vars(DeterministicPickler)
-    ):
-        setattr(DeterministicPickler, _name, _value)
-del _name, _value
 
 
 def dumps(obj: Any) -> bytes:

@@ -13,8 +13,10 @@ plain data never runs Python code here. Everything else goes through
 4. otherwise by value, with all its metadata;
 5. failing that, a :class:`~picklable.PicklingError` that names the path.
 
-The Pickler owns the state of the payload it is making (:class:`PayloadState`),
-and the policy that deterministic payloads replace (``_canonical``).
+Its reducers are handed the pickler's context (:class:`PicklerContext`, a
+:class:`~picklable._reduce.context.DumpContext`), never the pickler: the one
+owner of the state of the payload being made (:class:`PayloadState`), of the
+pickler's options and of the policy that deterministic payloads replace.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import IO, Any
 
 from . import _code, _locator
 from ._diagnostics.wording import CANNOT_PICKLE
+from ._reduce.context import Canonical, DumpContext
 from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
 from ._reduce.table import CLASS, FUNCTION, HANDLERS, handler_for, reclassify
@@ -35,6 +38,9 @@ __all__ = [
     "DEFAULT_PROTOCOL",
     "INTERPRETER_CHECK",
     "Pickler",
+    "PicklerContext",
+    "ReducerHook",
+    "make_context",
     "needs_check",
     "resolve_protocol",
     "with_interpreter_check",
@@ -119,7 +125,104 @@ def resolve_protocol(protocol: int | None) -> int:
     return protocol
 
 
-class Pickler(pickle.Pickler):
+class PicklerContext(DumpContext):
+    """The :class:`DumpContext` of picklable's picklers: its operations that
+    need the table of kinds, or a pickler of their own to try with."""
+
+    __slots__ = ()
+
+    def reclassify(self, obj: Any) -> Any:
+        handler = reclassify(type(obj)).reduce
+        return NotImplemented if handler is None else handler(self, obj)
+
+    def copy_failure(self, obj: Any) -> str | None:
+        trial = self._trial_pickler(_DISCARD, "copy")
+        try:
+            trial.dump(obj)
+        except RecursionError:
+            return "copying it recursed too deep"
+        except Exception as exc:
+            held = CANNOT_PICKLE.search(str(exc))
+            if held is not None:
+                return f"it holds a {held.group(1)}, which cannot be pickled"
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def round_trips(self, value: Any) -> bool:
+        buffer = io.BytesIO()
+        trial = self._trial_pickler(buffer, self.scripts)
+        try:
+            trial.dump(value)
+            pickle.loads(buffer.getvalue())
+        except Exception:
+            return False
+        return True
+
+    def _trial_pickler(self, file: Any, scripts: str) -> Pickler:
+        """A pickler that tries (see ``DumpContext.trial``), with this one's
+        protocol and dispatch table, and its objects being tried."""
+        trial = Pickler(file, self.protocol, scripts=scripts)
+        context = trial.context
+        context.trial = True
+        context.trying = self.trying
+        if self.table is not _COPYREG_TABLE:
+            trial.dispatch_table = self.table
+        return trial
+
+
+def make_context(
+    pickler_type: type, protocol: int, scripts: str, canonical: Canonical | None = None
+) -> PicklerContext:
+    """The context of a new pickler of ``pickler_type`` (shared with the
+    deterministic pickler); its table is the dispatch table pickle consults
+    after the hook: a subclass's class attribute, or copyreg's (an instance's
+    own table comes through :attr:`Pickler.dispatch_table`'s setter)."""
+    if scripts not in SCRIPT_MODES:
+        raise ValueError(f"scripts must be one of {', '.join(SCRIPT_MODES)}, not {scripts!r}")
+    table = getattr(pickler_type, "dispatch_table", None)
+    if table is None or table is _TABLE_PROPERTY:
+        table = _COPYREG_TABLE
+    return PicklerContext(protocol, scripts, canonical, table)
+
+
+class ReducerHook:
+    """The ``reducer_override`` of picklable's picklers: the C one
+    (:class:`Pickler`) and the pure-Python deterministic one, which inherit it
+    from here. A pickler that mixes it in sets :attr:`context` in its
+    ``__init__``; its reducers receive that context."""
+
+    __slots__ = ()
+
+    context: PicklerContext
+
+    def reducer_override(
+        self,
+        obj: Any,
+        _handlers: Any = HANDLERS,
+        _type: Any = type,
+        _id: Any = id,
+        _classify: Any = handler_for,
+        _by_name: Any = _locator.by_name.get,
+        _function: Any = FUNCTION.reduce,
+        _class: Any = CLASS.reduce,
+    ) -> Any:
+        # Called for every non-builtin object (each of 10,000 dataclass
+        # instances, four times per numpy array): locals, dict hits, no
+        # attribute lookups but the context. A function or class already
+        # found importable by its own name goes to pickle's save_global
+        # without a second frame.
+        try:
+            handler = _handlers[_id(_type(obj))]
+        except KeyError:
+            handler = _classify(_type(obj))
+        if handler is None or (
+            (handler is _function or handler is _class) and _by_name(_id(obj)) is obj
+        ):
+            return NotImplemented
+        return handler(self.context, obj)
+
+
+class Pickler(ReducerHook, pickle.Pickler):
     """A :class:`pickle.Pickler` that ships any callable correctly.
 
     Usable wherever a pickler class is expected; loky loads it by module name
@@ -152,20 +255,20 @@ class Pickler(pickle.Pickler):
         ``"copy"`` (always a copy).
 
         .. versionadded:: 0.2.0
+
+    Attributes
+    ----------
+    context:
+        The state of the payloads it makes, which its reducers share (an
+        internal object: see ``picklable._reduce.context``).
+
+        .. versionadded:: 0.2.0
     """
 
-    # Slots, not a __dict__: dumps resets per-payload state after every call,
-    # and a slot store costs a fraction of an instance-dict store on a
-    # subclass of a C type. (Subclasses get a __dict__ as usual.)
-    __slots__ = (
-        "protocol",
-        "_payload",
-        "_table",
-        "_canonical",
-        "_scripts",
-        "_check_copies",
-        "_trial",
-    )
+    # Slots, not a __dict__: a slot load costs a fraction of an instance-dict
+    # lookup on a subclass of a C type, and the hook reads the context for
+    # every object it reduces. (Subclasses get a __dict__ as usual.)
+    __slots__ = ("protocol", "context")
 
     def __init__(
         self,
@@ -189,29 +292,8 @@ class Pickler(pickle.Pickler):
             fix_imports=fix_imports,
             buffer_callback=buffer_callback,
         )
-        self._start(protocol, scripts=scripts)
-
-    def _start(self, protocol: int, canonical: Any = None, scripts: str = "auto") -> None:
-        """Set what the reducers read (shared with the deterministic pickler)."""
-        if scripts not in SCRIPT_MODES:
-            raise ValueError(f"scripts must be one of {', '.join(SCRIPT_MODES)}, not {scripts!r}")
         self.protocol = protocol
-        self._scripts = scripts
-        # Set on a second try after a failed dump: script objects that cannot be
-        # copied then travel as references alone (see picklable._reduce.scripts).
-        self._check_copies = False
-        # A pickler that only tries whether something pickles: it tries nothing
-        # itself (a wrapper's state inside is carried as it is).
-        self._trial = False
-        self._payload: PayloadState | None = None
-        # Deterministic payloads: code bytes and class ids that depend on the
-        # object alone (see picklable._deterministic); None for the default.
-        self._canonical: Any = canonical
-        # The dispatch table pickle consults after the hook (the plain-instance
-        # reducer defers to its entries): a subclass's class attribute, or
-        # copyreg's. An instance's own table comes through the setter below.
-        table = getattr(type(self), "dispatch_table", None)
-        self._table: Any = _COPYREG_TABLE if table is None or table is _TABLE_PROPERTY else table
+        self.context = make_context(type(self), protocol, scripts)
 
     @property
     def dispatch_table(self) -> Any:
@@ -220,7 +302,7 @@ class Pickler(pickle.Pickler):
         Unset (``AttributeError``) until assigned: pickle then uses
         ``copyreg.dispatch_table``.
         """
-        table = self._table
+        table = self.context.table
         if table is _COPYREG_TABLE:
             raise AttributeError("dispatch_table")
         return table
@@ -228,75 +310,7 @@ class Pickler(pickle.Pickler):
     @dispatch_table.setter
     def dispatch_table(self, table: Any) -> None:
         _C_TABLE.__set__(self, table)  # the field the C pickler reads
-        self._table = table
-
-    def reducer_override(
-        self,
-        obj: Any,
-        _handlers: Any = HANDLERS,
-        _type: Any = type,
-        _id: Any = id,
-        _classify: Any = handler_for,
-        _by_name: Any = _locator.by_name.get,
-        _function: Any = FUNCTION.reduce,
-        _class: Any = CLASS.reduce,
-    ) -> Any:
-        # Called for every non-builtin object (each of 10,000 dataclass
-        # instances, four times per numpy array): locals, dict hits, no
-        # attribute lookups. A function or class already found importable by
-        # its own name goes to pickle's save_global without a second frame.
-        try:
-            handler = _handlers[_id(_type(obj))]
-        except KeyError:
-            handler = _classify(_type(obj))
-        if handler is None or (
-            (handler is _function or handler is _class) and _by_name(_id(obj)) is obj
-        ):
-            return NotImplemented
-        return handler(self, obj)
-
-    def _reclassify(self, obj: Any) -> Any:
-        """Reduce ``obj`` after its class changed how it pickles (a reducer noticed)."""
-        handler = reclassify(type(obj)).reduce
-        return NotImplemented if handler is None else handler(self, obj)
-
-    def _copy_failure(self, obj: Any) -> str | None:
-        """Why ``obj`` cannot be copied (a trial dump of its copy), or None."""
-        trial = Pickler(_DISCARD, self.protocol, scripts="copy")  # type: ignore[arg-type]
-        trial._trial = True
-        if self._table is not _COPYREG_TABLE:
-            trial.dispatch_table = self._table
-        try:
-            trial.dump(obj)
-        except RecursionError:
-            return "copying it recursed too deep"
-        except Exception as exc:
-            held = CANNOT_PICKLE.search(str(exc))
-            if held is not None:
-                return f"it holds a {held.group(1)}, which cannot be pickled"
-            return f"{type(exc).__name__}: {exc}"
-        return None
-
-    def _round_trips(self, value: Any) -> bool:
-        """Whether ``value`` pickles on its own and loads again (a trial, here)."""
-        buffer = io.BytesIO()
-        trial = Pickler(buffer, self.protocol, scripts=self._scripts)
-        trial._trial = True
-        if self._table is not _COPYREG_TABLE:
-            trial.dispatch_table = self._table
-        try:
-            trial.dump(value)
-            pickle.loads(buffer.getvalue())
-        except Exception:
-            return False
-        return True
-
-    def _state(self) -> PayloadState:
-        """The state the reducers of this payload share (made on first need)."""
-        state = self._payload
-        if state is None:
-            state = self._payload = PayloadState()
-        return state
+        self.context.table = table
 
 
 class _Discard:

@@ -31,7 +31,7 @@ one place that says what loading through it means. The readers:
   Nothing yielded: the call leaves its target as it is.
 * ``origin`` -- the parameter holding a script object's origin ``(module,
   path, file, first line)``: the call returns this process's own object where
-  it runs that script (:func:`_script_original`), and builds (or refuses)
+  it runs that script (:func:`script_original`), and builds (or refuses)
   otherwise; an origin whose file is None matches no script.
 * ``made_for`` -- the parameter whose object the call's result is made for
   (``build`` reach): the result is new, made by this process's own code from
@@ -233,7 +233,7 @@ _MISSING = _tracker.MISSING
 Origin = tuple[str, Path, "str | None", "int | None"]
 
 
-def _script_original(origin: Origin) -> Any:
+def script_original(origin: Origin) -> Any:
     """This process's own object for ``origin``, or _MISSING: absent, another
     definition, or lacking a global it reads here (then the copy is right)."""
     _, path, filename, line = origin
@@ -255,7 +255,7 @@ def _main_object(origin: Origin, reason: str) -> Any:
 
     .. versionadded:: 0.2.0
     """
-    found = _script_original(origin)
+    found = script_original(origin)
     if found is not _MISSING:
         return found
     module, path, filename, _ = origin
@@ -283,7 +283,7 @@ def _script_or_build(
     .. versionchanged:: 0.2.0
        ``carried``: this process's own object only where it has that state.
     """
-    found = _script_original(origin)
+    found = script_original(origin)
     if found is not _MISSING and _keeps_own(found, carried):
         return found
     obj = builder(*args)
@@ -419,7 +419,7 @@ def _make_function(
         # whose first call this is gets no check in front (_check_interpreter).
         _code.check_interpreter(record)
     if origin is not None:
-        found = _script_original(origin)
+        found = script_original(origin)
         if found is not _MISSING:
             return found  # type: ignore[no-any-return]
     code = CODES.get(data)
@@ -581,7 +581,7 @@ def _proxy_state_writes(proxy: Any, state: Any) -> Iterator[tuple[Any, str]]:
     through it, what it wraps (the forwarded state)."""
     own, forwarded = state
     if own:
-        if _is_wrapt_proxy(proxy):
+        if is_wrapt_proxy(proxy):
             yield proxy, "on"
         else:
             found = proxy_own_dict(proxy)
@@ -621,7 +621,7 @@ def _set_proxy_state(
             setattr(proxy, key, value)
 
 
-def _is_wrapt_proxy(obj: Any) -> bool:
+def is_wrapt_proxy(obj: Any) -> bool:
     """Whether ``obj`` is an instance of a wrapt proxy class."""
     roots = wrapt_proxy_roots()
     return bool(roots) and issubclass(type(obj), roots)
@@ -867,7 +867,7 @@ def _copy_of(obj: Any, links: dict[str, Any] | None = None) -> Any:
     if type(obj) is types.FunctionType:
         return _function_copy(obj, scope, {})
     cls = type(obj)  # past a proxy's __class__
-    if _is_wrapt_proxy(obj):
+    if is_wrapt_proxy(obj):
         return _copy_of_wrapt_proxy(obj, links)
     if cls is _LRU_WRAPPER:
         parameters = obj.cache_parameters()
@@ -935,13 +935,13 @@ class _LinkedGlobals(dict):  # type: ignore[type-arg]
         return dict.__contains__(self, key) or key in self.home
 
 
-def _home_function(obj: Any) -> types.FunctionType | None:
+def home_function(obj: Any) -> types.FunctionType | None:
     """The function a copy of ``obj`` is made of: ``obj`` itself, or, through
     wrapt proxies and an ``lru_cache`` wrapper, the function they wrap."""
     for _ in range(16):
         if type(obj) is types.FunctionType:
             return obj
-        if not (_is_wrapt_proxy(obj) or type(obj) is _LRU_WRAPPER):
+        if not (is_wrapt_proxy(obj) or type(obj) is _LRU_WRAPPER):
             return None
         try:
             obj = obj.__wrapped__
@@ -962,7 +962,7 @@ def _links_scope(obj: Any, links: dict[str, Any] | None) -> _LinkedGlobals | Non
     """
     if not links:
         return None
-    func = _home_function(obj)
+    func = home_function(obj)
     if func is None:
         return None
     home = func.__globals__
@@ -1102,7 +1102,7 @@ def _own_or_copy(
             sorted(_differing(obj, state or {})) if state else ["its state"],
             "it cannot be copied here (its state lives in C)",
         )
-    if state and _is_wrapt_proxy(made):
+    if state and is_wrapt_proxy(made):
         for key, value in state.items():
             setattr(made, key, value)  # through the proxy: on the copy it wraps
     elif state:
@@ -1354,7 +1354,7 @@ def _make_type_alias(
     .. versionadded:: 0.2.0
     """
     if origin is not None:
-        found = _script_original(origin)
+        found = script_original(origin)
         if found is not _MISSING:
             return found
     known = _tracker.known_object(tracker_id)

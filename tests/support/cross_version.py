@@ -730,7 +730,7 @@ def _ships_by_value(obj: Any) -> bool:
         pickler.dump(obj)
     except Exception:
         return True  # the corpus holds objects that cannot ship at all
-    payload = pickler._payload
+    payload = pickler.context.payload
     return payload is not None and payload.bound
 
 

@@ -101,7 +101,7 @@ class _AboveSkipped(Pickler):
 
     def __init__(self, above: dict[int, Any]) -> None:
         super().__init__(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
-        self._check_copies = True  # as dumps decides in the end (see _probe)
+        self.context.check_copies = True  # as dumps decides in the end (see _probe)
         self._above = above
 
     def persistent_id(self, obj: Any) -> Any:
@@ -133,7 +133,7 @@ def _probe() -> Pickler:
     travels as a reference alone).
     """
     probe = Pickler(_Discard(), buffer_callback=_out_of_band)  # type: ignore[arg-type]
-    probe._check_copies = True
+    probe.context.check_copies = True
     return probe
 
 
@@ -171,11 +171,11 @@ def decide(obj: Any) -> Decision:
         known = refusal(obj)
         if known is not None:
             return Decision(kind, None, Shipping("fails", why=known[0], fix=known[1]))
-    pickler = _probe()
+    context = _probe().context
     try:
-        reduction = kind.reduce(pickler, obj) if kind.reduce is not None else NotImplemented
+        reduction = kind.reduce(context, obj) if kind.reduce is not None else NotImplemented
         if reduction is NotImplemented and not kind.by_name and kind is not DATA_KIND:
-            reduction = default_reduction(pickler, obj)
+            reduction = default_reduction(context, obj)
     except PicklingError as exc:
         return Decision(kind, None, Shipping("fails", why=exc.reason or str(exc), fix=exc.hint))
     except RecursionError:
@@ -232,7 +232,7 @@ def state_left_behind(obj: Any) -> list[str]:
         Sorted attribute names (metadata such as ``__name__`` or ``__wrapped__``
         left out); empty when ``obj`` travels by value or has no state.
     """
-    probe = _probe()
+    probe = _probe().context
     where = locate_anywhere(probe, obj)
     if where is None:
         return []  # a copy carries all of it

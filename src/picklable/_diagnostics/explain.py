@@ -446,7 +446,7 @@ def _measure(obj: Any, replace: dict[int, Any] | None) -> int:
         pickler: Pickler = _SkipPickler(counter, replace, id(obj), out_of_band)
     else:
         pickler = Pickler(counter, buffer_callback=out_of_band)  # type: ignore[arg-type]
-    pickler._check_copies = True  # decide as dumps does in the end (its second try)
+    pickler.context.check_copies = True  # decide as dumps does in the end (its second try)
     pickler.dump(obj)
     return counter.size + buffers[0]
 

@@ -261,7 +261,7 @@ class Core(Dispatcher):
                 return
             while self.requests:
                 self.requests.popleft()()
-            self._dispatch()
+            self.dispatch()
             if self.state == _CLOSE and self._closing_done():
                 return
             try:
@@ -285,7 +285,7 @@ class Core(Dispatcher):
                     self._reap(worker)
                     continue
                 if mask & OUT:
-                    self._flush(worker)
+                    self.flush(worker)
                 if mask & IN:
                     self._read(worker)
             self._check_timers()
@@ -294,7 +294,7 @@ class Core(Dispatcher):
         deadline = None
         for worker in self.workers:
             if worker is not None:
-                when = self._deadline(worker)
+                when = self.deadline(worker)
                 if when is not None and (deadline is None or when < deadline):
                     deadline = when
         if deadline is None:
@@ -323,13 +323,13 @@ class Core(Dispatcher):
             elif len(inflight) > 1 and not worker.overdue and ran >= overdue_after(unit.est):
                 # Late: what waits behind it goes to the other workers.
                 worker.overdue = True
-                self._take_back(worker)
+                self.take_back(worker)
 
     def _time_out(self, worker: Link, unit: Unit) -> None:
         """``unit`` ran past its task_timeout: end its worker (``_reap`` fails it)."""
         # First, nothing else may start there: a unit that does not run cannot
         # be killed by mistake in its place.
-        self._take_back(worker)
+        self.take_back(worker)
         if not worker.inflight or worker.inflight[0] is not unit:
             return  # it had not started after all: it runs elsewhere, on a fresh clock
         worker.timed_out = unit
@@ -426,8 +426,8 @@ class Core(Dispatcher):
             self.start_failures = 0
             if worker.held is not None:  # its own now (put back in line, it could
                 # queue behind another worker's long task)
-                self._assign(worker, self._take_held(worker))
-                self._flush(worker)
+                self.assign(worker, self.take_held(worker))
+                self.flush(worker)
             return
         if kind == 73:  # b"I"
             self._initializer_failed(worker, frame[1:])
@@ -500,7 +500,7 @@ class Core(Dispatcher):
         worker.process.release()
         self.workers[worker.index] = None
         if worker.held is not None:  # never sent: it goes back untouched
-            self.pending.appendleft(self._take_held(worker))
+            self.pending.appendleft(self.take_held(worker))
         inflight = worker.inflight
         if not worker.ready:
             # It never ran anything: its units go back untouched.
@@ -582,8 +582,8 @@ class Core(Dispatcher):
         for worker in self.workers:
             if worker is not None and not worker.stopped:
                 worker.stopped = True
-                self._queue(worker, P.STOP_FRAME)
-                self._flush(worker)
+                self.queue_frame(worker, P.STOP_FRAME)
+                self.flush(worker)
         return False
 
     def _kill_all(self) -> None:
@@ -605,7 +605,7 @@ class Core(Dispatcher):
         for worker in self.workers:
             if worker is not None:
                 if worker.held is not None:
-                    units.append(self._take_held(worker))
+                    units.append(self.take_held(worker))
                 units.extend(worker.inflight)
                 worker.inflight.clear()
         while self.pending:

@@ -311,12 +311,12 @@ class Dispatcher:
                     worker.held = unit
                     self.holding += 1
                     continue
-                self._assign(worker, unit)
+                self.assign(worker, unit)
                 if not touched or touched[-1] is not worker:
                     touched.append(worker)
             workers = [w for w in workers if not w.stopped]
         for worker in set(touched):
-            self._flush(worker)
+            self.flush(worker)
 
     def _release_held(self) -> None:
         """Give units held for workers still starting to ready ones with nothing to do."""
@@ -335,17 +335,17 @@ class Dispatcher:
                 return
             if holder is not None and holder.held is not None:
                 worker = idle.pop()
-                self._assign(worker, self._take_held(holder))
-                self._flush(worker)
+                self.assign(worker, self.take_held(holder))
+                self.flush(worker)
 
-    def _take_held(self, worker: Link) -> Unit:
+    def take_held(self, worker: Link) -> Unit:
         unit = worker.held
         assert unit is not None
         worker.held = None
         self.holding -= 1
         return unit
 
-    def _assign(self, worker: Link, unit: Unit) -> None:
+    def assign(self, worker: Link, unit: Unit) -> None:
         known = worker.known
         digest = unit.digest
         if digest in known:
@@ -353,27 +353,27 @@ class Dispatcher:
         else:
             if len(known) >= FUNCTION_CACHE:
                 old, _ = known.popitem(last=False)
-                self._queue(worker, P.forget_frame(old))
+                self.queue_frame(worker, P.forget_frame(old))
             known[digest] = None
             for piece in P.func_frame(digest, unit.function):
-                self._queue(worker, piece)
-        self._queue(worker, unit.frame)
+                self.queue_frame(worker, piece)
+        self.queue_frame(worker, unit.frame)
         if not worker.inflight:
             worker.running_since = time.monotonic()
         worker.inflight.append(unit)
-        worker.tickets.append(unit.id)  # written before the frame goes out (_flush)
+        worker.tickets.append(unit.id)  # written before the frame goes out (flush)
         worker.load += unit.est
         worker.dispatched += 1
         if self.maxtasks is not None and worker.dispatched >= self.maxtasks:
             worker.stopped = True
-            self._queue(worker, P.STOP_FRAME)
+            self.queue_frame(worker, P.STOP_FRAME)
 
-    def _queue(self, worker: Link, data: bytes | bytearray) -> None:
+    def queue_frame(self, worker: Link, data: bytes | bytearray) -> None:
         worker.out.append(data)
         worker.out_size += len(data)
         self.sent_bytes += len(data)
 
-    def _flush(self, worker: Link) -> None:
+    def flush(self, worker: Link) -> None:
         out = worker.out
         sock = worker.sock
         if worker.eof or sock.fileno() < 0:
@@ -415,7 +415,7 @@ class Dispatcher:
         except (KeyError, OSError, ValueError):
             pass
 
-    def _take_back(self, worker: Link) -> None:
+    def take_back(self, worker: Link) -> None:
         """Take back the units queued on ``worker`` that it has not started.
 
         Each one whose ticket is still in the worker's ticket pipe (or not yet
@@ -449,7 +449,7 @@ class Dispatcher:
             unit.frame = P.retag_frame(unit.frame, unit.id)
             self.pending.appendleft(unit)
 
-    def _deadline(self, worker: Link) -> float | None:
+    def deadline(self, worker: Link) -> float | None:
         """When the manager must look at ``worker`` again, with no event from it."""
         if worker.eof:
             return worker.eof_at + 5.0

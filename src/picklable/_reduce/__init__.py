@@ -15,7 +15,9 @@ The order of the rule, and where each step lives:
 :mod:`.table` is the one table of kinds that ties them together (its refusals,
 the kinds that never ship, listed once in :mod:`.refusals`); the
 by-value registry (``register_by_value``) is :mod:`.registry`, per-payload
-state :mod:`.state`.
+state :mod:`.state`. Every reducer is called with the pickler's
+:class:`~.context.DumpContext` (:mod:`.context`): the fields it reads and the
+operations it calls, never the pickler itself.
 
 The package's own names are what modules built on the api ask of the reducers
 (the pools: whether a worker that imports the running script holds a function

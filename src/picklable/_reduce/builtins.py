@@ -57,7 +57,7 @@ from .scripts import (
 )
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "DICT_VIEW_TYPES",
@@ -103,7 +103,7 @@ def _viewed(view: Any) -> Any:
     return mapping
 
 
-def reduce_dict_view(pickler: Pickler, view: Any) -> Any:
+def reduce_dict_view(context: DumpContext, view: Any) -> Any:
     """A view of the dict the payload carries (the same dict, memoized once)."""
     method, ordered = DICT_VIEW_TYPES[type(view)]
     args: tuple[Any, ...] = (_viewed(view), method, True) if ordered else (_viewed(view), method)
@@ -150,7 +150,7 @@ def _full_view_of(view: memoryview, base: Any) -> bool:
         )
 
 
-def reduce_memoryview(pickler: Pickler, view: memoryview) -> Any:
+def reduce_memoryview(context: DumpContext, view: memoryview) -> Any:
     """A view of the object it views, or of a copy of its bytes."""
     try:
         base = view.obj
@@ -177,7 +177,7 @@ def reduce_memoryview(pickler: Pickler, view: memoryview) -> Any:
             hint=hint,
         )
     data: Any
-    if view.c_contiguous and pickler.protocol >= 5:
+    if view.c_contiguous and context.protocol >= 5:
         # Written as bytes (read-only) or a bytearray (writable), or out of band.
         data = pickle.PickleBuffer(view)
     else:
@@ -215,7 +215,7 @@ _OPTIONS = ("bound", "covariant", "contravariant", "infer_variance")
 _ABSENT = object()
 
 
-def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = None) -> Any:
+def _by_own_name(context: DumpContext, obj: Any, name: str, qualname: str | None = None) -> Any:
     """The reference to ``obj`` (a type variable, alias or sentinel: no class or
     function) where its module holds it under its name, or a located path
     (an alias in a class body); None where it has neither."""
@@ -237,33 +237,33 @@ def _by_own_name(pickler: Pickler, obj: Any, name: str, qualname: str | None = N
     if qualname and "<" not in qualname:
         try:
             if walk(home, path) is obj:
-                return reference(pickler, obj, module, path)
+                return reference(context, obj, module, path)
         except Exception:
             pass
     located = _locator.locate(obj)
     if located is not None:
-        return reference(pickler, obj, *located)
+        return reference(context, obj, *located)
     return None
 
 
-def _tracker_id(pickler: Pickler, obj: Any) -> str:
-    canonical = pickler._canonical
+def _tracker_id(context: DumpContext, obj: Any) -> str:
+    canonical = context.canonical
     found: str = _tracker.object_id(obj) if canonical is None else canonical.object_id(obj)
     return found
 
 
-def _with_script_origin(pickler: Pickler, obj: Any, reduction: Any) -> Any:
+def _with_script_origin(context: DumpContext, obj: Any, reduction: Any) -> Any:
     """A copy of an object of the sender's script, marked with where the script
     holds it: a receiver that runs the script (a spawn worker) uses its own."""
     if getattr(obj, "__module__", None) in MAIN_MODULES:
-        return with_origin(pickler, obj, reduction, carry_state=False)
+        return with_origin(context, obj, reduction, carry_state=False)
     return reduction
 
 
-def reduce_typevar(pickler: Pickler, variable: Any) -> Any:
+def reduce_typevar(context: DumpContext, variable: Any) -> Any:
     """By reference where its module holds it under its name, else by value."""
     name = variable.__name__
-    found = _by_own_name(pickler, variable, name)
+    found = _by_own_name(context, variable, name)
     if found is not None:
         return found
     options: dict[str, Any] = {}
@@ -282,10 +282,10 @@ def reduce_typevar(pickler: Pickler, variable: Any) -> Any:
             tuple(_evaluated(variable, "__constraints__") or ()),
             options,
             getattr(variable, "__module__", None),
-            _tracker_id(pickler, variable),
+            _tracker_id(context, variable),
         ),
     )
-    return _with_script_origin(pickler, variable, reduction)
+    return _with_script_origin(context, variable, reduction)
 
 
 def _evaluated(obj: Any, attribute: str) -> Any:
@@ -318,7 +318,7 @@ def typevar_pieces(variable: Any, reduction: Any = None) -> Iterator[tuple[str, 
 # -------------------------------------------------------------- type aliases
 
 
-def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
+def reduce_type_alias(context: DumpContext, alias: Any) -> Any:
     """``type Alias = ...`` (3.12): by reference where its module holds it, else
     an alias made again by a ``type`` statement, its value (and its type
     parameters' bounds, constraints and defaults) evaluated on first use, as
@@ -327,7 +327,7 @@ def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
     (in its value, or shipped beside it) load as them."""
     name = alias.__name__
     qualname = getattr(alias, "__qualname__", None)  # 3.15
-    found = _by_own_name(pickler, alias, name, qualname)
+    found = _by_own_name(context, alias, name, qualname)
     if found is not None:
         return found
     params = []
@@ -347,12 +347,12 @@ def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
         if default:
             values.append(_evaluated(param, "__default__"))
         kind = type(param).__name__
-        params.append((kind, param.__name__, shape, default, _tracker_id(pickler, param)))
-    alone, origin = _script_origin(pickler, alias)
+        params.append((kind, param.__name__, shape, default, _tracker_id(context, param)))
+    alone, origin = _script_origin(context, alias)
     if alone is not None:
         return alone
     box: list[Any] = []  # the values, set once the alias is memoized (it may be in them)
-    args = (name, tuple(params), alias.__module__, qualname, _tracker_id(pickler, alias), box)
+    args = (name, tuple(params), alias.__module__, qualname, _tracker_id(context, alias), box)
     return (
         _reconstruct._make_type_alias,
         args if origin is None else (*args, origin),
@@ -363,23 +363,23 @@ def reduce_type_alias(pickler: Pickler, alias: Any) -> Any:
     )
 
 
-def _script_origin(pickler: Pickler, obj: Any) -> tuple[Any, Any]:
+def _script_origin(context: DumpContext, obj: Any) -> tuple[Any, Any]:
     """For an object of the sender's script: ``(the reference alone, None)`` when
     that is what travels (see :func:`.scripts.script_reference`), else ``(None,
     its origin)`` (the receiver running the script uses its own, see
     :mod:`.scripts`; None if the main guard changes it); ``(None, None)`` for
     anything else. For kinds whose rebuilder takes the origin itself."""
     module = getattr(obj, "__module__", None)
-    if module not in MAIN_MODULES or pickler._scripts == "copy":
+    if module not in MAIN_MODULES or context.scripts == "copy":
         return None, None
     where = script_location(obj, module)
     if where is None:
         return None, None
     same = same_in_workers(obj, *where)
-    alone = script_reference(pickler, obj, *where, same)
+    alone = script_reference(context, obj, *where, same)
     if alone is not None:
         return alone, None
-    note_copy(pickler)
+    note_copy(context)
     return None, origin_of(obj, *where) if same else None
 
 
@@ -395,21 +395,21 @@ def type_alias_pieces(alias: Any, reduction: Any = None) -> Iterator[tuple[str, 
 # ------------------------------------------------------------------ sentinels
 
 
-def reduce_sentinel(pickler: Pickler, sentinel: Any) -> Any:
+def reduce_sentinel(context: DumpContext, sentinel: Any) -> Any:
     """``sentinel("MISSING")`` (3.15): by its name, as pickle, where its module
     holds it; else a copy with its name, repr and module, the same object again
     wherever one payload or the next brings it."""
     name = sentinel.__name__
-    found = _by_own_name(pickler, sentinel, name)
+    found = _by_own_name(context, sentinel, name)
     if found is not None:
         return found
     shown = repr(sentinel)
     options = {} if shown == name else {"repr": shown}
     reduction = (
         _reconstruct._make_typevar,
-        (type(sentinel), name, (), options, sentinel.__module__, _tracker_id(pickler, sentinel)),
+        (type(sentinel), name, (), options, sentinel.__module__, _tracker_id(context, sentinel)),
     )
-    return _with_script_origin(pickler, sentinel, reduction)
+    return _with_script_origin(context, sentinel, reduction)
 
 
 # -------------------------------------------------------------- lazy imports
@@ -454,7 +454,7 @@ def lazy_import_spec(lazy: Any) -> tuple[str, tuple[str, ...] | None, str | None
     return None
 
 
-def reduce_lazy_import(pickler: Pickler, lazy: Any) -> Any:
+def reduce_lazy_import(context: DumpContext, lazy: Any) -> Any:
     """A lazy import of the same module, resolved where the copy first uses it."""
     spec = lazy_import_spec(lazy)
     if spec is None:
@@ -478,7 +478,7 @@ def lazy_import_pieces(lazy: Any, reduction: Any = None) -> Iterator[tuple[str, 
 WEAK_COLLECTION_TYPES = (weakref.WeakSet, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)
 
 
-def reduce_weak_collection(pickler: Pickler, collection: Any) -> Any:
+def reduce_weak_collection(context: DumpContext, collection: Any) -> Any:
     """The same kind of collection over the members (by identity in the payload)."""
     if type(collection) is weakref.WeakSet:
         return (weakref.WeakSet, (list(collection),))
@@ -501,10 +501,10 @@ def weak_collection_pieces(collection: Any, reduction: Any = None) -> Iterator[t
 STANDARD_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
 
 
-def reduce_stream(pickler: Pickler, stream: Any) -> Any:
+def reduce_stream(context: DumpContext, stream: Any) -> Any:
     """``sys.stdout`` and ``sys.stderr`` as the receiver's own; other streams
     and files as pickle does (it refuses open files: see refusals)."""
-    if type(stream) in pickler._table:
+    if type(stream) in context.table:
         return NotImplemented
     for name in STANDARD_STREAMS:
         if getattr(sys, name, None) is stream:

@@ -9,8 +9,8 @@ A class by value becomes a skeleton made by :func:`_reconstruct._make_class`
 (name, bases, metaclass, ``__slots__``) and its attributes, set once it is
 memoized (pickle's BUILD, through ``_class_setstate``). It carries a tracker id
 (:mod:`picklable._tracker`): back in the process that defined it, it is the
-original class again. Deterministic payloads take the id from the pickler's
-``_canonical`` policy instead of a random one.
+original class again. Deterministic payloads take the id from the context's
+``canonical`` policy instead of a random one.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .registry import ships_by_value
 from .scripts import note_copy, same_in_workers, script_location, script_reference
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
     from .state import PayloadState
 
 __all__ = [
@@ -72,10 +72,10 @@ _seed_builtin_refs()
 _caches.register("classes.builtin_type_refs", _seed_builtin_refs)
 
 
-def reduce_class(pickler: Pickler, cls: type) -> Any:
+def reduce_class(context: DumpContext, cls: type) -> Any:
     """The rule for a class: own name, located path, misnamed type, else a copy."""
     # As for functions, classes in the by_name cache never get here.
-    if type(cls) in pickler._table:
+    if type(cls) in context.table:
         # Its metaclass has a reducer (copyreg.pickle, as numpy's dtype classes):
         # pickle's own way. Remembered when its own name also finds it, as
         # pickle's save_global would under a table without that reducer: then
@@ -97,28 +97,28 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
         if getattr(builtins, cls.__name__, None) is cls:
             return NotImplemented
     if module in MAIN_MODULES:
-        if pickler._scripts != "copy":
+        if context.scripts != "copy":
             where = script_location(cls, module)
-            alone = None if where is None else script_reference(pickler, cls, *where)
+            alone = None if where is None else script_reference(context, cls, *where)
             if alone is not None:
                 return alone
-            note_copy(pickler)
+            note_copy(context)
         # Its origin travels with it: a receiver running the same script uses its own.
-        return class_by_value(pickler, cls)
+        return class_by_value(context, cls)
     if ships_by_value(module):
-        return class_by_value(pickler, cls)
+        return class_by_value(context, cls)
     if _locator.importable_by_own_name(cls):
         _locator.remember_by_name(cls)
         return NotImplemented
     located = _locator.locate(cls)
     if located is not None:
-        reduction = reference(pickler, cls, *located)
-        if not is_heap_type(cls) and pickler.protocol >= 4:
+        reduction = reference(context, cls, *located)
+        if not is_heap_type(cls) and context.protocol >= 4:
             _builtin_type_refs[id(cls)] = (cls, reduction)
         return reduction
     misnamed = locate_misnamed_type(cls)
     if misnamed is not None:
-        return reference(pickler, cls, *misnamed)
+        return reference(context, cls, *misnamed)
     if written_in_c(cls):  # no copy of a C type can be made (even a heap type)
         name = f"{module}.{cls.__qualname__}"
         raise PicklingError(
@@ -127,7 +127,7 @@ def reduce_class(pickler: Pickler, cls: type) -> Any:
             reason="built-in type that no module exports",
             hint="ship an instance or a function that refers to it instead",
         )
-    return class_by_value(pickler, cls)
+    return class_by_value(context, cls)
 
 
 # ------------------------------------------------- misnamed extension types
@@ -300,10 +300,10 @@ def _script_origin(cls: type) -> Any:
     return origin
 
 
-def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
+def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
-    payload = pickler._state()
+    payload = context.state()
     payload.bound = True  # first_value stays NOT_FIRST: making a class runs code
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
@@ -336,7 +336,7 @@ def class_by_value(pickler: Pickler, cls: type) -> tuple[Any, ...]:
         namespace["__classdictcell__"] = cell
         payload.class_cells[id(cell)] = cls
         payload.deferred_cells.add(id(cell))
-    canonical = pickler._canonical
+    canonical = context.canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     origin = _script_origin(cls)
     enum = sys.modules.get("enum")

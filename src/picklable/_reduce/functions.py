@@ -25,7 +25,7 @@ _update_globals(globals, refs), setattr(cell, "cell_contents", v)))``): pickle n
 recurses into a function it is still building. Functions of one module share one
 globals dict per payload, as they share their module's namespace at home.
 
-In deterministic mode the pickler carries a ``_canonical`` policy whose
+In deterministic mode the context carries a ``canonical`` policy whose
 ``code_bytes`` replaces the cached marshal bytes (see
 :mod:`picklable._deterministic`); nothing else here depends on the mode.
 """
@@ -70,7 +70,7 @@ from .scripts import (
 )
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
     from .state import PayloadState
 
 __all__ = [
@@ -100,7 +100,7 @@ _SINGLEDISPATCH_MADE = frozenset(
 # ------------------------------------------------------------------ decision
 
 
-def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
+def reduce_function(context: DumpContext, func: types.FunctionType) -> Any:
     """The rule for a function: own name, located path, else a copy."""
     # Pickler.reducer_override has already answered functions known to be
     # importable by their own name (the by_name cache).
@@ -109,29 +109,29 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
         if "<" in func.__qualname__:
             # A lambda or a closure: only the script's index can name it (one
             # lookup per function; 1,000 closures of a loop pay no more).
-            paths = payload_script_paths(pickler, module)
+            paths = payload_script_paths(context, module)
             if paths is None or id(func) not in paths:
-                return copy_function(pickler, func)
-        if pickler._scripts == "auto" and not pickler._check_copies:
+                return copy_function(context, func)
+        if context.scripts == "auto" and not context.check_copies:
             # Decided at an earlier dump of this script version (see .scripts).
             origin = known_origin(func, module)
             if origin is not UNKNOWN:
                 if origin is None:
-                    note_copy(pickler)
-                return copy_function(pickler, func, origin)
-        if pickler._scripts != "copy":
-            where = script_location(func, module, pickler)
+                    note_copy(context)
+                return copy_function(context, func, origin)
+        if context.scripts != "copy":
+            where = script_location(func, module, context)
             if where is not None:
                 same = same_in_workers(func, *where)
-                alone = script_reference(pickler, func, *where, same)
+                alone = script_reference(context, func, *where, same)
                 if alone is not None:
                     return alone
                 if same:
-                    return copy_function(pickler, func, origin_of(func, *where))
-                note_copy(pickler)  # the guard changes what it is or reads: a copy
-        return copy_function(pickler, func)  # lambdas and closures of a script
+                    return copy_function(context, func, origin_of(func, *where))
+                note_copy(context)  # the guard changes what it is or reads: a copy
+        return copy_function(context, func)  # lambdas and closures of a script
     if ships_by_value(module):
-        return copy_function(pickler, func)
+        return copy_function(context, func)
     qualname = func.__qualname__
     # Fast path, stdlib's own test: the function is importable by its own name.
     if "<" not in qualname and type(module) is str:
@@ -151,11 +151,11 @@ def reduce_function(pickler: Pickler, func: types.FunctionType) -> Any:
     if located is not None:
         # Found under another name (a decorator took its name, a factory set it on
         # a class): what the program set on it travels too.
-        return with_carried_state(pickler, func, located[0], reference(pickler, func, *located))
-    return copy_function(pickler, func)
+        return with_carried_state(context, func, located[0], reference(context, func, *located))
+    return copy_function(context, func)
 
 
-def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None) -> Any:
+def copy_function(context: DumpContext, func: types.FunctionType, origin: Any = None) -> Any:
     """A copy: a singledispatch function keeps its registry, a repr's recursion
     guard (dataclasses', reprlib's) is made again by the receiver's own, any
     other is copied.
@@ -164,25 +164,25 @@ def copy_function(pickler: Pickler, func: types.FunctionType, origin: Any = None
     :mod:`.scripts`): a receiver that runs the script uses its own.
     """
     if _dataclasses_pending or id(func.__code__) in _REBUILT_CODE_IDS:
-        reduction = _rebuilt_by_receiver(pickler, func)
+        reduction = _rebuilt_by_receiver(context, func)
         if reduction is not None:
             if origin is None:
                 return reduction
-            return with_origin(pickler, func, reduction, carry_state=False)
+            return with_origin(context, func, reduction, carry_state=False)
     if origin is not None:
-        note_copy(pickler)
-        return _script_function(function_by_value(pickler, func), origin)
-    return function_by_value(pickler, func)
+        note_copy(context)
+        return _script_function(function_by_value(context, func), origin)
+    return function_by_value(context, func)
 
 
-def _rebuilt_by_receiver(pickler: Pickler, func: types.FunctionType) -> Any:
+def _rebuilt_by_receiver(context: DumpContext, func: types.FunctionType) -> Any:
     """A function the receiver's own module makes again (a singledispatch
     function with its registry, a repr guard, dataclasses' ``__annotate__``),
     as that module's call; None for any other function."""
     _note_dataclasses()
     code = func.__code__
     if code is _SINGLEDISPATCH_CODE and "registry" in func.__dict__:
-        return _reduce_singledispatch(pickler, func)
+        return _reduce_singledispatch(context, func)
     reduction = _reduce_repr_guard(func)
     if reduction is not None:
         return reduction
@@ -329,7 +329,7 @@ def _reduce_dataclass_annotate(func: types.FunctionType) -> Any:
     return (rebuild, args, (attributes or None, slots or None))
 
 
-def _reduce_singledispatch(pickler: Pickler, func: types.FunctionType) -> Any:
+def _reduce_singledispatch(context: DumpContext, func: types.FunctionType) -> Any:
     """A singledispatch function by value: the base function plus its registrations."""
     registry = dict(func.registry)  # type: ignore[attr-defined]
     base = registry.pop(object, func.__wrapped__)  # type: ignore[attr-defined]
@@ -404,13 +404,13 @@ def code_info(code: types.CodeType) -> CodeInfo:
     return info
 
 
-def reduce_code(pickler: Pickler, code: types.CodeType) -> tuple[Any, ...]:
+def reduce_code(context: DumpContext, code: types.CodeType) -> tuple[Any, ...]:
     """A bare code object: its sealed bytes and the interpreter record."""
     # The interpreter record travels with the bytes (memoized: 2 bytes after the
     # first): marshal data from another Python version is refused, never loaded.
-    canonical = pickler._canonical
+    canonical = context.canonical
     data = code_info(code)[1] if canonical is None else canonical.code_bytes(code)
-    payload = pickler._state()
+    payload = context.state()
     if not payload.bound:
         payload.bound = True
         payload.first_value = code  # _load_code checks the record first
@@ -426,7 +426,7 @@ _MISSING = object()
 
 
 def function_by_value(
-    pickler: Pickler,
+    context: DumpContext,
     func: types.FunctionType,
     _leaf: Any = _LEAF_TYPES,
     _missing: Any = _MISSING,
@@ -448,16 +448,16 @@ def function_by_value(
     if info is None or info[0] is not code:
         info = code_info(code)
     _, data, names, default_doc, default_qualname, code_name, name_copy = info
-    canonical = pickler._canonical
+    canonical = context.canonical
     if canonical is not None:
         data = canonical.code_bytes(code)
     home = func.__globals__
     module_name = home.get("__name__")
     effects: list[Any] | None = None
     modules: list[types.ModuleType] | None = None  # modules among its globals and cells
-    payload = pickler._payload
+    payload = context.payload
     if payload is None:
-        payload = pickler._state()
+        payload = context.state()
     first = not payload.bound
     payload.bound = True
     plain = first  # whether loading its arguments runs nothing (see below)
@@ -849,21 +849,21 @@ class _Resolved:
         self.path = path
 
 
-def _reduce_effects(pickler: Pickler, obj: _Effects) -> tuple[Any, ...]:
+def _reduce_effects(context: DumpContext, obj: _Effects) -> tuple[Any, ...]:
     return (_FIRST, ((obj.value, *obj.effects),))
 
 
-def _reduce_globals_update(pickler: Pickler, obj: _GlobalsUpdate) -> tuple[Any, ...]:
+def _reduce_globals_update(context: DumpContext, obj: _GlobalsUpdate) -> tuple[Any, ...]:
     # A rebuilder (payloads of 0.1.0 named dict.update): it declares what it
     # writes to, so an allow-list can admit it.
     return (_reconstruct._update_globals, (obj.target, obj.refs))
 
 
-def _reduce_cell_fill(pickler: Pickler, obj: _CellFill) -> tuple[Any, ...]:
+def _reduce_cell_fill(context: DumpContext, obj: _CellFill) -> tuple[Any, ...]:
     return (_setattr, (obj.cell, "cell_contents", obj.content))
 
 
-def _reduce_resolved(pickler: Pickler, obj: _Resolved) -> tuple[Any, ...]:
+def _reduce_resolved(context: DumpContext, obj: _Resolved) -> tuple[Any, ...]:
     return (_reconstruct._resolve, (obj.module, obj.path))
 
 
@@ -877,7 +877,7 @@ EFFECT_REDUCERS = {
 }
 
 
-def reduce_cell(pickler: Pickler, cell: types.CellType) -> tuple[Any, ...]:
+def reduce_cell(context: DumpContext, cell: types.CellType) -> tuple[Any, ...]:
     """A closure cell: its content in the arguments, or filled by a function's state."""
     try:
         content = cell.cell_contents
@@ -885,7 +885,7 @@ def reduce_cell(pickler: Pickler, cell: types.CellType) -> tuple[Any, ...]:
         return (_reconstruct._make_cell, ())
     if type(content) in _LEAF_TYPES:
         return (_reconstruct._make_cell, (content,))
-    payload = pickler._payload
+    payload = context.payload
     if payload is not None and id(cell) in payload.deferred_cells:
         return (_reconstruct._make_cell, ())  # filled by the function's state
     return (_reconstruct._make_cell, (), (None, {"cell_contents": content}))

@@ -39,9 +39,9 @@ from .registry import ships_by_value
 from .scripts import script_reference_alone, with_origin
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
-Handler = Callable[["Pickler", Any], Any]
+Handler = Callable[["DumpContext", Any], Any]
 
 __all__ = [
     "c_reduced_with_dict",
@@ -138,19 +138,19 @@ def c_reduced_with_dict(t: type) -> bool:
     return False
 
 
-def reduce_c_reduced_instance(pickler: Pickler, obj: Any) -> Any:
+def reduce_c_reduced_instance(context: DumpContext, obj: Any) -> Any:
     """An instance of a class of Python code over a C type (see
     :func:`c_reduced_with_dict`): the C type's reduction, and, where that
     leaves the instance's ``__dict__`` out, the ``__dict__`` too, set after the
     C type's own state (pickle, cloudpickle and dill's default lose it for an
     ``ndarray`` subclass; issue 27)."""
     try:
-        if type(obj) in pickler._table:
+        if type(obj) in context.table:
             return NotImplemented  # a reducer registered for it decides (multiprocessing's)
         own = object.__getattribute__(obj, "__dict__")
         if not own:
             return NotImplemented
-        reduction = obj.__reduce_ex__(pickler.protocol)
+        reduction = obj.__reduce_ex__(context.protocol)
     except Exception:
         return NotImplemented  # pickle's own way, and its own error
     if type(reduction) is not tuple or len(reduction) < 2:
@@ -180,7 +180,7 @@ def _holds(args: Any, own: dict[str, Any]) -> bool:
 
 
 def reduce_plain_instance(
-    pickler: Pickler,
+    context: DumpContext,
     obj: Any,
     _newobj: Any = copyreg.__newobj__,  # type: ignore[attr-defined]
     _type: Any = type,
@@ -194,8 +194,8 @@ def reduce_plain_instance(
     if (
         "__reduce_ex__" in state
         or "__getstate__" in state
-        or cls in pickler._table
-        or pickler.protocol < 2
+        or cls in context.table
+        or context.protocol < 2
     ):
         return NotImplemented
     if (
@@ -204,11 +204,11 @@ def reduce_plain_instance(
         or (_getstate is not None and cls.__getstate__ is not _getstate)
     ):
         # The class learnt to pickle itself after it was checked: classify again.
-        return pickler._reclassify(obj)
+        return context.reclassify(obj)
     return (_newobj, (cls,), state or None)
 
 
-def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
+def reduce_getattr_instance(context: DumpContext, obj: Any) -> Any:
     """An instance whose class answers missing attributes in ``__getattr__``.
 
     pickle rebuilds it, then looks ``__setstate__`` up on the empty instance:
@@ -221,8 +221,8 @@ def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
     if (
         "__reduce_ex__" in state
         or "__getstate__" in state
-        or type(obj) in pickler._table
-        or pickler.protocol < 2
+        or type(obj) in context.table
+        or context.protocol < 2
     ):
         return NotImplemented
     return plain_copy(obj)
@@ -231,7 +231,7 @@ def reduce_getattr_instance(pickler: Pickler, obj: Any) -> Any:
 # ------------------------------------------------------- callable instances
 
 
-def reduce_callable_instance(pickler: Pickler, obj: Any) -> Any:
+def reduce_callable_instance(context: DumpContext, obj: Any) -> Any:
     """Callable objects: by reference where a module holds them, with their state.
 
     A class-based decorator, a CLI option object, a dispatcher, a module's
@@ -247,12 +247,12 @@ def reduce_callable_instance(pickler: Pickler, obj: Any) -> Any:
     the receiver lacks (the name it took, in a script or a local scope): the
     rule wins, and it is copied as an instance, state and all.
     """
-    by_reference = located_reference(pickler, obj)
+    by_reference = located_reference(context, obj)
     if by_reference is not None:
         return by_reference
     if not took_a_name(obj):
         return NotImplemented
-    return with_origin(pickler, obj, plain_copy(obj))
+    return with_origin(context, obj, plain_copy(obj))
 
 
 _reconstructor = copyreg._reconstructor  # type: ignore[attr-defined]
@@ -293,7 +293,7 @@ def is_proxy_type(t: type) -> bool:
     return any("__class__" in vars(klass) for klass in t.__mro__[:-1])
 
 
-def reduce_proxy(pickler: Pickler, obj: Any) -> Any:
+def reduce_proxy(context: DumpContext, obj: Any) -> Any:
     """A proxy: the proxy itself, never what it stands for.
 
     Its own ``__reduce__`` usually gives what it stands for (a lazy proxy of a
@@ -301,7 +301,7 @@ def reduce_proxy(pickler: Pickler, obj: Any) -> Any:
     it goes by reference (the receiver's own proxy); elsewhere it is copied as
     an instance, or refused when its state is out of reach (in C).
     """
-    by_reference = located_reference(pickler, obj)
+    by_reference = located_reference(context, obj)
     if by_reference is not None:
         return by_reference
     copy = plain_copy(obj)
@@ -319,13 +319,13 @@ def reduce_proxy(pickler: Pickler, obj: Any) -> Any:
             reason="a proxy that keeps its state in C cannot be copied",
             hint="ship proxy.__wrapped__, or keep the proxy at module level",
         )
-    return with_origin(pickler, obj, copy)
+    return with_origin(context, obj, copy)
 
 
 # -------------------------------------------------------------- descriptors
 
 
-def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
+def reduce_slot_descriptor(context: DumpContext, obj: Any) -> Any:
     """getset and member descriptors (``deque.maxlen``, Cython properties):
     ``getattr(owner, name)`` returns the very descriptor; pickle has no reducer."""
     owner = getattr(obj, "__objclass__", None)
@@ -345,9 +345,9 @@ def reduce_slot_descriptor(pickler: Pickler, obj: Any) -> Any:
         if shared is not None:
             # Another version shares no such descriptor: the path leads to
             # another object there, so the payload is bound to this one.
-            pickler._state().bound = True
+            context.state().bound = True
             return (_reconstruct._resolve, shared)
-    by_reference = class_attribute_reference(pickler, obj)
+    by_reference = class_attribute_reference(context, obj)
     if by_reference is not None:
         return by_reference
     return NotImplemented  # pickle's own error, explained by the diagnostics
@@ -394,17 +394,17 @@ def _shared_descriptor_path(obj: Any, owner: Any, name: str) -> tuple[str, Path]
     return module, path
 
 
-def reduce_descriptor(pickler: Pickler, obj: Any) -> Any:
+def reduce_descriptor(context: DumpContext, obj: Any) -> Any:
     """Other descriptors (cached properties of compiled classes, ...) live as
     class attributes: by reference when the locator finds them there."""
-    by_reference = class_attribute_reference(pickler, obj)
+    by_reference = class_attribute_reference(context, obj)
     return NotImplemented if by_reference is None else by_reference
 
 
 # ------------------------------------------------------------------ modules
 
 
-def reduce_module(pickler: Pickler, module: types.ModuleType) -> Any:
+def reduce_module(context: DumpContext, module: types.ModuleType) -> Any:
     """A module: imported again by name; one built in memory, or registered
     with :func:`~picklable.register_by_value`, copied."""
     name = module.__name__
@@ -436,7 +436,7 @@ def module_pieces(module: types.ModuleType, reduction: Any = None) -> Iterator[t
 # ------------------------------------------------------------------- others
 
 
-def reduce_mappingproxy(pickler: Pickler, obj: types.MappingProxyType) -> Any:  # type: ignore[type-arg]
+def reduce_mappingproxy(context: DumpContext, obj: types.MappingProxyType) -> Any:  # type: ignore[type-arg]
     """A read-only view of a dict: rebuilt around a copy of the dict."""
     return (types.MappingProxyType, (dict(obj),))
 
@@ -444,7 +444,7 @@ def reduce_mappingproxy(pickler: Pickler, obj: types.MappingProxyType) -> Any:  
 def _dataclass_singleton(name_of: Callable[[Any], str]) -> Handler:
     """dataclasses compares its sentinels by identity: ship them by name."""
 
-    def reduce(pickler: Pickler, obj: Any) -> Any:
+    def reduce(context: DumpContext, obj: Any) -> Any:
         return (_reconstruct._resolve, ("dataclasses", (name_of(obj),)))
 
     return reduce
@@ -484,11 +484,11 @@ _DATACLASS_SENTINELS = ("MISSING", "KW_ONLY", "_HAS_DEFAULT_FACTORY", "_auto_doc
 def refuse(reason: str, hint: str) -> Handler:
     """A handler that refuses instances of a type, with ``reason`` and ``hint``."""
 
-    def refuse(pickler: Pickler, obj: Any) -> Any:
+    def refuse(context: DumpContext, obj: Any) -> Any:
         # A pickler given its own reducer for this type knows better: loky
         # pickles its workers' Process objects with LOKY_PICKLER's Pickler and a
         # dispatch_table whose Connection reducer duplicates the descriptor.
-        if type(obj) in pickler._table:
+        if type(obj) in context.table:
             return NotImplemented
         name = f"{type(obj).__module__}.{type(obj).__qualname__}"
         raise PicklingError(

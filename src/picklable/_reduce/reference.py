@@ -4,7 +4,6 @@ path the locator finds (checked by identity), and why an object has neither."""
 from __future__ import annotations
 
 import sys
-import threading
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from .registry import registered_by_value
 from .scripts import script_location, script_reference
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "Reference",
@@ -37,7 +36,7 @@ __all__ = [
 ]
 
 
-def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
+def reference(context: DumpContext, obj: Any, module: str, path: Path) -> Any:
     """Reduce ``obj`` to a by-reference load of ``module`` + ``path``.
 
     When the path is plain attributes inside ``obj.__module__``, return the dotted
@@ -45,7 +44,7 @@ def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
     through :func:`_reconstruct._resolve`.
     """
     if (
-        pickler.protocol >= 4
+        context.protocol >= 4
         and all(type(step) is str for step in path)
         and getattr(obj, "__module__", None) == module
     ):
@@ -53,7 +52,7 @@ def reference(pickler: Pickler, obj: Any, module: str, path: Path) -> Any:
     return (_reconstruct._resolve, (module, path))
 
 
-def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
+def locate_anywhere(context: DumpContext, obj: Any) -> tuple[str, str, Path] | None:
     """Where the receiver finds ``obj`` itself: ``("name", module, path)`` (its
     own name), ``("located", module, path)`` (a path the locator found) or
     ``("script", module, path)`` (in the sender's script; see
@@ -63,7 +62,7 @@ def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
     except Exception:
         module = None
     if module in MAIN_MODULES:
-        if pickler._scripts != "copy":
+        if context.scripts != "copy":
             found = script_location(obj, module)
             if found is not None:
                 return ("script", *found)
@@ -78,7 +77,7 @@ def locate_anywhere(pickler: Pickler, obj: Any) -> tuple[str, str, Path] | None:
     return ("located", *located)
 
 
-def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -> Any:
+def located_reference(context: DumpContext, obj: Any, *, carry_state: bool = True) -> Any:
     """A by-reference reduction of ``obj`` if it is importable anywhere, else None.
 
     A wrapper found this way (a decorator product, a proxy, a cache wrapper)
@@ -86,23 +85,23 @@ def located_reference(pickler: Pickler, obj: Any, *, carry_state: bool = True) -
     object of the sender's script is None here (it is copied, with its origin:
     see :mod:`.scripts`) unless only a reference can travel.
     """
-    where = locate_anywhere(pickler, obj)
+    where = locate_anywhere(context, obj)
     if where is None:
         return None
     how, module, path = where
     if how == "script":
         # A reference alone (the receivers run this script, or it cannot be
         # copied), else None: the caller copies it, with its origin.
-        alone = script_reference(pickler, obj, module, path)
+        alone = script_reference(context, obj, module, path)
         if alone is None or not carry_state:
             return alone
-        return with_carried_state(pickler, obj, module, alone)
-    if _through_carried(pickler, module, path) or (
+        return with_carried_state(context, obj, module, alone)
+    if _through_carried(context, module, path) or (
         how == "located" and _in_state(obj, module, path)
     ):
         return None
-    reduction = obj.__qualname__ if how == "name" else reference(pickler, obj, module, path)
-    return with_carried_state(pickler, obj, module, reduction) if carry_state else reduction
+    reduction = obj.__qualname__ if how == "name" else reference(context, obj, module, path)
+    return with_carried_state(context, obj, module, reduction) if carry_state else reduction
 
 
 def _in_state(obj: Any, module: str, path: Path) -> bool:
@@ -132,16 +131,16 @@ def _in_state(obj: Any, module: str, path: Path) -> bool:
 _NOT_THERE: Any = object()
 
 
-def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
+def _through_carried(context: DumpContext, module: str, path: Path) -> bool:
     """Whether ``path`` (inside ``module``) passes through an object whose state
     this payload carries (in the arguments of the call that finds it, or being
     tried): the receiver may load a copy of that object, and a reference walked
     from its module would reach the receiver's original's attribute instead of
     the copy's. Then the object at the end is no located reference: it goes
     with the state that holds it (a copy, like the rest of that state)."""
-    payload = pickler._payload
+    payload = context.payload
     carrying = payload.carrying if payload is not None else ()
-    trying = _carrying.__dict__.get("ids", ())
+    trying = context.trying
     if (not carrying and not trying) or len(path) < 2:
         return False
     current: Any = sys.modules.get(module)
@@ -160,7 +159,7 @@ def _through_carried(pickler: Pickler, module: str, path: Path) -> bool:
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None)})
 
 
-def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:
+def split_state(context: DumpContext, obj: Any) -> tuple[dict[str, Any], list[str]]:
     """``(the state that travels with a reference to obj, the names left behind)``.
 
     What the sender set on a wrapper found by reference travels, so the
@@ -173,11 +172,11 @@ def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:
     """
     carried: dict[str, Any] = {}
     behind: list[str] = []
-    active = _carrying.__dict__.setdefault("ids", set())
+    active = context.trying
     active.add(id(obj))
     try:
         for key, value in candidate_state(obj).items():
-            if pickler._trial or type(value) in _PLAIN or _travels(pickler, obj, key, value):
+            if context.trial or type(value) in _PLAIN or _travels(context, obj, key, value):
                 carried[key] = value
             else:
                 behind.append(key)
@@ -186,27 +185,24 @@ def split_state(pickler: Pickler, obj: Any) -> tuple[dict[str, Any], list[str]]:
     return carried, behind
 
 
-# (id(owner), attribute) -> (the value tried, whether it round-trips); bounded.
-_TRIED: dict[tuple[int, str], tuple[Any, bool]] = {}
+# A process-wide cache, not per-dump state: (id(owner), attribute) -> (the
+# value tried, whether it round-trips). A value is tried once, not at every
+# dumps that carries it (the value is held, and must be the very one again);
+# bounded, and cleared with the other caches (picklable.clear_caches).
+_tried_cache: dict[tuple[int, str], tuple[Any, bool]] = {}
 _TRIED_LIMIT = 4096
-_caches.register("reference.tried_state", _TRIED.clear)
+_caches.register("reference.tried_state", _tried_cache.clear)
 
 
-def _travels(pickler: Pickler, owner: Any, key: str, value: Any) -> bool:
-    tried = _TRIED.get((id(owner), key))
+def _travels(context: DumpContext, owner: Any, key: str, value: Any) -> bool:
+    tried = _tried_cache.get((id(owner), key))
     if tried is not None and tried[0] is value:
         return bool(tried[1])
-    ok = pickler._round_trips(value)
-    if len(_TRIED) >= _TRIED_LIMIT:
-        _TRIED.clear()
-    _TRIED[(id(owner), key)] = (value, ok)
+    ok = context.round_trips(value)
+    if len(_tried_cache) >= _TRIED_LIMIT:
+        _tried_cache.clear()
+    _tried_cache[(id(owner), key)] = (value, ok)
     return ok
-
-
-# Per thread: the objects whose state is being tried. Met again inside that
-# state (it leads back to them), they are references without state: the real
-# dump sets the state once, after the object is memoized.
-_carrying = threading.local()
 
 
 class Reference:
@@ -220,7 +216,7 @@ class Reference:
         self.reduction = reduction
 
 
-def reduce_reference(pickler: Pickler, marker: Reference) -> Any:
+def reduce_reference(context: DumpContext, marker: Reference) -> Any:
     return marker.reduction
 
 
@@ -228,7 +224,7 @@ def reference_pieces(marker: Reference, reduction: Any = None) -> Any:
     return iter(())
 
 
-def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any]) -> Any:
+def own_or_copy(context: DumpContext, obj: Any, reduction: Any, state: dict[str, Any]) -> Any:
     """``obj`` by ``reduction`` (a reference) with ``state``, what the sender set
     on it: the receiver's own object where it has that state already, else a
     copy of it carrying that state (:func:`picklable._reconstruct._own_or_copy`);
@@ -240,7 +236,7 @@ def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any
     gets a copy then. Met again inside the state it carries (a path the walk
     missed), ``obj`` is that copy (pickle then uses it for the outer call too).
     """
-    carrying = pickler._state().carrying
+    carrying = context.state().carrying
     again = id(obj) in carrying
     carrying.add(id(obj))
     own = Reference(obj, reduction)
@@ -253,7 +249,7 @@ def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any
             None,
             _reconstruct._set_instance_state,
         )
-    links = copy_links(pickler, obj)
+    links = copy_links(context, obj)
     if links:
         return (_reconstruct._own_or_copy, (own, state, False, links))
     return (_reconstruct._own_or_copy, (own, state))
@@ -262,7 +258,7 @@ def own_or_copy(pickler: Pickler, obj: Any, reduction: Any, state: dict[str, Any
 _LINKS_LIMIT = 64
 
 
-def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
+def copy_links(context: DumpContext, obj: Any) -> dict[str, Any] | None:
     """The globals that a copy of ``obj`` made by the receiver would run with,
     whose objects this payload sends with their state: ``{name: object}``.
 
@@ -276,7 +272,7 @@ def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
     the originals they stand for. The objects travel with ``obj`` (by
     reference, with their state: one graph, whichever way each loads).
     """
-    func = _reconstruct._home_function(obj)
+    func = _reconstruct.home_function(obj)
     if func is None:
         return None
     home = func.__globals__
@@ -297,26 +293,26 @@ def copy_links(pickler: Pickler, obj: Any) -> dict[str, Any] | None:
                 continue
         held.append(current.__dict__.get("__wrapped__"))
         todo.extend(f for f in held if type(f) is types.FunctionType and f.__globals__ is home)
-    trying = _carrying.__dict__.get("ids", ())
+    trying = context.trying
     links = {}
     for name in sorted(names):
         value = home.get(name)
         if value is None or value is obj or id(value) in trying:
             continue
-        if _carries_state(pickler, value):
+        if _carries_state(context, value):
             links[name] = value
     return links or None
 
 
-def _carries_state(pickler: Pickler, value: Any) -> bool:
+def _carries_state(context: DumpContext, value: Any) -> bool:
     """Whether ``value`` would be found by reference with state the sender set
     on it: a wrapper (a decorator product, a proxy), or an object this payload
     carries so already."""
     if type(value) in _PLAIN or isinstance(value, (type, types.ModuleType)):
         return False
-    if id(value) not in pickler._state().carrying:
+    if id(value) not in context.state().carrying:
         try:
-            wrapper = _reconstruct._is_wrapt_proxy(value) or took_a_name(value)
+            wrapper = _reconstruct.is_wrapt_proxy(value) or took_a_name(value)
         except Exception:
             return False
         if not wrapper:
@@ -324,13 +320,13 @@ def _carries_state(pickler: Pickler, value: Any) -> bool:
     try:
         if not candidate_state(value):
             return False
-        where = locate_anywhere(pickler, value)
+        where = locate_anywhere(context, value)
     except Exception:
         return False
     return where is not None and where[0] != "script"
 
 
-def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) -> Any:
+def with_carried_state(context: DumpContext, obj: Any, module: str, reduction: Any) -> Any:
     """``reduction`` (a reference to ``obj``), plus the state that travels with it.
 
     The receiver keeps its own object where it has that state already (the
@@ -338,14 +334,14 @@ def with_carried_state(pickler: Pickler, obj: Any, module: str, reduction: Any) 
     otherwise (:func:`own_or_copy`): two payloads with different states are two
     objects there, and the receiver's own is never modified.
     """
-    if not candidate_state(obj) or id(obj) in _carrying.__dict__.get("ids", ()):
+    if not candidate_state(obj) or id(obj) in context.trying:
         return reduction
-    carried = split_state(pickler, obj)[0]
+    carried = split_state(context, obj)[0]
     if not carried:
         return reduction
     if isinstance(reduction, str):
         reduction = (_reconstruct._resolve, (module, tuple(reduction.split("."))))
-    return own_or_copy(pickler, obj, reduction, carried)
+    return own_or_copy(context, obj, reduction, carried)
 
 
 def took_a_name(obj: Any) -> bool:
@@ -438,10 +434,10 @@ def why_not_importable(obj: Any) -> str:
     return "the locator found no importable path to it"
 
 
-def class_attribute_reference(pickler: Pickler, obj: Any) -> Any:
+def class_attribute_reference(context: DumpContext, obj: Any) -> Any:
     """A by-reference reduction of a descriptor the locator finds on a class, or None."""
     try:
         located = locate(obj)
     except Exception:  # a descriptor with a hostile __getattr__
         return None
-    return None if located is None else reference(pickler, obj, *located)
+    return None if located is None else reference(context, obj, *located)

@@ -21,10 +21,10 @@ one memo: objects shared between parts of the payload stay shared either way.
 An object that cannot be copied (it uses a lock, a thread, a connection)
 travels as a reference alone, ``_main_object(origin, why)``: it loads where
 the script runs, as with pickle, and elsewhere fails with the reason. The
-front door finds those on a failed dump and dumps again with
-``_check_copies`` set (the common case pays nothing).
+front door finds those on a failed dump and dumps again with the context's
+``check_copies`` set (the common case pays nothing).
 
-A pickler's ``_scripts`` mode chooses: ``"auto"`` (the default above),
+A pickler's ``scripts`` mode (its context's) chooses: ``"auto"`` (the default above),
 ``"reference"`` (the receivers run this script: a pool whose workers
 re-import it; references only, no copy travels) or ``"copy"`` (copies only,
 with no origin, as 0.1.0 did). Lambdas, closures and anything the script's
@@ -49,7 +49,7 @@ from .attributes import leads_back, state_attributes
 from .main_guard import guard_answer, worker_bindings
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "SCRIPT_MODES",
@@ -99,7 +99,7 @@ def _script_file(module_name: str) -> str | None:
 # edit, receiving an object dumped before the sender looked again. A stat per
 # dump never closed it either: a payload waits in a queue while a worker starts
 # and imports the file. The receiver's own check (the function's first line,
-# every global it reads defined there: _reconstruct._script_original) stays.
+# every global it reads defined there: _reconstruct.script_original) stays.
 #
 # The namespace is watched by identity: each object's decision is kept with the
 # path it was found at and, where the guard changes names, with the script's
@@ -299,7 +299,7 @@ def _remember(script: _Script, obj: Any, path: Path) -> _Seen | None:
 
 
 def script_location(
-    obj: Any, module_name: Any, pickler: Pickler | None = None
+    obj: Any, module_name: Any, context: DumpContext | None = None
 ) -> tuple[str, Path] | None:
     """``(module, path)`` inside the sender's script that yields ``obj`` itself.
 
@@ -308,7 +308,7 @@ def script_location(
     it), or when nothing in its namespace leads to ``obj`` (a lambda, a closure).
 
     An answer is kept per object and checked by identity on the next dump (see
-    the comment on :class:`_Script`). Otherwise, with the ``pickler`` that asks,
+    the comment on :class:`_Script`). Otherwise, with the ``context`` that asks,
     an object without a name (a closure, a lambda: ``<`` in its qualname; an
     instance) is looked up in the table of the script's index, revalidated once
     per payload: a payload of 1,000 closures pays one lookup each, not a
@@ -320,9 +320,9 @@ def script_location(
     if module_name not in MAIN_MODULES:
         return None
     qualname = getattr(obj, "__qualname__", None)
-    if pickler is not None and (type(qualname) is not str or "<" in qualname):
+    if context is not None and (type(qualname) is not str or "<" in qualname):
         # A closure made in a loop: one lookup in this payload's table, first.
-        paths = payload_script_paths(pickler, module_name)
+        paths = payload_script_paths(context, module_name)
         if paths is None:
             return None
         if id(obj) not in paths and (qualname is not None or not _named(obj)):
@@ -348,13 +348,13 @@ def script_location(
     return module_name, found
 
 
-def payload_script_paths(pickler: Pickler, module_name: str) -> dict[int, Path] | None:
+def payload_script_paths(context: DumpContext, module_name: str) -> dict[int, Path] | None:
     """The table of the script's index as this payload sees it (revalidated at
     its first use in the payload), None if the script cannot be indexed. An
     object of the script whose qualname has ``<`` (a lambda, a closure) and
     whose id is not in it has no name in the script: a plain copy."""
-    payload = pickler._payload
-    tables = (pickler._state() if payload is None else payload).script_paths
+    payload = context.payload
+    tables = (context.state() if payload is None else payload).script_paths
     paths = tables.get(module_name, _UNSEEN)
     if paths is _UNSEEN:
         paths = tables[module_name] = _script_paths(module_name)
@@ -554,7 +554,7 @@ def _origin(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
 
 
 def script_reference(
-    pickler: Pickler, obj: Any, module: str, path: Path, same: bool | None = None
+    context: DumpContext, obj: Any, module: str, path: Path, same: bool | None = None
 ) -> Any | None:
     """The reference alone, when that is what this pickler sends for ``obj``:
     always in ``"reference"`` mode, and in ``"auto"`` mode for an object that
@@ -562,14 +562,14 @@ def script_reference(
 
     ``same``: :func:`same_in_workers` for ``obj``, when the caller has it."""
     reason: str | None = None
-    if pickler._scripts == "reference":
+    if context.scripts == "reference":
         if same is None:
             same = same_in_workers(obj, module, path, reads=not isinstance(obj, type))
         if not same:
             return None  # the receivers' script holds another object there: copy it
         reason = "no copy was sent (the receivers run this script)"
-    elif pickler._check_copies:
-        reason = pickler._copy_failure(obj)
+    elif context.check_copies:
+        reason = context.copy_failure(obj)
     if reason is None:
         return None
     return (_reconstruct._main_object, (origin_of(obj, module, path), reason))
@@ -596,10 +596,10 @@ def script_module_of(obj: Any) -> str | None:
     return None
 
 
-def _script_where(obj: Any, pickler: Pickler | None = None) -> tuple[str, Path] | None:
+def _script_where(obj: Any, context: DumpContext | None = None) -> tuple[str, Path] | None:
     """``(module, path)`` of ``obj`` in the sender's script, if it is one of its objects."""
     module = script_module_of(obj)
-    return None if module is None else script_location(obj, module, pickler)
+    return None if module is None else script_location(obj, module, context)
 
 
 def script_reference_alone(obj: Any, reason: str) -> Any | None:
@@ -611,13 +611,13 @@ def script_reference_alone(obj: Any, reason: str) -> Any | None:
     return (_reconstruct._main_object, (origin_of(obj, *where), reason))
 
 
-def note_copy(pickler: Pickler) -> None:
+def note_copy(context: DumpContext) -> None:
     """Record that this payload copies an object of the script (should the dump
     fail, the front door tries again, sending the uncopyable ones by reference)."""
-    pickler._state().script_copies = True
+    context.state().script_copies = True
 
 
-def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool = True) -> Any:
+def with_origin(context: DumpContext, obj: Any, reduction: Any, *, carry_state: bool = True) -> Any:
     """A wrapper's copy (``reduction``), marked with where it lives in the script,
     or the reference alone; ``reduction`` unchanged for anything else.
 
@@ -625,16 +625,16 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
     attributes of the copy's state already (``carry_state``; not asked for a
     function, which keeps its own), and the copy is built otherwise: loading
     never writes them onto the receiver's object."""
-    if pickler._scripts == "copy" or not isinstance(reduction, tuple):
+    if context.scripts == "copy" or not isinstance(reduction, tuple):
         return reduction
-    where = _script_where(obj, pickler)  # an instance: one index lookup per payload
+    where = _script_where(obj, context)  # an instance: one index lookup per payload
     if where is None:
         return reduction
     same = same_in_workers(obj, *where)  # obj is an instance or a function, never a class
-    alone = script_reference(pickler, obj, *where, same)
+    alone = script_reference(context, obj, *where, same)
     if alone is not None:
         return alone
-    note_copy(pickler)
+    note_copy(context)
     if not same:
         return reduction  # a copy everywhere, as for a lambda
     builder, args, *rest = reduction
@@ -644,7 +644,7 @@ def with_origin(pickler: Pickler, obj: Any, reduction: Any, *, carry_state: bool
         return reduction  # items would be added to the receiver's own object
     carried = state_attributes(state) if carry_state else None
     if carried is not None:
-        payload = pickler._state()
+        payload = context.state()
         if id(obj) in payload.carrying or leads_back(obj, carried):
             # Its state leads back to it: it cannot ride in the call that
             # chooses between the receiver's own and the copy. A copy everywhere.

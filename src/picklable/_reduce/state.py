@@ -12,7 +12,7 @@ NOT_FIRST: Any = object()
 
 class PayloadState:
     """Per-payload state: a by-value function needs it, plain data never does
-    (so a payload without functions never makes one; see ``Pickler._state``)."""
+    (so a payload without functions never makes one; see ``DumpContext.state``)."""
 
     __slots__ = (
         "globals_map",

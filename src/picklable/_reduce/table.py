@@ -48,7 +48,7 @@ from . import builtins, classes, exceptions, functions, objects, refusals, wrapp
 from .reference import Reference, reduce_reference, reference_pieces, why_not_importable
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "DATA_KIND",
@@ -62,7 +62,7 @@ __all__ = [
     "verdict",
 ]
 
-Handler = Callable[["Pickler", Any], Any]
+Handler = Callable[["DumpContext", Any], Any]
 Pieces = Callable[[Any, Any], Iterator[tuple[str, Any]]]
 
 
@@ -568,10 +568,10 @@ def _types_name(cls: type) -> str:
     return cls.__name__
 
 
-def default_reduction(pickler: Pickler, obj: Any) -> Any:
+def default_reduction(context: DumpContext, obj: Any) -> Any:
     """What pickle does after the hook answers ``NotImplemented`` for ``obj``:
     the pickler's dispatch table, copyreg's, then ``obj.__reduce_ex__``."""
-    reducer = pickler._table.get(type(obj)) or copyreg.dispatch_table.get(type(obj))
+    reducer = context.table.get(type(obj)) or copyreg.dispatch_table.get(type(obj))
     if reducer is not None:
         return reducer(obj)
-    return obj.__reduce_ex__(pickler.protocol)
+    return obj.__reduce_ex__(context.protocol)

@@ -46,7 +46,7 @@ from .reference import (
 from .scripts import with_origin
 
 if TYPE_CHECKING:
-    from .._pickler import Pickler
+    from .context import DumpContext
 
 __all__ = [
     "LRU_WRAPPER",
@@ -84,7 +84,7 @@ _FUNCTION_WRAPPER_FIELDS = _reconstruct.WRAPT_FIELDS
 # --------------------------------------------------------- methods, descriptors
 
 
-def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
+def reduce_method(context: DumpContext, method: types.MethodType) -> Any:
     """A bound method: ``getattr(self, name)`` when that rebuilds this very method.
 
     That is pickle's own reduction, and the only one that works for methods of
@@ -98,25 +98,25 @@ def reduce_method(pickler: Pickler, method: types.MethodType) -> Any:
     if (
         type(name) is str
         and not _held_by_instance(owner, name)
-        and not _copied_class(pickler, owner)
+        and not _copied_class(context, owner)
     ):
         try:
             again = getattr(owner, name)
         except Exception:
             again = None
         if type(again) is types.MethodType and again.__func__ is func and again.__self__ is owner:
-            return (getattr, (_owner(pickler, owner, func), name))
-    return (types.MethodType, (func, _owner(pickler, owner, func)))
+            return (getattr, (_owner(context, owner, func), name))
+    return (types.MethodType, (func, _owner(context, owner, func)))
 
 
-def _owner(pickler: Pickler, owner: Any, method_function: Any = None) -> Any:
+def _owner(context: DumpContext, owner: Any, method_function: Any = None) -> Any:
     """The object a method is bound to: a module's own object (``mpmath.mp`` of
     ``mpmath.mp.nsum``, a service singleton) by reference, with its state; any
     other as it ships by itself."""
     if isinstance(owner, (type, types.ModuleType)) or type(owner).__module__ == "builtins":
         return owner
     try:
-        if locate_anywhere(pickler, owner) is None and (
+        if locate_anywhere(context, owner) is None and (
             locate_module_object(owner, method_function) is None
         ):
             return owner
@@ -124,7 +124,7 @@ def _owner(pickler: Pickler, owner: Any, method_function: Any = None) -> Any:
         return owner
     # One marker per owner and payload: pickle memoizes it, so the owner's own
     # state (methods bound to it, again) leads back to it instead of around.
-    markers = pickler._state().markers
+    markers = context.state().markers
     marker = markers.get(id(owner))
     if marker is None:
         marker = markers[id(owner)] = ByReference(owner, method_function)
@@ -142,20 +142,20 @@ class ByReference:
         self.near = near  # where to look: the function of a method bound to it
 
 
-def reduce_by_reference(pickler: Pickler, marker: ByReference) -> Any:
+def reduce_by_reference(context: DumpContext, marker: ByReference) -> Any:
     obj = marker.obj
-    reduction = located_reference(pickler, obj)
+    reduction = located_reference(context, obj)
     if reduction is None:
         found = locate_module_object(obj, marker.near)
         if found is None:
             return (_reconstruct._with_state, (obj, None))  # as it ships by itself
-        reduction = with_carried_state(pickler, obj, found[0], (_reconstruct._resolve, found))
+        reduction = with_carried_state(context, obj, found[0], (_reconstruct._resolve, found))
     if isinstance(reduction, str):  # a global name: valid for obj, not for the marker
         return (_reconstruct._resolve, (obj.__module__, tuple(reduction.split("."))))
     return reduction
 
 
-def _copied_class(pickler: Pickler, owner: Any) -> bool:
+def _copied_class(context: DumpContext, owner: Any) -> bool:
     """Whether ``owner`` is a class that goes by value (a script's, a local one).
 
     Its attributes are set after it is made, so ``getattr(cls, name)`` met
@@ -166,7 +166,7 @@ def _copied_class(pickler: Pickler, owner: Any) -> bool:
     if not isinstance(owner, type):
         return False
     try:
-        where = locate_anywhere(pickler, owner)
+        where = locate_anywhere(context, owner)
     except Exception:
         return False
     return where is None or where[0] == "script"
@@ -194,9 +194,9 @@ def method_pieces(method: types.MethodType, reduction: Any = None) -> Iterator[t
     yield ".__func__", method.__func__
 
 
-def reduce_classmethod(pickler: Pickler, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
+def reduce_classmethod(context: DumpContext, obj: classmethod | staticmethod) -> Any:  # type: ignore[type-arg]
     """classmethod/staticmethod objects: where a class holds them, else their function."""
-    by_reference = class_attribute_reference(pickler, obj)
+    by_reference = class_attribute_reference(context, obj)
     if by_reference is not None:
         return by_reference
     state = getattr(obj, "__dict__", None) or None
@@ -209,9 +209,9 @@ def classmethod_pieces(
     yield ".__func__", obj.__func__
 
 
-def reduce_property(pickler: Pickler, obj: property) -> Any:
+def reduce_property(context: DumpContext, obj: property) -> Any:
     """property objects: where a class holds them, else their accessors."""
-    by_reference = class_attribute_reference(pickler, obj)
+    by_reference = class_attribute_reference(context, obj)
     if by_reference is not None:
         return by_reference
     state = getattr(obj, "__dict__", None) or None
@@ -226,9 +226,9 @@ def property_pieces(obj: property, reduction: Any = None) -> Iterator[tuple[str,
     yield from _dict_pieces(obj)
 
 
-def reduce_property_subclass(pickler: Pickler, obj: property) -> Any:
+def reduce_property_subclass(context: DumpContext, obj: property) -> Any:
     """property subclasses: pickle's default would drop fget/fset/fdel (C slots)."""
-    by_reference = class_attribute_reference(pickler, obj)
+    by_reference = class_attribute_reference(context, obj)
     if by_reference is not None:
         return by_reference
     return (
@@ -238,7 +238,7 @@ def reduce_property_subclass(pickler: Pickler, obj: property) -> Any:
     )
 
 
-def reduce_cached_property(pickler: Pickler, obj: Any) -> Any:
+def reduce_cached_property(context: DumpContext, obj: Any) -> Any:
     """cached_property: its attributes, with a new lock instead of the old one."""
     state = dict(vars(obj))
     lock = state.pop("lock", None)
@@ -303,7 +303,7 @@ def proxy_own_state(obj: Any) -> dict[str, Any]:
     return {k: v for k, v in own.items() if k not in _WRAPT_MADE}
 
 
-def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
+def _forwarded_state(context: DumpContext, proxy: Any) -> dict[str, Any] | None:
     """The attributes a proxy shows from what it wraps, when that goes by reference.
 
     A proxy forwards attribute access, so ``vars(proxy)`` is the state a user sees
@@ -319,20 +319,20 @@ def _forwarded_state(pickler: Pickler, proxy: Any) -> dict[str, Any] | None:
         return None
     if not state:
         return None
-    if locate_anywhere(pickler, proxy.__wrapped__) is None:
+    if locate_anywhere(context, proxy.__wrapped__) is None:
         return None  # a copy itself: its __dict__ travels with it
     return dict(state)
 
 
-def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
+def reduce_wrapt_proxy(context: DumpContext, obj: Any) -> Any:
     """wrapt proxies: by reference when importable, else rebuilt from their parts."""
-    by_reference = located_reference(pickler, obj)
+    by_reference = located_reference(context, obj)
     if by_reference is not None:
         return by_reference
     t = type(obj)
     own = proxy_own_state(obj) or None
     wrapped = obj.__wrapped__
-    if _forwarded_state(pickler, obj):
+    if _forwarded_state(context, obj):
         # What the proxy shows from the object it wraps, which is the receiver's
         # own (by reference): that object where it has the same state, else a
         # copy of it with the sender's, never the receiver's object modified.
@@ -368,7 +368,7 @@ def reduce_wrapt_proxy(pickler: Pickler, obj: Any) -> Any:
             None,
             _reconstruct._set_proxy_state,
         )
-    return with_origin(pickler, obj, copy)
+    return with_origin(context, obj, copy)
 
 
 def wrapt_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
@@ -396,9 +396,9 @@ def wrapt_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
 # --------------------------------------------------------------- functools
 
 
-def reduce_lru_cache(pickler: Pickler, obj: Any) -> Any:
+def reduce_lru_cache(context: DumpContext, obj: Any) -> Any:
     """lru_cache/cache wrappers: by reference if importable, else a fresh cache."""
-    by_reference = located_reference(pickler, obj)
+    by_reference = located_reference(context, obj)
     if by_reference is not None:
         return by_reference
     parameters = obj.cache_parameters()
@@ -408,7 +408,7 @@ def reduce_lru_cache(pickler: Pickler, obj: Any) -> Any:
         (obj.__wrapped__, parameters["maxsize"], parameters["typed"]),
         state or None,
     )
-    return with_origin(pickler, obj, copy)
+    return with_origin(context, obj, copy)
 
 
 def lru_cache_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
@@ -477,15 +477,15 @@ def state_of(obj: Any) -> dict[str, Any] | None:
     return dict(state) or None
 
 
-def reduce_with_state(pickler: Pickler, marker: WithState[Any]) -> Any:
+def reduce_with_state(context: DumpContext, marker: WithState[Any]) -> Any:
     obj = marker.obj
-    if locate_anywhere(pickler, obj) is None:
+    if locate_anywhere(context, obj) is None:
         return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
     state = state_of(obj)
     if not state:
         return (_reconstruct._with_state, (obj, None))
-    alone = reduce_without_state(pickler, WithoutState(obj))
-    return own_or_copy(pickler, obj, alone, state)
+    alone = reduce_without_state(context, WithoutState(obj))
+    return own_or_copy(context, obj, alone, state)
 
 
 class WithoutState(Generic[T]):
@@ -530,9 +530,9 @@ def without_state(obj: T) -> WithoutState[T]:
     return WithoutState(obj)
 
 
-def reduce_without_state(pickler: Pickler, marker: WithoutState[Any]) -> Any:
+def reduce_without_state(context: DumpContext, marker: WithoutState[Any]) -> Any:
     obj = marker.obj
-    reduction = located_reference(pickler, obj, carry_state=False)
+    reduction = located_reference(context, obj, carry_state=False)
     if reduction is None:
         return (_reconstruct._with_state, (obj, None))  # a copy: its state comes along
     if isinstance(reduction, str):  # a global name: valid for obj, not for the marker
