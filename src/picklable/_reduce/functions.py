@@ -106,8 +106,16 @@ def reduce_function(context: DumpContext, func: types.FunctionType) -> Any:
     # importable by their own name (the by_name cache).
     module = func.__module__
     if module in MAIN_MODULES:
-        auto = context.scripts == "auto" and not context.check_copies
-        if auto:
+        lambda_or_closure = "<" in func.__qualname__
+        if lambda_or_closure:
+            payload = context.payload
+            if payload is not None and module in payload.script_paths:
+                # The payload's table is at hand (1,000 closures of a loop: the
+                # first looked the index up): one lookup, as below.
+                paths = payload.script_paths[module]
+                if paths is None or id(func) not in paths:
+                    return copy_function(context, func)
+        if context.scripts == "auto" and not context.check_copies:
             # Decided at an earlier dump of this script version (see .scripts):
             # checked by identity, no index needed (a top-level lambda).
             origin = known_origin(func, module)
@@ -115,7 +123,7 @@ def reduce_function(context: DumpContext, func: types.FunctionType) -> Any:
                 if origin is None:
                     note_copy(context)
                 return copy_function(context, func, origin)
-        if "<" in func.__qualname__:
+        if lambda_or_closure:
             # A lambda or a closure: only the script's index can name it (one
             # lookup per function; 1,000 closures of a loop pay no more).
             paths = payload_script_paths(context, module)

@@ -464,9 +464,16 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
         return UNKNOWN  # a closure or lambda no name leads to: one dict lookup
     if script.module is not sys.modules.get(module_name):
         return UNKNOWN
-    script.check()
-    if script.moved or script.seen.get(id(func)) is not seen:
-        return UNKNOWN  # the check forgot the decisions (a name the guard calls was rebound)
+    names = script.called_names
+    if _monotonic() - script.checked >= _RECHECK_SECONDS or (
+        names and not all(map(_is, map(script.namespace.get, names), script.called_values))
+    ):
+        # What check() looks at moved (its test, inlined: this runs per dump).
+        script.check()
+        if script.seen.get(id(func)) is not seen:
+            return UNKNOWN  # the check forgot the decisions (a name the guard calls was rebound)
+    if script.moved:
+        return UNKNOWN
     if (
         seen.ref() is not func
         or func.__code__ is not seen.code
