@@ -4,6 +4,7 @@ Run from the repository root (objects defined here live in ``__main__``, like a
 user's script)::
 
     .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first] [--notebook]
+    .venv/bin/python benchmarks/bench_dumps.py --repeat CASE N SERIALIZER  # for callgrind
 
 Times are the best of 9 rounds, with the cyclic GC off while timing (as in
 timeit); ratios are the median, over the rounds, of each serializer's time
