@@ -4,6 +4,7 @@ Run from the repository root (objects defined here live in ``__main__``, like a
 user's script)::
 
     .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first] [--notebook]
+    .venv/bin/python benchmarks/bench_dumps.py --repeat CASE N SERIALIZER  # for callgrind
 
 Times are the best of 9 rounds, with the cyclic GC off while timing (as in
 timeit); ratios are the median, over the rounds, of each serializer's time
@@ -409,6 +410,29 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def repeat(case: str, times: str, serializer: str) -> None:
+    """``--repeat``: the case's dumps (or loads) alone, ``times`` times in a loop."""
+    ser, _, op = serializer.partition(":")
+    dumps, loads = SERIALIZERS[ser]
+    obj, opts = cases()[case]
+    if opts.get("oob"):
+        buffers: list[Any] = []
+        data = dumps(obj, buffer_callback=buffers.append)
+        call: Callable[[], Any] = (
+            (lambda: loads(data, buffers=buffers))
+            if op == "loads"
+            else (lambda: dumps(obj, buffer_callback=buffers.append))
+        )
+    else:
+        data = dumps(obj)
+        call = (lambda: loads(data)) if op == "loads" else (lambda: dumps(obj))
+    call()
+    for _ in range(int(times)):
+        call()
+        if opts.get("oob") and op != "loads":
+            del buffers[1:]
+
+
 def _fmt(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e6:.2f} us"
@@ -426,10 +450,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--notebook", action="store_true", help="also the script cases in a Jupyter kernel"
     )
+    parser.add_argument(
+        "--repeat",
+        nargs=3,
+        metavar=("CASE", "N", "SERIALIZER"),
+        help="only dump (or load, SERIALIZER:loads) the case named CASE N times, after "
+        "one warm-up call, and print nothing: instructions per call are the difference "
+        "of two runs under valgrind --tool=callgrind (N and 0), whatever the machine's load",
+    )
     parser.add_argument("--first-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.first_child is not None:
         _first_child(args.first_child)
+        return 0
+    if args.repeat is not None:
+        repeat(*args.repeat)
         return 0
     rows = measure(budget=0.005 if args.quick else 0.05, only=args.case)
     if args.first:

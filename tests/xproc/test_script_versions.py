@@ -100,3 +100,45 @@ def test_a_pool_start_looks_at_the_script_again(tmp_path):
     payload made after the start, with no wait, is a copy."""
     source = EDITED_WHILE_RUNNING.format(run=_PICKLABLE_POOL)
     assert run_script(source, tmp_path).strip() == "2 2"
+
+
+MODULE_REBOUND_TO_AN_OBJECT = textwrap.dedent(
+    """
+    import multiprocessing
+    import json as target  # a module: the guard's call of its method changes no name
+    import picklable
+
+    class Box:
+        def __init__(self):
+            self.value = 1
+
+        def bump(self):
+            self.value = 2
+
+    def work():
+        return getattr(target, "value", 0)
+
+    def call(payload):
+        return picklable.loads(payload)()
+
+    if __name__ == "__main__":
+        target.dumps({})
+        FIRST = picklable.dumps(work)  # decided and kept: the worker's own work
+
+    target = Box()  # at module level: a worker's import does it too
+
+    if __name__ == "__main__":
+        target.bump()  # now a call that changes what target holds
+        SECOND = picklable.dumps(work)  # must be decided again: a copy, with value 2
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            print(pool.map(call, [FIRST, SECOND]))
+    """
+)
+
+
+def test_a_name_the_guard_calls_a_method_of_rebound_between_dumps(tmp_path):
+    """The names whose methods the guard calls are checked by identity at each
+    dump: one rebound from a module to an object (whose method the guard then
+    calls) makes the functions reading it copies, with the sender's state."""
+    out = run_script(MODULE_REBOUND_TO_AN_OBJECT, tmp_path)
+    assert out.strip() == "[1, 2]"

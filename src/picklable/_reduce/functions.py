@@ -106,19 +106,29 @@ def reduce_function(context: DumpContext, func: types.FunctionType) -> Any:
     # importable by their own name (the by_name cache).
     module = func.__module__
     if module in MAIN_MODULES:
-        if "<" in func.__qualname__:
-            # A lambda or a closure: only the script's index can name it (one
-            # lookup per function; 1,000 closures of a loop pay no more).
-            paths = payload_script_paths(context, module)
-            if paths is None or id(func) not in paths:
-                return copy_function(context, func)
+        lambda_or_closure = "<" in func.__qualname__
+        if lambda_or_closure:
+            payload = context.payload
+            if payload is not None and module in payload.script_paths:
+                # The payload's table is at hand (1,000 closures of a loop: the
+                # first looked the index up): one lookup, as below.
+                paths = payload.script_paths[module]
+                if paths is None or id(func) not in paths:
+                    return copy_function(context, func)
         if context.scripts == "auto" and not context.check_copies:
-            # Decided at an earlier dump of this script version (see .scripts).
+            # Decided at an earlier dump of this script version (see .scripts):
+            # checked by identity, no index needed (a top-level lambda).
             origin = known_origin(func, module)
             if origin is not UNKNOWN:
                 if origin is None:
                     note_copy(context)
                 return copy_function(context, func, origin)
+        if lambda_or_closure:
+            # A lambda or a closure: only the script's index can name it (one
+            # lookup per function; 1,000 closures of a loop pay no more).
+            paths = payload_script_paths(context, module)
+            if paths is None or id(func) not in paths:
+                return copy_function(context, func)
         if context.scripts != "copy":
             where = script_location(func, module, context)
             if where is not None:
@@ -170,8 +180,9 @@ def copy_function(context: DumpContext, func: types.FunctionType, origin: Any = 
                 return reduction
             return with_origin(context, func, reduction, carry_state=False)
     if origin is not None:
-        note_copy(context)
-        return _script_function(function_by_value(context, func), origin)
+        reduction = function_by_value(context, func)
+        context.payload.script_copies = True  # type: ignore[union-attr]  # made by the copy
+        return _script_function(reduction, origin)
     return function_by_value(context, func)
 
 
@@ -196,13 +207,13 @@ def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
     8th argument of ``_make_function``, its state for the copy alone (the
     receiver's own function keeps its attributes, as any function found by its
     own name does: case 1 of docs/state-policy.md)."""
-    func, args, *rest = reduction
-    if len(args) == 6:
-        args = (*args, None)  # no annotations in the arguments
-    args = (*args, origin)
-    if not rest:
-        return (func, args)
-    return (func, args, (rest[0], None, None), None, None, _reconstruct._built_setstate)
+    args = reduction[1]
+    # No annotations in the arguments: None in their place.
+    args = (*args, origin) if len(args) == 7 else (*args, None, origin)
+    if len(reduction) == 2:
+        return (reduction[0], args)
+    state = (reduction[2], None, None)
+    return (reduction[0], args, state, None, None, _reconstruct._built_setstate)
 
 
 # dataclasses wraps every generated __repr__ in a guard against recursion, a

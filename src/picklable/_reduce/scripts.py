@@ -34,6 +34,7 @@ namespace does not lead to are copies in every mode.
 from __future__ import annotations
 
 import builtins
+import operator
 import os
 import sys
 import time
@@ -119,6 +120,7 @@ _RECHECK_SECONDS = 0.1
 _STARTED_NS = time.time_ns()
 _SEEN_LIMIT = 4096
 _monotonic = time.monotonic
+_is = operator.is_
 
 
 def _file_version(filename: str) -> tuple[int, int, int] | None:
@@ -142,6 +144,8 @@ class _Script:
         "answer",
         "changed",
         "called",
+        "called_names",
+        "called_values",
         "seen",
     )
 
@@ -159,6 +163,10 @@ class _Script:
         self.answer = None if filename is None else guard_answer(filename)
         self.changed: frozenset[str] | None = None
         self.called: tuple[tuple[str, bool], ...] = ()
+        # The names the guard calls methods of, and what they held when last
+        # looked at (one C-level identity check per dump; see check()).
+        self.called_names: tuple[str, ...] = ()
+        self.called_values: tuple[Any, ...] = ()
         self._read_changed()
 
     def _read_changed(self) -> None:
@@ -172,6 +180,8 @@ class _Script:
         namespace = self.namespace
         kinds = tuple((n, isinstance(namespace.get(n), types.ModuleType)) for n in called)
         self.called = kinds
+        self.called_names = names = tuple(n for n, _ in kinds)
+        self.called_values = tuple(map(namespace.get, names))
         changed = {n for n, is_module in kinds if not is_module}
         self.changed = bound | changed if changed else bound
 
@@ -187,14 +197,18 @@ class _Script:
             ):
                 self.moved = True
                 self.seen.clear()
-        called = self.called
-        if called:
+        names = self.called_names
+        if names and not all(map(_is, map(self.namespace.get, names), self.called_values)):
+            # One of them was rebound (a module's method call changes no name,
+            # another object's does): look at what each holds now.
             namespace = self.namespace
-            for name, is_module in called:
+            for name, is_module in self.called:
                 if isinstance(namespace.get(name), types.ModuleType) is not is_module:
                     self._read_changed()
                     self.seen.clear()
                     break
+            else:
+                self.called_values = tuple(map(namespace.get, names))
 
 
 def _script_file_of(module: Any) -> str | None:
@@ -450,7 +464,14 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
         return UNKNOWN  # a closure or lambda no name leads to: one dict lookup
     if script.module is not sys.modules.get(module_name):
         return UNKNOWN
-    script.check()
+    names = script.called_names
+    if _monotonic() - script.checked >= _RECHECK_SECONDS or (
+        names and not all(map(_is, map(script.namespace.get, names), script.called_values))
+    ):
+        # What check() looks at moved (its test, inlined: this runs per dump).
+        script.check()
+        if script.seen.get(id(func)) is not seen:
+            return UNKNOWN  # the check forgot the decisions (a name the guard calls was rebound)
     if script.moved:
         return UNKNOWN
     if (
