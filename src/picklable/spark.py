@@ -288,25 +288,12 @@ def _task(fn: Callable[..., Any], key: bytes) -> Callable[..., Any]:
     return task
 
 
-def _any_task(fn: Callable[..., Any], mark: Callable[[BaseException], None]) -> Callable[..., Any]:
-    def task(*args: Any, **kwargs: Any) -> Any:
-        try:
-            result = fn(*args, **kwargs)
-        except Exception as exc:
-            mark(exc)
-            raise
-        kind = type(result)
-        if kind in _VALUES or not hasattr(kind, "__next__"):
-            return result
-        return _items(result, mark)
-
-    return task
-
-
-# A row-at-a-time UDF's function runs once per row: a wrapper with the
-# function's own parameters calls it without packing a tuple and a dict of
-# arguments on every row (half of the wrapper's cost, measured with callgrind).
-_EXACT = """
+# The one wrapper, made for each function with its parameters: ``fn``'s own
+# where they are plain (see _exact_task), ``*args, **kwargs`` otherwise. A
+# row-at-a-time UDF's function runs once per row: its own parameters spare the
+# packing of a tuple and a dict of arguments on every row (half of the
+# wrapper's cost, measured with callgrind).
+_TASK = """
 def task({params}):
     try:
         result = _picklable_fn({args})
@@ -318,6 +305,24 @@ def task({params}):
         return result
     return _picklable_items(result, _picklable_mark)
 """
+
+
+def _made_task(
+    fn: Callable[..., Any], mark: Callable[[BaseException], None], params: str, args: str
+) -> Callable[..., Any]:
+    namespace: dict[str, Any] = {
+        "_picklable_fn": fn,
+        "_picklable_mark": mark,
+        "_picklable_values": _VALUES,
+        "_picklable_items": _items,
+    }
+    exec(_TASK.format(params=params, args=args), namespace)
+    task: Callable[..., Any] = namespace["task"]
+    return task
+
+
+def _any_task(fn: Callable[..., Any], mark: Callable[[BaseException], None]) -> Callable[..., Any]:
+    return _made_task(fn, mark, "*args, **kwargs", "*args, **kwargs")
 
 
 def _exact_task(
@@ -343,15 +348,7 @@ def _exact_task(
     params = list(names)
     if code.co_posonlyargcount:
         params.insert(code.co_posonlyargcount, "/")
-    namespace: dict[str, Any] = {
-        "_picklable_fn": fn,
-        "_picklable_mark": mark,
-        "_picklable_values": _VALUES,
-        "_picklable_items": _items,
-    }
-    exec(_EXACT.format(params=", ".join(params), args=", ".join(names)), namespace)
-    task: Callable[..., Any] = namespace["task"]
-    return task
+    return _made_task(fn, mark, ", ".join(params), ", ".join(names))
 
 
 def _items(iterator: Iterator[Any], mark: Callable[[BaseException], None]) -> Iterator[Any]:
