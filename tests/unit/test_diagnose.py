@@ -31,6 +31,7 @@ from picklable._diagnostics import hints as _hints
 from picklable._diagnostics.culprit import children, find_culprit, shipping
 from picklable._diagnostics.explain import explain, human_size
 from picklable._diagnostics.inspect import inspect_payload
+from picklable._reduce.table import refusal
 from picklable_testpkg import api, fakedb
 from picklable_testpkg.unshippable import make_ten
 from support.child import run_script
@@ -638,7 +639,7 @@ class TestHintsAndWalk:
             ctypes.c_int(1),
         ):
             if not isinstance(obj, ctypes.c_int):
-                assert _hints.unshippable(obj) is None, obj
+                assert refusal(obj) is None, obj
 
     def test_failure_of_something_inside_is_not_blamed_on_the_holder(self):
         """'cannot pickle X' about another type says the object holds an X (with the

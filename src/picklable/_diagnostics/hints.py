@@ -28,14 +28,7 @@ __all__ = [
     "explain_failure",
     "first_line",
     "type_name",
-    "unshippable",
 ]
-
-
-def unshippable(obj: Any) -> Hint | None:
-    """(reason, fix) when ``obj`` is of a kind that never ships, else None: the
-    table's verdict (:func:`picklable._reduce.table.refusal`), read here."""
-    return refusal(obj)
 
 
 # --------------------------------------------------------- from the failure
