@@ -35,6 +35,7 @@ MAIN_SCRIPT = (
     textwrap.dedent(
         """
         import json, os, sys, traceback
+        from typing import Iterator
         import pandas as pd
         import wrapt
         from pyspark.sql import SparkSession
@@ -100,6 +101,15 @@ MAIN_SCRIPT = (
         def explode_series(s: pd.Series) -> pd.Series:
             explode(int(s.iloc[0]))
 
+        def explode_batches(batches):
+            # not a generator function: the generator it returns raises while
+            # Spark consumes it, after this function has returned
+            return (explode_series(b["x"]) for b in batches)
+
+        def explode_iterator(series: Iterator[pd.Series]) -> Iterator[pd.Series]:
+            for s in series:
+                yield explode_series(s)
+
         def error_report(error):
             found = picklable.spark.original(error)
             return {"spark": type(error).__name__, "class": type(found).__qualname__,
@@ -135,12 +145,31 @@ MAIN_SCRIPT = (
                 ("rdd.map", lambda: sc.parallelize([7], 1).map(explode).collect()),
                 ("udf", lambda: df.select(F.udf(explode, "long")("x")).collect()),
                 ("pandas_udf", lambda: df.select(F.pandas_udf(explode_series, "long")("x")).collect()),
+                ("udf(useArrow=True)",
+                 lambda: df.select(F.udf(explode, "long", useArrow=True)("x")).collect()),
+                ("mapInPandas", lambda: df.mapInPandas(explode_batches, "x long").collect()),
+                ("pandas_udf(Iterator)",
+                 lambda: df.select(F.pandas_udf(explode_iterator, "long")("x")).collect()),
             ]:
                 try:
                     job()
                 except Exception as error:
                     errors[api] = error_report(error)
             report["errors"] = errors
+            # Which wrapper each kind of command got: a row UDF's takes its value as
+            # it is; the others follow an iterator result.
+            commands = []
+            made = picklable.spark._command
+            picklable.spark._command = lambda obj, rows=False: commands.append(rows) or made(obj, rows=rows)
+            try:
+                sc.parallelize([1], 1).map(double).collect()
+                df.select(F.udf(double, "long")("x")).collect()
+                df.select(F.udf(double, "long", useArrow=True)("x")).collect()
+                df.select(F.pandas_udf(double_series, "long")("x")).collect()
+                df.mapInPandas(lambda it: it, "x long").collect()
+            finally:
+                picklable.spark._command = made
+            report["row_tasks"] = commands
             try:
                 with picklable.spark.original_errors():
                     sc.parallelize([8], 1).map(explode).collect()
@@ -215,7 +244,17 @@ class TestFunctions:
 class TestExceptions:
     """A task's exception with a keyword-only __init__, back as itself on the driver."""
 
-    @pytest.mark.parametrize("api", ["rdd.map", "udf", "pandas_udf"])
+    @pytest.mark.parametrize(
+        "api",
+        [
+            "rdd.map",
+            "udf",
+            "pandas_udf",
+            "udf(useArrow=True)",
+            "mapInPandas",
+            "pandas_udf(Iterator)",
+        ],
+    )
     def test_original(self, report, api):
         """original(error): the script's own class, attributes, cause and remote traceback."""
         error = report["errors"][api]
@@ -230,6 +269,17 @@ class TestExceptions:
         text = error["text"]
         assert "in explode" in text and 'raise KwOnlyError(f"row {x} failed", code=x)' in text
         assert "invalid literal for int()" in text
+
+    def test_row_udfs_take_their_value_as_it_is(self, report):
+        """Row UDFs' tasks skip the look at a result; RDDs', pandas UDFs' and maps' keep it.
+
+        Spark consumes an iterator that an RDD's, a pandas iterator UDF's or a
+        mapInPandas function returns after the function returned (the
+        mapInPandas and Iterator cases above raise there); a row UDF's value is
+        taken as it is. Commands in order: rdd.map, udf, udf(useArrow=True),
+        pandas_udf, mapInPandas.
+        """
+        assert report["row_tasks"] == [False, True, True, False, False]
 
     def test_original_errors(self, report):
         """Inside original_errors(), except KwOnlyError catches the task's exception."""

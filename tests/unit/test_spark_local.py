@@ -157,6 +157,32 @@ class TestTask:
             list(task(iter([7])))
         assert pspark.original(as_spark_reports_it(info.value)).code == 7
 
+    @pytest.mark.parametrize(
+        "source", ["def f(x):\n    return g(x)", "def f(*a):\n    return g(*a)"]
+    )
+    def test_row_udf_value_taken_as_it_is(self, source):
+        """A row UDF's task returns its function's value as it is, even an
+        iterator (a row's value is never consumed later), and marks exceptions."""
+        namespace = {"g": lambda x: raise_kw_only(x) if x < 0 else iter([x])}
+        exec(source, namespace)
+        task = pspark._task(namespace["f"], pspark._KEY, True)
+        assert "_picklable_items" not in task.__code__.co_names
+        result = task(3)
+        assert type(result).__name__ == "list_iterator" and list(result) == [3]
+        with pytest.raises(KwOnlyError) as info:
+            task(-2)
+        assert pspark.original(as_spark_reports_it(info.value)).code == -2
+
+    def test_commands_outside_a_row_udf_follow_iterators(self):
+        """What is not pickled for a row UDF (here: no UDF at all) gets the
+        wrapper that follows an iterator result."""
+
+        def fn(x):
+            return x
+
+        task = pickle.loads(pspark.Serializer().dumps((fn, "long")))[0]
+        assert "_picklable_items" in task.__code__.co_names
+
     def test_classes_untouched(self):
         """A UDTF's class ships as it is."""
 
