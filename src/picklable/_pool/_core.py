@@ -37,7 +37,6 @@ from .._reduce import recheck_scripts
 from . import _failures as F
 from . import _launch
 from . import _protocol as P
-from ._broken import TaskTimeoutError, WorkerDiedError
 from ._dispatch import Dispatcher, Feed, overdue_after
 from ._jobs import Failure, Unit
 from ._link import IN, OUT, Link, readable
@@ -166,6 +165,11 @@ class Core(Dispatcher):
             raise
         self.thread = threading.Thread(target=self._run, name=f"{name}-manager", daemon=True)
         self.thread.start()
+        # The pool's errors load with the pool, not with its modules (see
+        # _failures): a pool left open fails its tasks at the interpreter's
+        # exit, too late to import concurrent.futures.process (it registers
+        # an exit hook of its own, refused then).
+        from . import _broken  # noqa: F401
 
     # ------------------------------------------------------ caller threads
 
@@ -521,6 +525,8 @@ class Core(Dispatcher):
                 running.attempts += 1
                 self.pending.appendleft(running)
             else:
+                from ._broken import WorkerDiedError  # imported at the pool's start
+
                 try:
                     running.job.fail(
                         running,
@@ -539,6 +545,8 @@ class Core(Dispatcher):
 
     def _fail_timed_out(self, worker: Link, unit: Unit) -> None:
         assert unit.timeout is not None
+        from ._broken import TaskTimeoutError  # imported at the pool's start
+
         try:
             unit.job.fail(
                 unit,
