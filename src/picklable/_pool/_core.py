@@ -41,7 +41,14 @@ from ._dispatch import Dispatcher, Feed, overdue_after
 from ._jobs import Failure, Unit
 from ._link import IN, OUT, Link, readable
 from ._template import ForkTemplate
-from ._worker import WorkerConfig
+from ._worker import WorkerConfig, worker_index
+
+# The pool's errors (see _failures) load with these modules in a pool's parent,
+# before any pool starts the clock on its workers; not in a worker, which
+# imports these modules with the user's script (Core.__init__ makes sure of
+# them for a pool started there).
+if worker_index() is None:
+    from . import _broken  # noqa: F401
 
 # Consecutive workers dying before they are ready, after which the pool is broken.
 MAX_START_FAILURES = 3
@@ -165,10 +172,10 @@ class Core(Dispatcher):
             raise
         self.thread = threading.Thread(target=self._run, name=f"{name}-manager", daemon=True)
         self.thread.start()
-        # The pool's errors load with the pool, not with its modules (see
-        # _failures): a pool left open fails its tasks at the interpreter's
-        # exit, too late to import concurrent.futures.process (it registers
-        # an exit hook of its own, refused then).
+        # The pool's errors, if not yet imported (a pool started in a worker):
+        # a pool left open fails its tasks at the interpreter's exit, too late
+        # to import concurrent.futures.process (it registers an exit hook of
+        # its own, refused then).
         from . import _broken  # noqa: F401
 
     # ------------------------------------------------------ caller threads
