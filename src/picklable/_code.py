@@ -10,7 +10,6 @@ as they did in the sender.
 
 from __future__ import annotations
 
-import dis
 import importlib.util
 import marshal
 import sys
@@ -222,6 +221,10 @@ def instruction_names(
     From the instructions (``dis`` decodes, never runs): ``co_names`` mixes
     global names with attribute names.
     """
+    # dis (and opcode) load on the first function shipped by value: a worker
+    # that only loads payloads never needs them.
+    import dis
+
     names: dict[str, None] = {}
     inner = ops if nested_ops is None else nested_ops
     stack = [(code, ops)]

@@ -123,8 +123,10 @@ def _template_types() -> tuple[type, ...]:
 
 
 # ``t"hello {name}"`` makes a Template of strings and Interpolations (3.14, PEP
-# 750): data, whose interpolated values are any objects. Empty before 3.14.
-TEMPLATE_TYPES: tuple[type, ...] = _template_types()
+# 750): data, whose interpolated values are any objects. Empty before 3.14,
+# without trying the import there: it would load the module ``string`` (and
+# compile its Template's pattern) in every process, only to fail.
+TEMPLATE_TYPES: tuple[type, ...] = _template_types() if sys.version_info >= (3, 14) else ()
 
 
 def full_traceback() -> bool:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import threading
 import time
@@ -143,6 +142,10 @@ class _Line(_Drawer):
             pass
 
     def _draw(self, bar: Progress, now: float) -> None:
+        # shutil (with bz2, lzma) loads with the first bar drawn, not with every
+        # pool: a pool's workers import this module with the user's script.
+        import shutil
+
         # One column short of the width: writing the last column wraps some terminals.
         width = shutil.get_terminal_size((80, 24)).columns - 1
         text = render(bar, now, width)

@@ -40,8 +40,6 @@ writer actually sends, and at most ``max_size``.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import struct
 from collections.abc import Iterable, Sequence
@@ -49,6 +47,13 @@ from typing import IO, Any
 
 from . import _caches
 from .exceptions import UnpicklingError
+
+# The constant-time compare that hmac.compare_digest is, without the import of
+# hmac and hashlib (Python modules a pool worker would load only for this).
+try:
+    from _hashlib import compare_digest
+except ImportError:  # pragma: no cover - CPython built without OpenSSL
+    from hmac import compare_digest
 
 __all__ = [
     "HEADER_SIZE",
@@ -135,6 +140,9 @@ def _new_keyed_hmac(key: bytes) -> Any:
     try:
         from _hashlib import hmac_new
     except ImportError:  # pragma: no cover - CPython built without OpenSSL
+        import hashlib
+        import hmac
+
         return hmac.new(key, digestmod=hashlib.sha256)
     return hmac_new(key, digestmod="sha256")
 
@@ -250,7 +258,7 @@ def verify(
         _, _, length, count = _HEAD.unpack_from(data)
         if count == 0 and len(data) - HEADER_SIZE == length:
             body = memoryview(data)[HEADER_SIZE:]
-            if hmac.compare_digest(_mac(key, data[: _HEAD.size], body, ()), mac_of(data)):
+            if compare_digest(_mac(key, data[: _HEAD.size], body, ()), mac_of(data)):
                 return body, None
         # Otherwise the full checks below say precisely what is wrong.
     try:
@@ -295,7 +303,7 @@ def verify(
     head = view[: _HEAD.size]
     body = view[HEADER_SIZE:]
     expected = _mac(key, head, body, given)
-    if not hmac.compare_digest(expected, mac_of(view)):
+    if not compare_digest(expected, mac_of(view)):
         raise _bad_signature()
     return body, (given if buffers is not None else None)
 
@@ -389,7 +397,7 @@ def read_verified(
         mac.update(chunk)
         body += chunk
     _feed_buffers(mac, given)
-    if not hmac.compare_digest(mac.digest(), mac_of(head)):
+    if not compare_digest(mac.digest(), mac_of(head)):
         raise _bad_signature()
     return body, (given if buffers is not None else None)
 

@@ -3,9 +3,10 @@
 Both are :class:`concurrent.futures.process.BrokenProcessPool`, so code written
 for the stdlib executor catches them. That module takes a while to import (it
 brings ``multiprocessing.connection`` and queues along), so this one is
-imported with the pool's manager (``_core``), never by a worker; and so before
-the interpreter shuts down, when a pool left open terminates and nothing can be
-imported any more.
+imported when a pool starts (``_core.Core``), not with the pool's modules (a
+worker imports those with the user's script), and never by a worker; and so
+before the interpreter shuts down, when a pool left open terminates and
+nothing can be imported any more.
 """
 
 from __future__ import annotations

@@ -37,12 +37,18 @@ from .._reduce import recheck_scripts
 from . import _failures as F
 from . import _launch
 from . import _protocol as P
-from ._broken import TaskTimeoutError, WorkerDiedError
 from ._dispatch import Dispatcher, Feed, overdue_after
 from ._jobs import Failure, Unit
 from ._link import IN, OUT, Link, readable
 from ._template import ForkTemplate
-from ._worker import WorkerConfig
+from ._worker import WorkerConfig, worker_index
+
+# The pool's errors (see _failures) load with these modules in a pool's parent,
+# before any pool starts the clock on its workers; not in a worker, which
+# imports these modules with the user's script (Core.__init__ makes sure of
+# them for a pool started there).
+if worker_index() is None:
+    from . import _broken  # noqa: F401
 
 # Consecutive workers dying before they are ready, after which the pool is broken.
 MAX_START_FAILURES = 3
@@ -166,6 +172,11 @@ class Core(Dispatcher):
             raise
         self.thread = threading.Thread(target=self._run, name=f"{name}-manager", daemon=True)
         self.thread.start()
+        # The pool's errors, if not yet imported (a pool started in a worker):
+        # a pool left open fails its tasks at the interpreter's exit, too late
+        # to import concurrent.futures.process (it registers an exit hook of
+        # its own, refused then).
+        from . import _broken  # noqa: F401
 
     # ------------------------------------------------------ caller threads
 
@@ -521,6 +532,8 @@ class Core(Dispatcher):
                 running.attempts += 1
                 self.pending.appendleft(running)
             else:
+                from ._broken import WorkerDiedError  # imported at the pool's start
+
                 try:
                     running.job.fail(
                         running,
@@ -539,6 +552,8 @@ class Core(Dispatcher):
 
     def _fail_timed_out(self, worker: Link, unit: Unit) -> None:
         assert unit.timeout is not None
+        from ._broken import TaskTimeoutError  # imported at the pool's start
+
         try:
             unit.job.fail(
                 unit,

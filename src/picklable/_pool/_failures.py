@@ -20,12 +20,20 @@ Only the errors are built here; the pool's state is left to its callers.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._compat import chained
 from ..exceptions import PicklingError
 from . import _protocol as P
-from ._broken import BrokenPoolError, TaskLoadError, describe_exit
+
+if TYPE_CHECKING:
+    from ._broken import BrokenPoolError
+
+# The errors themselves (_broken) import concurrent.futures.process, slow to
+# import: each builder below imports them when called. A worker imports the
+# pool's modules with the user's script (``from picklable import Pool``) and
+# never builds these; a pool's parent imports them when the pool starts
+# (see Core.__init__).
 
 __all__ = [
     "arguments_error",
@@ -135,6 +143,8 @@ def load_error(
 ) -> BaseException:
     """``task`` could not be loaded in its worker (``where="worker"``), or its
     result in the parent (``"parent"``)."""
+    from ._broken import TaskLoadError
+
     said = f"{type(exc).__name__}: {first_line(exc)}"
     if where == "worker":
         message = (
@@ -151,6 +161,8 @@ def load_error(
 
 def undelivered(task: str, exc: BaseException) -> BrokenPoolError:
     """The outcome of ``task`` came back but could not be handed to its caller."""
+    from ._broken import BrokenPoolError
+
     error = BrokenPoolError(
         f"the result of task {task} could not be delivered: {type(exc).__name__}: {exc}",
         reason="result could not be delivered",
@@ -165,6 +177,8 @@ def undelivered(task: str, exc: BaseException) -> BrokenPoolError:
 def start_failed(index: int, stage: int, cause: BaseException) -> BrokenPoolError:
     """Worker ``index`` could not import the main module, or its initializer raised
     (``stage``: :data:`~._protocol.STAGE_MAIN` or :data:`~._protocol.STAGE_INITIALIZER`)."""
+    from ._broken import BrokenPoolError
+
     said = f"{type(cause).__name__}: {first_line(cause)}"
     if stage == P.STAGE_MAIN:
         error = BrokenPoolError(
@@ -189,6 +203,8 @@ def start_failed(index: int, stage: int, cause: BaseException) -> BrokenPoolErro
 
 def workers_cannot_start(count: int, exitcode: int | None) -> BrokenPoolError:
     """``count`` workers in a row ended before they were ready, the last with ``exitcode``."""
+    from ._broken import BrokenPoolError, describe_exit
+
     return BrokenPoolError(
         f"{count} workers in a row ended before they were ready "
         f"(the last one: {describe_exit(exitcode)}). Fix: check that picklable and "
@@ -199,6 +215,8 @@ def workers_cannot_start(count: int, exitcode: int | None) -> BrokenPoolError:
 
 def replace_failed(index: int, exc: BaseException) -> BrokenPoolError:
     """No new worker could be started in place of worker ``index``."""
+    from ._broken import BrokenPoolError
+
     error = BrokenPoolError(
         f"cannot start a new worker to replace worker {index}: "
         f"{type(exc).__name__}: {exc}. "
@@ -211,6 +229,8 @@ def replace_failed(index: int, exc: BaseException) -> BrokenPoolError:
 
 def manager_failed(exc: BaseException) -> BrokenPoolError:
     """The manager thread itself raised (a bug): every task left fails with this."""
+    from ._broken import BrokenPoolError
+
     error = BrokenPoolError(
         f"the pool's manager thread failed: {type(exc).__name__}: {exc}",
         reason="manager thread failed",
@@ -221,16 +241,22 @@ def manager_failed(exc: BaseException) -> BrokenPoolError:
 
 def shut_down() -> BrokenPoolError:
     """A task submitted while the pool was shutting down, which nobody will run."""
+    from ._broken import BrokenPoolError
+
     return BrokenPoolError("the pool was shut down before this task ran", reason="shut down")
 
 
 def terminated() -> BrokenPoolError:
     """A task not finished when the pool was terminated."""
+    from ._broken import BrokenPoolError
+
     return BrokenPoolError("the pool was terminated before this task finished", reason="terminated")
 
 
 def exit_after_shutdown() -> BrokenPoolError:
     """A task still running at the interpreter's exit after ``shutdown(wait=False)``."""
+    from ._broken import BrokenPoolError
+
     return BrokenPoolError(
         "the interpreter exited after shutdown(wait=False) before this task "
         "finished: its worker was killed. Fix: call shutdown(wait=True) (or "
@@ -241,6 +267,8 @@ def exit_after_shutdown() -> BrokenPoolError:
 
 def forcefully_shut_down(operation: str) -> BrokenPoolError:
     """A task running when the executor's ``operation`` (``kill_workers``...) stopped it."""
+    from ._broken import BrokenPoolError
+
     return BrokenPoolError(
         f"the executor was forcefully shut down ({operation}()): its workers were "
         "stopped before this task finished",

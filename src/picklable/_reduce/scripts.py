@@ -47,7 +47,6 @@ from .._compat import MAIN_MODULES
 from .._paths import Path, walk
 from .._reads import script_reads
 from .attributes import leads_back, state_attributes
-from .main_guard import guard_answer, worker_bindings
 
 if TYPE_CHECKING:
     from .context import DumpContext
@@ -160,6 +159,10 @@ class _Script:
         self.moved = self.version is None or self.version[0] > _STARTED_NS
         # The guard's (names bound or changed, names it calls a method of),
         # read once from the version first seen; None: cannot tell.
+        # main_guard (and ast) load with the first script seen: a worker that
+        # only loads payloads never needs them.
+        from .main_guard import guard_answer
+
         self.answer = None if filename is None else guard_answer(filename)
         self.changed: frozenset[str] | None = None
         self.called: tuple[tuple[str, bool], ...] = ()
@@ -547,6 +550,8 @@ def workers_own_function(func: Any) -> bool:
     if where is None or not same_in_workers(func, *where):
         return False
     filename = _script_file(module)
+    from .main_guard import worker_bindings  # ast on first use, as in _Script
+
     bound = None if filename is None else worker_bindings(filename)
     if bound is None:
         return False
