@@ -475,7 +475,7 @@ class GuardIndex:
                     if not _collect(statement, names, called, set(), local):
                         raise ValueError(name)
                 touched |= names | called  # type: ignore[operator]
-        except (OSError, SyntaxError, ValueError, IndexError):
+        except (OSError, SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
             touched = None
         self._read[name] = None if touched is None else frozenset(touched)
         return self._read[name]
