@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import os
 import textwrap
+import types
+from typing import ClassVar
 
 import pytest
 
-from picklable._reduce.main_guard import guard_bindings, worker_bindings
+from picklable._reduce.main_guard import (
+    GuardIndex,
+    guard_answer,
+    guard_bindings,
+    guard_index,
+    worker_bindings,
+)
 
 
 def bindings(tmp_path, source, namespace=None):
@@ -181,3 +189,179 @@ class TestWorkerBindings:
     def test_a_file_that_cannot_be_read(self, tmp_path):
         """A missing file: None."""
         assert worker_bindings(str(tmp_path / "gone.py")) is None
+
+
+class TestGuardIndex:
+    """What the running script's code tells of its guard without a parse (issue 29)."""
+
+    SOURCES: ClassVar[dict[str, str]] = {
+        "rebinding helpers": """
+            import os
+            CONFIG, CACHE, MODE, LOCK, OTHER = {}, {}, "import", None, 1
+            square = lambda x: x * x
+
+            def main():
+                global MODE
+                MODE = "sender"
+                configure()
+                table = {"square": square, "other": OTHER}
+                with pool(initializer=init) as p:
+                    p.map(work, [square])
+                return table
+
+            @decorated
+            def configure(prefix="a"):
+                CONFIG.update(k=1)
+                CACHE[prefix] = 2
+                setattr(Model, "size", 3)
+                [ITEMS.append(i) for i in range(3)]
+
+            async def later():
+                global LATE
+                LATE = 1
+
+            def init():
+                global LOCK
+                LOCK = make_lock()
+
+            def work(x):
+                return x
+
+            if __name__ == "__main__":
+                main()
+                later()
+                os.makedirs("out")
+            """,
+        "a guard at the end of a long file": "\n".join(f"v{i} = {i}" for i in range(400))
+        + '\nif __name__ == "__main__":\n    v7 = 8\n    helper()\n'
+        + "def helper():\n    global v9\n    v9 = 0\n",
+        "the guard's text in a string": '''
+            TEXT = """
+            if __name__ == "__main__":
+                quiet = 1
+            """
+            loud = 1
+            if __name__ == "__main__":
+                loud = 2
+            ''',
+        "a guard that defines, imports and nests": """
+            def run():
+                pass
+
+            if __name__ == "__main__":
+                import json
+                from pathlib import Path as P
+                def run():
+                    global RAN
+                    RAN = 1
+                for i in range(2):
+                    if i:
+                        try:
+                            deep = i
+                        except ValueError as err:
+                            pass
+                run()
+            """,
+        "a function in a block is not the guard's": """
+            try:
+                def main():
+                    global HIDDEN
+                    HIDDEN = 1
+            except Exception:
+                pass
+
+            def main2():
+                global SHOWN
+                SHOWN = 1
+
+            if __name__ == "__main__":
+                main()
+                main2()
+            """,
+        "globals() in a called function": """
+            def main():
+                globals()["X"] = 1
+
+            if __name__ == "__main__":
+                main()
+            """,
+        "reversed and negated guards": """
+            if "__main__" == __name__:
+                a = 1
+            if __name__ != "__main__":
+                b = 1
+            else:
+                c = 1
+            """,
+        "no guard": """
+            import logging
+            log = logging.getLogger(__name__)
+            x = 1
+            """,
+    }
+
+    @staticmethod
+    def index(tmp_path, source):
+        path = tmp_path / "script.py"
+        path.write_text(textwrap.dedent(source))
+        code = compile(path.read_bytes(), str(path), "exec")
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names.update(const.co_names, const.co_varnames)
+        return GuardIndex(str(path), code), guard_answer(str(path)), names
+
+    @pytest.mark.parametrize("case", sorted(SOURCES))
+    def test_never_says_no_where_the_parse_says_yes(self, tmp_path, case):
+        """Checked for every name the script mentions, one at a time and all at once."""
+        index, answer, names = self.index(tmp_path, self.SOURCES[case])
+        touched = None if answer is None else answer[0] | answer[1]
+        for name in names | {"quiet", "v9", "RAN", "SHOWN", "X"}:
+            if touched is None or name in touched:
+                assert index.may_touch({name}), name
+        if touched is None or (touched & names):
+            assert index.may_touch(names)
+
+    def test_names_the_guard_only_reads_are_told_without_the_whole_answer(self, tmp_path):
+        index, answer, _ = self.index(tmp_path, self.SOURCES["rebinding helpers"])
+        assert answer is not None
+        touched = {"MODE", "CONFIG", "CACHE", "Model", "ITEMS", "LATE", "os"}
+        assert answer[0] | answer[1] == touched
+        for name in ("square", "OTHER", "work", "init"):
+            assert not index.may_touch({name}), name
+        # init, handed to the pool, may be called as far as the code tells: the
+        # whole answer (which knows it is not) decides.
+        assert index.may_touch({"LOCK"}) and "LOCK" not in touched
+        for name in touched:
+            assert index.may_touch({name}), name
+
+    def test_a_long_file_and_a_string_that_looks_like_a_guard(self, tmp_path):
+        index, _, _ = self.index(tmp_path, self.SOURCES["a guard at the end of a long file"])
+        assert not index.may_touch({"v1", "v399"})
+        assert index.may_touch({"v7"}) and index.may_touch({"v9"})
+        index, _, _ = self.index(tmp_path, self.SOURCES["the guard's text in a string"])
+        assert not index.may_touch({"quiet", "TEXT"})
+        assert index.may_touch({"loud"})
+
+    def test_a_script_without_a_guard_touches_nothing(self, tmp_path):
+        index, answer, _ = self.index(tmp_path, self.SOURCES["no guard"])
+        assert answer == (frozenset(), frozenset())
+        assert not index.may_touch({"log", "x", "logging"})
+
+    def test_out_of_sight_rebinding_and_unplaceable_functions_answer_maybe(self, tmp_path):
+        index, _, _ = self.index(tmp_path, self.SOURCES["globals() in a called function"])
+        assert index.may_touch({"anything"})
+        source = "# -*- coding: latin-1 -*-\ndef main():\n    global A\n    A = 1\n"
+        index, _, _ = self.index(tmp_path, source + 'if __name__ == "__main__":\n    main()\n')
+        assert index.may_touch({"A"})
+
+    def test_the_index_of_the_running_script(self, tmp_path):
+        """Found from the script's module frame; None where it is not running."""
+        path = tmp_path / "script.py"
+        path.write_text(
+            "import picklable._reduce.main_guard as mg\nINDEX = mg.guard_index(__file__, globals())\n"
+        )
+        namespace = {"__file__": str(path), "__name__": "script"}
+        exec(compile(path.read_bytes(), str(path), "exec"), namespace)
+        assert isinstance(namespace["INDEX"], GuardIndex)
+        assert guard_index(str(path), namespace) is None

@@ -19,18 +19,32 @@ The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
 (``globals()``, ``exec``, ``vars()``), or a file that cannot be read or parsed,
 answers None: every name may differ.
+
+Most questions need less (issue 29): whether the guard touches one name (the
+one a lambda is bound to, the globals it reads). :func:`guard_index` answers
+them from the running script's own code object, without parsing the file: a
+name none of the instructions from the first ``"__main__"`` test on mentions,
+nor any function they may call (followed by name through the code objects,
+generously), is not the guard's. Where a function that may be called does
+mention it, that function alone is parsed (from its ``def`` statement's span)
+and read as above. Anything else answers "maybe", and the caller reads the
+whole answer: the index never answers "no" where the parse would say "yes".
 """
 
 from __future__ import annotations
 
 import ast
+import dis
 import os
+import re
+import sys
+import threading
 import types
 from typing import Any
 
 from .. import _caches
 
-__all__ = ["guard_answer", "guard_bindings", "worker_bindings"]
+__all__ = ["GuardIndex", "guard_answer", "guard_bindings", "guard_index", "worker_bindings"]
 
 # Calls through which a guard may rebind any name of the module.
 _DYNAMIC = frozenset({"exec", "eval"})
@@ -301,3 +315,176 @@ def _only_read(call: ast.Call, parent: ast.AST | None) -> bool:
     if isinstance(parent, ast.Compare) and call in parent.comparators:
         return all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
     return False
+
+
+def _running_code(filename: str, namespace: dict[str, Any]) -> types.CodeType | None:
+    """The code object of the script ``filename`` whose module level runs with
+    the globals ``namespace`` on this thread's stack or the main thread's (a
+    script that dumps while its guard runs); None if it is on neither."""
+    frames = [sys._getframe(1)]
+    main = sys._current_frames().get(threading.main_thread().ident or 0)
+    if main is not None:
+        frames.append(main)
+    for frame in frames:
+        at: types.FrameType | None = frame
+        while at is not None:
+            code = at.f_code
+            if at.f_globals is namespace and code.co_name == "<module>":
+                return code if code.co_filename == filename else None
+            at = at.f_back
+    return None
+
+
+def guard_index(filename: str, namespace: dict[str, Any]) -> GuardIndex | None:
+    """What the running script ``filename`` (its module level running with the
+    globals ``namespace``) tells of its guard without a parse; None if its code
+    is not on the stack (ask :func:`guard_answer`)."""
+    code = _running_code(filename, namespace)
+    return None if code is None else GuardIndex(filename, code)
+
+
+_DEF = re.compile(rb"(?:async[ \t]+)?def[ \t]")
+# Every name a code object (and those made inside it) mentions, per code object.
+_Names = frozenset[str]
+
+
+def _mentioned(code: types.CodeType) -> _Names:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _mentioned(const)
+    return frozenset(names)
+
+
+class GuardIndex:
+    """The main guard of a running script, read from its module's code object:
+    :meth:`may_touch` says whether the guard (with the functions it may call)
+    may bind, change or call a method of any of some names."""
+
+    __slots__ = ("filename", "code", "_guard", "_functions", "_spans", "_maybe", "_lines", "_read")
+
+    def __init__(self, filename: str, code: types.CodeType) -> None:
+        self.filename = filename
+        self.code = code
+        # The names the guard's own instructions (those from its first line
+        # on, the code made there included) mention; None: any name (cannot
+        # be placed). Empty: no guard.
+        self._guard: _Names | None = frozenset()
+        # name -> the names each code object of that name mentions.
+        self._functions: dict[str, list[_Names]] = {}
+        # name -> the spans (first, last line) of its top-level ``def`` statements.
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+        # Names that the functions the guard may call mention (the guard's own
+        # included); None: any name.
+        self._maybe: _Names | None = frozenset()
+        self._lines: list[bytes] | None = None
+        # name of a parsed function -> what it binds or calls a method of, or
+        # None: it may rebind out of sight, or its source could not be placed.
+        self._read: dict[str, _Names | None] = {}
+        if "__main__" in code.co_consts:
+            self._index()
+
+    def _index(self) -> None:
+        code = self.code
+        instructions = list(dis.get_instructions(code))
+        starts = []
+        for instruction in instructions:
+            if instruction.argval == "__main__" and instruction.opname != "LOAD_ATTR":
+                p = instruction.positions
+                if p is None or p.lineno is None:
+                    self._guard = self._maybe = None
+                    return
+                starts.append(p.lineno)
+        if not starts:
+            self._guard = self._maybe = None  # "__main__" is loaded some other way
+            return
+        start = min(starts)
+        guard: set[str] = set()
+        for instruction in instructions:
+            p = instruction.positions
+            if p is None or p.lineno is None or p.lineno >= start:
+                argval = instruction.argval
+                if isinstance(argval, str) and instruction.opname != "LOAD_CONST":
+                    guard.add(argval)
+                elif isinstance(argval, types.CodeType):
+                    guard |= _mentioned(argval)
+            elif instruction.opname.startswith("STORE_") and p.col_offset == 0:
+                self._spans.setdefault(instruction.argval, []).append(
+                    (p.lineno, p.end_lineno or p.lineno)
+                )
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                self._functions.setdefault(const.co_name, []).append(_mentioned(const))
+        # The functions the guard may call: any code object named by a name
+        # mentioned (a name read, passed on or called), and so on.
+        maybe = set(guard)
+        todo = list(guard)
+        while todo:
+            for mentioned in self._functions.get(todo.pop(), ()):
+                new = mentioned - maybe
+                maybe |= new
+                todo.extend(new)
+        self._guard = frozenset(guard)
+        self._maybe = frozenset(maybe)
+        if not maybe.isdisjoint(_DYNAMIC | _NAMESPACE):
+            self._guard = self._maybe = None  # read the whole answer
+
+    def may_touch(self, names: frozenset[str] | set[str]) -> bool:
+        """Whether the guard may bind, change or call a method of one of
+        ``names`` (False: it surely does not; True: read :func:`guard_answer`)."""
+        guard, maybe = self._guard, self._maybe
+        if guard is None or maybe is None or not guard.isdisjoint(names):
+            return True
+        asked = names & maybe
+        if not asked:
+            return False
+        # A function the guard may call mentions one: does it bind it, change
+        # it or call a method of it, or only read it?
+        for function, mentioned in self._functions.items():
+            if function in maybe and any(not asked.isdisjoint(m) for m in mentioned):
+                touched = self._function_touches(function)
+                if touched is None or not touched.isdisjoint(asked):
+                    return True
+        return False
+
+    def _function_touches(self, name: str) -> _Names | None:
+        """What the script's top-level functions named ``name`` bind or call a
+        method of (their own bodies, as :func:`_bindings` reads them); None if
+        one may rebind out of sight or cannot be placed in the file."""
+        if name in self._read:
+            return self._read[name]
+        touched: set[str] | None = set()
+        spans = self._spans.get(name, [])
+        try:
+            lines = self._source_lines()
+            for first, last in spans:
+                if _DEF.match(lines[first - 1]) is None and not lines[first - 1].startswith(b"@"):
+                    continue  # ``name = ...``, ``class name``: no function to follow
+                tree = ast.parse(b"".join(lines[first - 1 : last]))
+                node = tree.body[0] if len(tree.body) == 1 else None
+                if (
+                    not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    or node.name != name
+                    or node.end_lineno != last - first + 1
+                ):
+                    raise ValueError(name)
+                local = _local_names(node)
+                names: set[str] = set()
+                called: set[str] = set()
+                for statement in node.body:
+                    if not _collect(statement, names, called, set(), local):
+                        raise ValueError(name)
+                touched |= names | called  # type: ignore[operator]
+        except (OSError, SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+            touched = None
+        self._read[name] = None if touched is None else frozenset(touched)
+        return self._read[name]
+
+    def _source_lines(self) -> list[bytes]:
+        if self._lines is None:
+            with open(self.filename, "rb") as source:
+                lines = source.read().splitlines(keepends=True)
+            if any(b"coding" in line for line in lines[:2]):
+                raise ValueError("an encoding declaration")  # a slice would lose it
+            self._lines = lines
+        return self._lines

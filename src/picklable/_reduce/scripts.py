@@ -50,6 +50,7 @@ from .attributes import leads_back, state_attributes
 
 if TYPE_CHECKING:
     from .context import DumpContext
+    from .main_guard import GuardIndex
 
 __all__ = [
     "SCRIPT_MODES",
@@ -141,6 +142,7 @@ class _Script:
         "checked",
         "moved",
         "answer",
+        "index",
         "changed",
         "called",
         "called_names",
@@ -158,19 +160,49 @@ class _Script:
         self.version = None if filename is None else _file_version(filename)
         self.moved = self.version is None or self.version[0] > _STARTED_NS
         # The guard's (names bound or changed, names it calls a method of),
-        # read once from the version first seen; None: cannot tell.
-        # main_guard (and ast) load with the first script seen: a worker that
-        # only loads payloads never needs them.
-        from .main_guard import guard_answer
-
-        self.answer = None if filename is None else guard_answer(filename)
-        self.changed: frozenset[str] | None = None
+        # read from the file once, when a question needs it (issue 29: a parse
+        # of the whole script, and of every function its guard calls); None:
+        # cannot tell. Until then, what the guard may touch is asked of the
+        # running script's code (``index``): most names it surely does not.
+        self.answer: Any = _UNREAD
+        self.index: GuardIndex | Any | None = _UNREAD
+        self.changed: frozenset[str] | Any | None = _UNREAD
         self.called: tuple[tuple[str, bool], ...] = ()
         # The names the guard calls methods of, and what they held when last
         # looked at (one C-level identity check per dump; see check()).
         self.called_names: tuple[str, ...] = ()
         self.called_values: tuple[Any, ...] = ()
-        self._read_changed()
+        if filename is None:
+            self.answer = self.index = None
+            self._read_changed()
+
+    def untouched(self, names: set[str]) -> bool:
+        """Whether the guard surely binds, changes and calls a method of none
+        of ``names``, told without reading its whole answer (False: ask
+        ``changed``)."""
+        if self.changed is not _UNREAD:
+            return False
+        index = self.index
+        if index is _UNREAD:
+            # main_guard (ast, dis) loads with the first question: a worker that
+            # only loads payloads never needs it.
+            from .main_guard import guard_index
+
+            filename = self.filename
+            index = None if filename is None else guard_index(filename, self.namespace)
+            self.index = index
+        return index is not None and not index.may_touch(names)
+
+    def read_changed(self) -> frozenset[str] | None:
+        """``changed``, the guard's answer read from the file first if need be."""
+        if self.answer is _UNREAD:
+            from .main_guard import guard_answer
+
+            filename = self.filename
+            self.answer = None if filename is None else guard_answer(filename)
+            self._read_changed()
+        changed: frozenset[str] | None = self.changed
+        return changed
 
     def _read_changed(self) -> None:
         """What the guard changes, read against the namespace now (a method
@@ -239,6 +271,7 @@ class _Seen:
 
 
 _scripts: dict[str, _Script] = {}
+_UNREAD: Any = object()
 
 
 def _clear_scripts() -> None:
@@ -434,12 +467,23 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
             namespace.get(name) is value for namespace, name, value in seen.deps
         ):
             return seen.same_reads
-    changed = script.changed
     deps: tuple[tuple[dict[str, Any], str, Any], ...] = ()
-    if changed is None or path[0] in changed:
+    changed = script.changed
+    if changed is _UNREAD:
+        # The guard's answer not read yet: the names asked about are enough
+        # when the guard surely touches none of them (see :class:`_Script`).
+        asked = {path[0]}
+        if reads:
+            _, deps = _reads_unchanged(obj, _NOTHING, asked)
+        changed = _NOTHING if script.untouched(asked) else script.read_changed()
+    if changed is _NOTHING:
+        same = True
+    elif changed is None or path[0] in changed:
         same = False
+        deps = ()
     elif not reads or not changed:
         same = True
+        deps = ()
     else:
         same, deps = _reads_unchanged(obj, changed)
     if seen is not None:
@@ -509,15 +553,22 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
     return origin
 
 
+# What the guard changes, for a question about names it surely does not touch.
+_NOTHING: frozenset[str] = frozenset()
+
+
 def _reads_unchanged(
-    obj: Any, changed: frozenset[str]
+    obj: Any, changed: frozenset[str], read: set[str] | None = None
 ) -> tuple[bool, tuple[tuple[dict[str, Any], str, Any], ...]]:
     """Whether ``obj`` reads no global the guard changes, and the script's objects
-    its reads went through (what the answer depends on)."""
+    its reads went through (what the answer depends on); the names read are
+    added to ``read``, if given."""
     same = True
     deps: list[tuple[dict[str, Any], str, Any]] = []
     for seed in [obj, *_locator.held_functions(obj)]:
         for name, namespace in script_reads(seed, MAIN_MODULES):
+            if read is not None:
+                read.add(name)
             if name in changed:
                 same = False
             value = namespace.get(name)
