@@ -18,6 +18,7 @@ import types
 import weakref
 from typing import Any
 
+from ._code import carried
 from ._compat import MAIN_MODULES
 from ._paths import walk
 
@@ -143,7 +144,10 @@ def origin(cls: type) -> Origin | None:
     if module not in MAIN_MODULES:
         return None
     main = sys.modules.get(module)
-    return (module, cls.__qualname__, getattr(main, "__file__", None))
+    filename = getattr(main, "__file__", None)
+    if type(filename) is str:
+        filename = carried(filename)  # the one its methods' code and origins name
+    return (carried(module), cls.__qualname__, filename)
 
 
 def script_original(

@@ -308,6 +308,13 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
     module = class_module(cls)
+    origin = _script_origin(cls)
+    if origin is not None:
+        # The origin's module name is the payload's copy of it (the namespace's
+        # __module__, its methods' origins): written once.
+        adopted = payload.adopt(origin[0])
+        if adopted is not origin[0]:
+            origin = (adopted, *origin[1:])
     namespace: dict[str, Any] = {
         # The class statement's own string (wrapt's metaclass puts its property back).
         "__module__": payload.name(cls.__module__ if module is None else module),
@@ -338,7 +345,6 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
         payload.deferred_cells.add(id(cell))
     canonical = context.canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
-    origin = _script_origin(cls)
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
