@@ -13,7 +13,9 @@ A copy becomes::
 
 ``code_bytes`` is the marshal bytes of the code (of a copy whose bytes depend on
 the code alone: :func:`picklable._code.unshared`) and their CRC32, computed once
-per code object (see :func:`picklable._code.seal`); ``record`` names the interpreter
+per code object (see :func:`picklable._code.seal`), or ``(bytes, file name)``:
+the bytes without the file name, which travels once per payload (issue 29);
+``name`` is None for a script's function named as its code; ``record`` names the interpreter
 that compiled it: another Python version is refused before marshal sees the
 bytes. Loading costs one small Python frame per function and, per payload, one
 global lookup -- at load a global costs about ten frames, so the format is
