@@ -35,6 +35,7 @@ from .exceptions import UnpicklingError
 __all__ = [
     "BOUND",
     "BYTECODE",
+    "CARRIED",
     "CODES",
     "HERE",
     "Sealed",
@@ -72,9 +73,9 @@ _caches.register("code.loaded", CODES.clear)
 
 # file or module name -> the one object of that value that payloads carry (see
 # carried()). Bounded: past the limit, a name may travel twice in one payload.
-_CARRIED: dict[str, str] = {}
+CARRIED: dict[str, str] = {}
 _CARRIED_LIMIT = 4096
-_caches.register("code.carried_names", _CARRIED.clear)
+_caches.register("code.carried_names", CARRIED.clear)
 
 
 def carried(name: str) -> str:
@@ -87,11 +88,11 @@ def carried(name: str) -> str:
     shares depends on their values alone, the same in a process that loaded
     them and dumps them again.
     """
-    found = _CARRIED.get(name)
+    found = CARRIED.get(name)
     if found is None:
-        if len(_CARRIED) >= _CARRIED_LIMIT:
-            _CARRIED.clear()
-        found = _CARRIED[name] = name[:1] + name[1:] if len(name) > 1 else name
+        if len(CARRIED) >= _CARRIED_LIMIT:
+            CARRIED.clear()
+        found = CARRIED[name] = name[:1] + name[1:] if len(name) > 1 else name
     return found
 
 

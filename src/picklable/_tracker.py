@@ -18,7 +18,7 @@ import types
 import weakref
 from typing import Any
 
-from ._code import carried
+from ._code import CARRIED, carried
 from ._compat import MAIN_MODULES
 from ._paths import walk
 
@@ -146,8 +146,9 @@ def origin(cls: type) -> Origin | None:
     main = sys.modules.get(module)
     filename = getattr(main, "__file__", None)
     if type(filename) is str:
-        filename = carried(filename)  # the one its methods' code and origins name
-    return (carried(module), cls.__qualname__, filename)
+        # The one its methods' code and origins name.
+        filename = CARRIED.get(filename) or carried(filename)
+    return (CARRIED.get(module) or carried(module), cls.__qualname__, filename)
 
 
 def script_original(

@@ -312,9 +312,8 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     if origin is not None:
         # The origin's module name is the payload's copy of it (the namespace's
         # __module__, its methods' origins): written once.
-        adopted = payload.adopt(origin[0])
-        if adopted is not origin[0]:
-            origin = (adopted, *origin[1:])
+        # Its qualname too: the namespace's __qualname__, its methods' paths.
+        origin = (payload.adopt(origin[0]), payload.name(origin[1]), *origin[2:])
     namespace: dict[str, Any] = {
         # The class statement's own string (wrapt's metaclass puts its property back).
         "__module__": payload.name(cls.__module__ if module is None else module),
@@ -367,7 +366,14 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
         )
     return (
         _reconstruct._make_class,
-        (metaclass, cls.__name__, _skeleton_bases(cls), namespace, tracker_id, origin),
+        (
+            metaclass,
+            payload.name(cls.__name__),
+            _skeleton_bases(cls),
+            namespace,
+            tracker_id,
+            origin,
+        ),
         (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,

@@ -183,10 +183,28 @@ def copy_function(context: DumpContext, func: types.FunctionType, origin: Any = 
             return with_origin(context, func, reduction, carry_state=False)
     if origin is not None:
         # The origin's module name is the payload's copy of it (the globals'
-        # __name__): written once.
-        module = context.state().adopt(origin[0])
-        if module is not origin[0]:
-            origin = (module, *origin[1:])
+        # __name__), and so are the steps of a method's path (its class's name,
+        # the class's key for it): written once.
+        # (Inlined PayloadState.adopt and .name: a class's methods come here
+        # once each per dump.)
+        payload = context.payload
+        if payload is None:
+            payload = context.state()
+        names = payload.names
+        if names is None:
+            names = payload.names = {}
+        module = names.setdefault(origin[0], origin[0])
+        path = origin[1]
+        if len(path) > 1:
+            try:
+                steps = tuple(map(names.get, path))  # a method's: its class's, met first
+                if None in steps:
+                    steps = tuple(map(payload.name, path))
+                origin = (module, steps, origin[2], origin[3])
+            except TypeError:  # an unhashable step: the path as it is
+                origin = (module, path, origin[2], origin[3])
+        elif module is not origin[0]:
+            origin = (module, path, origin[2], origin[3])
         reduction = function_by_value(context, func)
         context.payload.script_copies = True  # type: ignore[union-attr]  # made by the copy
         return _script_function(reduction, origin, func)
@@ -215,12 +233,12 @@ def _script_function(reduction: tuple[Any, ...], origin: Any, func: types.Functi
     receiver's own function keeps its attributes, as any function found by its
     own name does: case 1 of docs/state-policy.md)."""
     args = reduction[1]
-    if func.__name__ == func.__code__.co_name:
-        # None: the code's name, as FunctionType takes it (the origin names the
-        # function for an allow-list's refusal; issue 29: ~10 bytes).
-        args = (*args[:3], None, *args[4:])
+    # None for a name that is its code's, as FunctionType takes it (the origin
+    # names the function for an allow-list's refusal; issue 29: ~10 bytes).
+    name = None if func.__name__ == func.__code__.co_name else args[3]
     # No annotations in the arguments: None in their place.
-    args = (*args, origin) if len(args) == 7 else (*args, None, origin)
+    annotations = args[6] if len(args) == 7 else None
+    args = (args[0], args[1], args[2], name, args[4], args[5], annotations, origin)
     if len(reduction) == 2:
         return (reduction[0], args)
     state = (reduction[2], None, None)
