@@ -2174,6 +2174,16 @@ def _guard_import(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> 
     return guarded
 
 
+def _function_name(arguments: dict[str, Any]) -> Any:
+    """The name ``_make_function``'s arguments give: ``name``, or where None (the
+    code's, not decoded here), the last step of a script function's origin."""
+    name = arguments.get("name")
+    origin = arguments.get("origin")
+    if name is None and type(origin) is tuple and len(origin) == 4 and type(origin[1]) is tuple:
+        return ".".join(map(str, origin[1]))
+    return name
+
+
 def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
     """By-value code: refused without the opt-in; then it counts as the module its globals name."""
     function = rebuilder.function
@@ -2187,7 +2197,7 @@ def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
             module = None
         else:
             module = namespace.get("__name__") if type(namespace) is dict else None
-            what = f"function {arguments.get('name')!r} shipped by value"
+            what = f"function {_function_name(arguments)!r} shipped by value"
         if not policy.by_value_code or (namespace is not None and not policy.allows(module)):
             raise policy.refuse_code(what, module)
         return function(*args)

@@ -6,15 +6,25 @@ name, before marshal reads a byte; damage in transit, or bytecode of another
 build of the same version, fails the checksum. Loaded code objects are kept by
 their bytes (bounded), so closures of one factory share one code object here
 as they did in the sender.
+
+The file name of the code (``co_filename``, the same in every code object
+nested in it) travels beside the bytes rather than inside them, as
+``(bytes, file name)`` (issue 29): one object per file name in this process
+(:func:`carried`), so that pickle's memo writes a script's path once
+per payload, however many functions and methods of the script it copies and
+whatever origins name it (as cloudpickle's pickled code objects share it). The
+checksum covers it too, and :func:`load` puts it back in every code object.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import marshal
+import reprlib
 import sys
 import types
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 from . import _caches
@@ -24,14 +34,18 @@ from .exceptions import UnpicklingError
 __all__ = [
     "BOUND",
     "BYTECODE",
+    "CARRIED",
     "CODES",
     "HERE",
+    "Sealed",
+    "carried",
     "check_interpreter",
     "global_reads",
     "instruction_names",
     "interpreter_record",
     "load",
     "seal",
+    "shared_filename",
     "unshared",
 ]
 
@@ -46,15 +60,46 @@ HERE = interpreter_record()
 # Where the checksum of shipped code starts: this interpreter's bytecode magic.
 _SEAL_START = zlib.crc32(importlib.util.MAGIC_NUMBER)
 
-# marshal bytes -> code object (see the module doc). Bounded: a long-lived
-# worker loads many payloads.
-CODES: dict[bytes, types.CodeType] = {}
+# What a payload carries for a code object: sealed marshal bytes, or sealed
+# bytes without the file name and the file name (see the module doc).
+Sealed = bytes | tuple[bytes, str]
+
+# What a payload carried -> code object (see the module doc). Bounded: a
+# long-lived worker loads many payloads.
+CODES: dict[Sealed, types.CodeType] = {}
 _CODES_LIMIT = 4096
 _caches.register("code.loaded", CODES.clear)
 
+# file or module name -> the one object of that value that payloads carry (see
+# carried()). Bounded: past the limit, a name may travel twice in one payload.
+CARRIED: dict[str, str] = {}
+_CARRIED_LIMIT = 4096
+_caches.register("code.carried_names", CARRIED.clear)
 
-def unshared(code: types.CodeType) -> types.CodeType:
+
+def carried(name: str) -> str:
+    """The one object of value ``name`` that payloads carry for a file name (of
+    code, in the origin of a script's object) or a script's module name in an
+    origin: pickle memoizes by identity, so a payload holds each once.
+
+    A copy that nothing else holds (as :meth:`PayloadState.name
+    <picklable._reduce.state.PayloadState.name>` makes): which strings a payload
+    shares depends on their values alone, the same in a process that loaded
+    them and dumps them again.
+    """
+    found = CARRIED.get(name)
+    if found is None:
+        if len(CARRIED) >= _CARRIED_LIMIT:
+            CARRIED.clear()
+        found = CARRIED[name] = name[:1] + name[1:] if len(name) > 1 else name
+    return found
+
+
+def unshared(code: types.CodeType, strip_filename: bool = False) -> types.CodeType:
     """A copy of ``code`` whose marshal bytes depend on its value alone.
+
+    ``strip_filename``: with ``""`` as the ``co_filename`` of it and of every code
+    object nested in it (see :func:`shared_filename`; :func:`load` restores it).
 
     marshal (format 3 and later) marks an object as shared (``FLAG_REF``) when
     its reference count is above one or it is an interned string, and writes a
@@ -70,7 +115,7 @@ def unshared(code: types.CodeType) -> types.CodeType:
     """
     fields: dict[str, Any] = {
         "co_code": bytes(bytearray(code.co_code)),
-        "co_consts": tuple(_unshared_constant(c) for c in code.co_consts),
+        "co_consts": tuple(_unshared_constant(c, strip_filename) for c in code.co_consts),
         "co_linetable": bytes(bytearray(code.co_linetable)),
     }
     for name in ("co_names", "co_varnames", "co_freevars", "co_cellvars"):
@@ -78,21 +123,28 @@ def unshared(code: types.CodeType) -> types.CodeType:
     for name in ("co_filename", "co_name", "co_qualname"):  # co_qualname: 3.11+
         if hasattr(code, name):
             fields[name] = _unshared_constant(getattr(code, name))
+    if strip_filename:
+        fields["co_filename"] = ""
+    name = fields["co_name"]
+    if len(name) > 4 and fields.get("co_qualname") == name:
+        # One object twice: marshal writes a back-reference (5 bytes) the second
+        # time, as it does for a function made at a module's top level.
+        fields["co_qualname"] = name
     if hasattr(code, "co_exceptiontable"):  # 3.11+
         fields["co_exceptiontable"] = bytes(bytearray(code.co_exceptiontable))
     return code.replace(**fields)
 
 
-def _unshared_constant(value: Any) -> Any:
+def _unshared_constant(value: Any, strip_filename: bool = False) -> Any:
     t = type(value)
     if t is str:
         return value[:1] + value[1:] if len(value) > 1 else value  # 1 char: a singleton
     if t is types.CodeType:
-        return unshared(value)
+        return unshared(value, strip_filename)
     if t is tuple:
-        return tuple(_unshared_constant(item) for item in value)
+        return tuple(_unshared_constant(item, strip_filename) for item in value)
     if t is frozenset:
-        return frozenset(_unshared_constant(item) for item in value)
+        return frozenset(_unshared_constant(item, strip_filename) for item in value)
     if t is bytes:
         return bytes(bytearray(value))
     if t is int:
@@ -104,9 +156,73 @@ def _unshared_constant(value: Any) -> Any:
     return value  # None, Ellipsis, bools: singletons
 
 
-def seal(data: bytes) -> bytes:
+def _nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """The code objects in ``code``'s constants (in tuples and frozensets too)."""
+    stack: list[Any] = list(code.co_consts)
+    while stack:
+        value = stack.pop()
+        t = type(value)
+        if t is types.CodeType:
+            yield value
+        elif t is tuple or t is frozenset:
+            stack.extend(value)
+
+
+def shared_filename(code: types.CodeType) -> str | None:
+    """The file name that travels beside ``code``'s bytes (see the module doc):
+    its ``co_filename`` when every code object nested in it has the same one and
+    it is not empty (as :func:`carried`); None when the bytes keep the
+    file names (they differ: a code object made by ``code.replace``; or the
+    name is ``""``, which stripped bytes hold in its place)."""
+    filename = code.co_filename
+    if type(filename) is not str or not filename:
+        return None
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        for nested in _nested_codes(current):
+            if nested.co_filename != filename:
+                return None
+            stack.append(nested)
+    return carried(filename)
+
+
+def with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` with ``filename`` as the ``co_filename`` of it and of every code
+    object nested in it (whose bytes travelled without it)."""
+    consts = code.co_consts
+    if any(type(c) in _HOLDS_CODE for c in consts):
+        consts = tuple(_with_filename_constant(c, filename) for c in consts)
+        return code.replace(co_filename=filename, co_consts=consts)
+    return code.replace(co_filename=filename)
+
+
+_HOLDS_CODE = frozenset({types.CodeType, tuple, frozenset})
+
+
+def _with_filename_constant(value: Any, filename: str) -> Any:
+    t = type(value)
+    if t is types.CodeType:
+        return with_filename(value, filename)
+    if t is tuple:
+        return tuple(_with_filename_constant(item, filename) for item in value)
+    if t is frozenset:
+        return frozenset(_with_filename_constant(item, filename) for item in value)
+    return value
+
+
+def _filename_bytes(filename: str) -> bytes:
+    # surrogatepass: a path undecodable in the file system's encoding keeps
+    # its lone surrogates (os.fsdecode's surrogateescape) in co_filename.
+    return filename.encode("utf-8", "surrogatepass")
+
+
+def seal(data: bytes, filename: str | None = None) -> bytes:
     """marshal bytes of a code object + their CRC32 (4 bytes, little-endian),
     computed from a start value derived from this interpreter's bytecode magic.
+
+    ``filename``: the file name that travels beside bytes stripped of it
+    (:func:`shared_filename`), covered by the same CRC32 (after the bytes).
 
     marshal checks the structure of what it reads but not the bytecode inside,
     and a code object runs while a payload loads (a base class's
@@ -117,7 +233,10 @@ def seal(data: bytes) -> bytes:
     between pre-releases). It is no defence against a forged payload (use
     ``key=``). ``marshal.loads`` ignores the trailer.
     """
-    return data + zlib.crc32(data, _SEAL_START).to_bytes(4, "little")
+    crc = zlib.crc32(data, _SEAL_START)
+    if filename is not None:
+        crc = zlib.crc32(_filename_bytes(filename), crc)
+    return data + crc.to_bytes(4, "little")
 
 
 # What check_interpreter says a payload holds: code (its rebuilders' own check),
@@ -167,9 +286,16 @@ def _well_formed(record: str) -> bool:
 
 
 def load(data: object, record: object) -> types.CodeType:
-    """Build a code object from sealed marshal bytes, refusing another interpreter's."""
+    """Build a code object from sealed marshal bytes, refusing another interpreter's.
+
+    ``data`` is the sealed bytes, or ``(bytes, file name)``: bytes without
+    their file name (sealed with it, see :func:`seal`), which every code
+    object in them gets back.
+    """
     if record != HERE:
         check_interpreter(record)
+    if type(data) is tuple:
+        return _load_stripped(data)
     if type(data) is not bytes:
         raise UnpicklingError(
             f"Cannot load: code shipped by value comes as {type(data).__name__}, not bytes: "
@@ -183,14 +309,66 @@ def load(data: object, record: object) -> types.CodeType:
     if len(data) < 5 or zlib.crc32(memoryview(data)[:-4], _SEAL_START) != int.from_bytes(
         data[-4:], "little"
     ):
+        raise _checksum_error()
+    code = _unmarshal(data)
+    if len(CODES) >= _CODES_LIMIT:
+        CODES.clear()
+    CODES[data] = code
+    return code
+
+
+def _load_stripped(carried: tuple[Any, ...]) -> types.CodeType:
+    """:func:`load` for ``(bytes, file name)``: bytes that travelled without it."""
+    if len(carried) != 2 or type(carried[0]) is not bytes:
         raise UnpicklingError(
-            "Cannot load: the bytes of code shipped by value fail their checksum: the "
-            "payload was damaged on the way, or made by another build of "
-            f"{HERE} whose bytecode differs (a pre-release).",
-            reason="damaged payload: code checksum",
-            hint="check that the bytes arrive unchanged; "
-            "sign payloads with key= to detect any change",
+            "Cannot load: code shipped by value comes as a tuple that is not (bytes, "
+            "file name): the payload is damaged or was not made by picklable.",
+            reason="damaged payload: code is not bytes",
+            hint="check that the bytes arrive unchanged",
         )
+    data, filename = carried
+    if type(filename) is str:
+        code = CODES.get(carried)
+        if code is not None:
+            return code
+    if type(filename) is not str or not filename:
+        raise UnpicklingError(
+            f"Cannot load: code shipped by value comes with {reprlib.repr(filename)} as "
+            "its file name (a non-empty str): the payload is damaged or was not made "
+            "by picklable.",
+            reason="damaged payload: bad code file name",
+            hint="check that the bytes arrive unchanged",
+        )
+    try:
+        name = _filename_bytes(filename)
+    except UnicodeError:
+        name = b""  # not a file name picklable wrote: the checksum fails
+    if (
+        len(data) < 5
+        or zlib.crc32(name, zlib.crc32(memoryview(data)[:-4], _SEAL_START))
+        != int.from_bytes(data[-4:], "little")
+        or not name
+    ):
+        raise _checksum_error()
+    code = with_filename(_unmarshal(data), filename)
+    if len(CODES) >= _CODES_LIMIT:
+        CODES.clear()
+    CODES[(data, filename)] = code
+    return code
+
+
+def _checksum_error() -> UnpicklingError:
+    return UnpicklingError(
+        "Cannot load: the bytes of code shipped by value fail their checksum: the "
+        "payload was damaged on the way, or made by another build of "
+        f"{HERE} whose bytecode differs (a pre-release).",
+        reason="damaged payload: code checksum",
+        hint="check that the bytes arrive unchanged; sign payloads with key= to detect any change",
+    )
+
+
+def _unmarshal(data: bytes) -> types.CodeType:
+    """The code object of sealed bytes whose checksum held."""
     try:
         code = marshal.loads(data)
     except (EOFError, ValueError, TypeError) as exc:
@@ -206,9 +384,6 @@ def load(data: object, record: object) -> types.CodeType:
             reason="damaged payload: not code",
             hint="check that the bytes arrive unchanged",
         )
-    if len(CODES) >= _CODES_LIMIT:
-        CODES.clear()
-    CODES[data] = code
     return code
 
 

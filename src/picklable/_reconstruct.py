@@ -385,17 +385,17 @@ def _check_interpreter(record: str) -> None:
 
 
 @_rebuilder("value", "builds a code object by value", "code")
-def _load_code(data: bytes, record: str) -> types.CodeType:
+def _load_code(data: _code.Sealed, record: str) -> types.CodeType:
     """Build a code object from marshal bytes, refusing another interpreter's."""
     return _code.load(data, record)
 
 
 @_rebuilder("value", "builds a function by value", "code", origin="origin")
 def _make_function(
-    data: bytes,
+    data: _code.Sealed,
     record: str,
     globals: dict[str, Any],
-    name: str,
+    name: str | None,
     defaults: tuple[Any, ...] | None,
     closure: tuple[types.CellType, ...] | None,
     annotations: dict[str, Any] | None = None,
@@ -410,9 +410,12 @@ def _make_function(
     (0.2.0) marks a function of the sender's script: where this process runs
     the same script, the script's own function is the answer, and the state
     that follows is applied to copies only (:func:`_built_setstate`).
+    ``data`` may be ``(bytes, file name)`` and ``name`` None, the code's name
+    (0.2.0; see :mod:`picklable._code`).
 
     .. versionchanged:: 0.2.0
-       ``origin``; functions get ``__builtins__`` in their globals.
+       ``origin``; functions get ``__builtins__`` in their globals; ``data``
+       without the file name; ``name`` None.
     """
     if record != HERE:
         # Before anything else, even for bytes this process has seen: a payload
@@ -422,10 +425,13 @@ def _make_function(
         found = script_original(origin)
         if found is not _MISSING:
             return found  # type: ignore[no-any-return]
-    code = CODES.get(data)
+    try:
+        code = CODES.get(data)
+    except TypeError:  # not bytes, nor (bytes, file name): load() says what it is
+        code = None
     if code is None:
         code = _code.load(data, record)
-    if name == code.co_name:
+    if name is None or name == code.co_name:
         name = code.co_name  # as where it was made: shared with the code, not with the payload
     if "__builtins__" not in globals:
         # What every module's globals hold: C code that imports (time.strptime,

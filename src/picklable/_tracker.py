@@ -18,6 +18,7 @@ import types
 import weakref
 from typing import Any
 
+from ._code import CARRIED, carried
 from ._compat import MAIN_MODULES
 from ._paths import walk
 
@@ -143,7 +144,11 @@ def origin(cls: type) -> Origin | None:
     if module not in MAIN_MODULES:
         return None
     main = sys.modules.get(module)
-    return (module, cls.__qualname__, getattr(main, "__file__", None))
+    filename = getattr(main, "__file__", None)
+    if type(filename) is str:
+        # The one its methods' code and origins name.
+        filename = CARRIED.get(filename) or carried(filename)
+    return (CARRIED.get(module) or carried(module), cls.__qualname__, filename)
 
 
 def script_original(

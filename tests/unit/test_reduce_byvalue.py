@@ -440,3 +440,78 @@ class _Reduce:
 
     def __reduce__(self):
         return self.value
+
+
+def _compiled(source: str, filename: str, name: str = "f") -> types.FunctionType:
+    """A function of ``source`` compiled as ``filename``, in a module shipped by value."""
+    namespace = {"__name__": "scratch_by_value"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]  # type: ignore[no-any-return]
+
+
+class TestCodeFileName:
+    """The code's file name travels beside its marshal bytes, once per payload (issue 29)."""
+
+    SOURCE = "def f(x):\n    return [lambda: y for y in [x]][0]()\n"
+
+    def test_file_name_once_and_restored_in_nested_code(self):
+        """Three functions of one file name it once; each code object gets it back."""
+        path = "/a/path/that/is/long/enough/to/count.py"
+        functions = [_compiled(self.SOURCE.replace("x", v), path) for v in "abc"]
+        data = picklable.dumps(functions)
+        assert data.count(path.encode()) == 1
+        for loaded in picklable.loads(data):
+            stack = [loaded.__code__]
+            while stack:
+                code = stack.pop()
+                assert code.co_filename == path
+                stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+    def test_checksum_covers_the_file_name(self):
+        """A file name changed on the way fails the code's checksum."""
+        data = picklable.dumps(_compiled(self.SOURCE, "/here/one.py"))
+        with pytest.raises(picklable.UnpicklingError, match="checksum"):
+            picklable.loads(data.replace(b"/here/one.py", b"/here/two.py"))
+
+    def test_same_code_under_two_file_names(self):
+        """Equal bytes under two file names are two code objects (the cache is keyed by both)."""
+        one, two = _compiled(self.SOURCE, "/here/one.py"), _compiled(self.SOURCE, "/here/two.py")
+        first, second = roundtrip([one, two])
+        assert (first.__code__.co_filename, second.__code__.co_filename) == (
+            "/here/one.py",
+            "/here/two.py",
+        )
+        assert roundtrip(two).__code__.co_filename == "/here/two.py"
+
+    def test_empty_and_mixed_file_names_stay_in_the_bytes(self):
+        """An empty co_filename, or nested code of another file, ships as it is."""
+        empty = _compiled(self.SOURCE, "")
+        assert _functions.code_info(empty.__code__)[1].__class__ is bytes
+        assert roundtrip(empty).__code__.co_filename == ""
+        mixed = _compiled(self.SOURCE, "/outer.py")
+        consts = tuple(
+            c.replace(co_filename="/inner.py") if isinstance(c, types.CodeType) else c
+            for c in mixed.__code__.co_consts
+        )
+        mixed.__code__ = mixed.__code__.replace(co_consts=consts)
+        assert _functions.code_info(mixed.__code__)[1].__class__ is bytes
+        nested = [c for c in roundtrip(mixed).__code__.co_consts if isinstance(c, types.CodeType)]
+        assert [c.co_filename for c in nested] == ["/inner.py"]
+
+    def test_bare_code_object(self):
+        """A code object alone gets its file name back too."""
+        code = _compiled(self.SOURCE, "/here/one.py").__code__
+        loaded = roundtrip(code)
+        assert loaded == code and loaded.co_filename == "/here/one.py"
+
+    def test_damaged_pair_is_refused(self):
+        """Anything but (bytes, non-empty file name) is refused as damaged, never loaded."""
+        from picklable import _code, _reconstruct
+
+        data = _functions.code_info(_compiled(self.SOURCE, "/here/one.py").__code__)[1]
+        for bad in [(data[0], ""), (data[0], 3), (data[0],), ("x", "/a.py"), (data[0], "/a.py")]:
+            with pytest.raises(picklable.UnpicklingError, match=r"damaged|checksum"):
+                _code.load(bad, _code.HERE)
+        unhashable = (data[0], ["a list"])
+        with pytest.raises(picklable.UnpicklingError, match=r"file name"):
+            _reconstruct._make_function(unhashable, _code.HERE, {}, None, None, None)

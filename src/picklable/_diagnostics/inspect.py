@@ -424,9 +424,14 @@ class _Machine:
             module = ""
             if isinstance(args[2], dict):
                 module = str(args[2].get("__name__", ""))
-            self._function(args[0], args[1], str(args[3]), module)
+            # None: the code's name (a script's function; decoded below).
+            self._function(args[0], args[1], "" if args[3] is None else str(args[3]), module)
             if len(args) >= 8 and self._script_origin(args[7]):
-                self.report.functions[-1].script_copy = True
+                fn = self.report.functions[-1]
+                fn.script_copy = True
+                path = _literal(args[7])[1]
+                if not fn.name and path:  # not decoded: the name its script has it under
+                    fn.name = str(path[-1])
         elif name == "_load_code" and len(args) >= 2:
             self._function(args[0], args[1], "", "")
         elif name in ("_make_class", "_make_enum") and len(args) >= 4:
@@ -487,6 +492,9 @@ class _Machine:
 
     def _function(self, data: Any, record: Any, name: str, module: str) -> None:
         fn = Function(name=name, module=module, compiled_by=str(record))
+        filename = None
+        if isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], str):
+            data, filename = data  # bytes without their file name, and the name
         if (
             self.decode_code
             and isinstance(data, bytes)
@@ -501,7 +509,7 @@ class _Machine:
                 fn.decoded = True
                 fn.name = fn.name or code.co_name
                 fn.qualname = getattr(code, "co_qualname", code.co_name)
-                fn.filename = code.co_filename
+                fn.filename = code.co_filename if filename is None else filename
                 fn.line = code.co_firstlineno
                 fn.reads = tuple(_global_names(code))
         self.report.functions.append(fn)

@@ -308,6 +308,12 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
     module = class_module(cls)
+    origin = _script_origin(cls)
+    if origin is not None:
+        # The origin's module name is the payload's copy of it (the namespace's
+        # __module__, its methods' origins): written once.
+        # Its qualname too: the namespace's __qualname__, its methods' paths.
+        origin = (payload.adopt(origin[0]), payload.name(origin[1]), *origin[2:])
     namespace: dict[str, Any] = {
         # The class statement's own string (wrapt's metaclass puts its property back).
         "__module__": payload.name(cls.__module__ if module is None else module),
@@ -338,7 +344,6 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
         payload.deferred_cells.add(id(cell))
     canonical = context.canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
-    origin = _script_origin(cls)
     enum = sys.modules.get("enum")
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
@@ -361,7 +366,14 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
         )
     return (
         _reconstruct._make_class,
-        (metaclass, cls.__name__, _skeleton_bases(cls), namespace, tracker_id, origin),
+        (
+            metaclass,
+            payload.name(cls.__name__),
+            _skeleton_bases(cls),
+            namespace,
+            tracker_id,
+            origin,
+        ),
         (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,

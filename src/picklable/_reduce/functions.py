@@ -13,7 +13,9 @@ A copy becomes::
 
 ``code_bytes`` is the marshal bytes of the code (of a copy whose bytes depend on
 the code alone: :func:`picklable._code.unshared`) and their CRC32, computed once
-per code object (see :func:`picklable._code.seal`); ``record`` names the interpreter
+per code object (see :func:`picklable._code.seal`), or ``(bytes, file name)``:
+the bytes without the file name, which travels once per payload (issue 29);
+``name`` is None for a script's function named as its code; ``record`` names the interpreter
 that compiled it: another Python version is refused before marshal sees the
 bytes. Loading costs one small Python frame per function and, per payload, one
 global lookup -- at load a global costs about ten frames, so the format is
@@ -180,9 +182,32 @@ def copy_function(context: DumpContext, func: types.FunctionType, origin: Any = 
                 return reduction
             return with_origin(context, func, reduction, carry_state=False)
     if origin is not None:
+        # The origin's module name is the payload's copy of it (the globals'
+        # __name__), and so are the steps of a method's path (its class's name,
+        # the class's key for it): written once.
+        # (Inlined PayloadState.adopt and .name: a class's methods come here
+        # once each per dump.)
+        payload = context.payload
+        if payload is None:
+            payload = context.state()
+        names = payload.names
+        if names is None:
+            names = payload.names = {}
+        module = names.setdefault(origin[0], origin[0])
+        path = origin[1]
+        if len(path) > 1:
+            try:
+                steps = tuple(map(names.get, path))  # a method's: its class's, met first
+                if None in steps:
+                    steps = tuple(map(payload.name, path))
+                origin = (module, steps, origin[2], origin[3])
+            except TypeError:  # an unhashable step: the path as it is
+                origin = (module, path, origin[2], origin[3])
+        elif module is not origin[0]:
+            origin = (module, path, origin[2], origin[3])
         reduction = function_by_value(context, func)
         context.payload.script_copies = True  # type: ignore[union-attr]  # made by the copy
-        return _script_function(reduction, origin)
+        return _script_function(reduction, origin, func)
     return function_by_value(context, func)
 
 
@@ -202,14 +227,18 @@ def _rebuilt_by_receiver(context: DumpContext, func: types.FunctionType) -> Any:
     return None
 
 
-def _script_function(reduction: tuple[Any, ...], origin: Any) -> Any:
+def _script_function(reduction: tuple[Any, ...], origin: Any, func: types.FunctionType) -> Any:
     """A by-value function of the script, told where it lives: ``origin`` as the
     8th argument of ``_make_function``, its state for the copy alone (the
     receiver's own function keeps its attributes, as any function found by its
     own name does: case 1 of docs/state-policy.md)."""
     args = reduction[1]
+    # None for a name that is its code's, as FunctionType takes it (the origin
+    # names the function for an allow-list's refusal; issue 29: ~10 bytes).
+    name = None if func.__name__ == func.__code__.co_name else args[3]
     # No annotations in the arguments: None in their place.
-    args = (*args, origin) if len(args) == 7 else (*args, None, origin)
+    annotations = args[6] if len(args) == 7 else None
+    args = (args[0], args[1], args[2], name, args[4], args[5], annotations, origin)
     if len(reduction) == 2:
         return (reduction[0], args)
     state = (reduction[2], None, None)
@@ -361,7 +390,7 @@ def _reduce_singledispatch(context: DumpContext, func: types.FunctionType) -> An
 # -------------------------------------------------------------- code objects
 
 # id(code) -> (code, marshal bytes, names of globals it may read, ...)
-CodeInfo = tuple[types.CodeType, bytes, tuple[str, ...], "str | None", str, str, str]
+CodeInfo = tuple[types.CodeType, "_code.Sealed", tuple[str, ...], "str | None", str, str, str]
 _code_cache: dict[int, CodeInfo] = {}
 _CODE_CACHE_LIMIT = 8192
 _caches.register("functions.code_info", _code_cache.clear)
@@ -389,7 +418,12 @@ def code_info(code: types.CodeType) -> CodeInfo:
     """What shipping a code object needs, computed once per code object:
     ``(code, sealed marshal bytes, global names it may read, the __doc__ and
     __qualname__ that FunctionType derives from it, its co_name and the copy of
-    it that functions of this code ship as their name)``."""
+    it that functions of this code ship as their name)``.
+
+    The sealed bytes are ``(bytes, file name)`` where
+    :func:`picklable._code.shared_filename` gives one: the bytes leave it out,
+    and the one object per file name that it returns is memoized once per
+    payload (issue 29)."""
     info = _code_cache.get(id(code))
     if info is not None and info[0] is code:
         return info
@@ -397,10 +431,12 @@ def code_info(code: types.CodeType) -> CodeInfo:
     default_doc = consts[0] if consts and type(consts[0]) is str else None
     # FunctionType takes __qualname__ from co_qualname (3.11+), else co_name (3.10).
     default_qualname = getattr(code, "co_qualname", code.co_name)
+    filename = _code.shared_filename(code)
+    # Of an unshared copy: the same bytes in every process (see _code.unshared).
+    data = _code.seal(marshal.dumps(_code.unshared(code, filename is not None)), filename)
     info = (
         code,
-        # Of an unshared copy: the same bytes in every process (see _code.unshared).
-        _code.seal(marshal.dumps(_code.unshared(code))),
+        data if filename is None else (data, filename),
         _global_names(code),
         default_doc,
         default_qualname,

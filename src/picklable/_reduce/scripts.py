@@ -42,7 +42,7 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .. import _caches, _locator, _reconstruct
+from .. import _caches, _code, _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
 from .._reads import script_reads
@@ -627,7 +627,12 @@ def origin_of(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
 
 def _origin(obj: Any, module: str, path: Path) -> _reconstruct.Origin:
     line = obj.__code__.co_firstlineno if type(obj) is types.FunctionType else None
-    return (module, path, _script_file(module), line)
+    filename = _script_file(module)
+    if filename is not None:
+        # The object that the code of a copy names too: once per payload.
+        filename = _code.carried(filename)
+    # The module's name: the payload's copy of it too (see with_payload_names).
+    return (_code.carried(module), path, filename, line)
 
 
 def script_reference(

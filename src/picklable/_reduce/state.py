@@ -87,6 +87,16 @@ class PayloadState:
             names[name] = found
         return found
 
+    def adopt(self, name: str) -> str:
+        """This payload's copy of ``name``'s value: ``name`` itself if it has none
+        yet. For a string that nothing else holds (:func:`picklable._code.carried`,
+        the module name in an origin), so that the globals' ``__name__`` and a
+        class's ``__module__`` share it with the origins (issue 29)."""
+        names = self.names
+        if names is None:
+            names = self.names = {}
+        return names.setdefault(name, name)
+
     def ship_globals(self, home: dict[str, Any], refs: dict[str, Any]) -> dict[str, Any]:
         """Make ``refs`` the shipped globals of ``home`` (pickled as they are now)."""
         self.globals_map[id(home)] = refs
