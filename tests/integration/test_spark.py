@@ -156,11 +156,20 @@ MAIN_SCRIPT = (
                 except Exception as error:
                     errors[api] = error_report(error)
             report["errors"] = errors
-            # Which wrapper each kind of command got: a row UDF's takes its value as
-            # it is; the others follow an iterator result.
+            # Which wrapper each kind of command got: a row UDF's and an RDD's
+            # (whose serializer marks instead) take the value as it is; the others
+            # follow an iterator result.
             commands = []
             made = picklable.spark._command
-            picklable.spark._command = lambda obj, rows=False: commands.append(rows) or made(obj, rows=rows)
+
+            def recorded(obj, as_is=False):
+                command = made(obj, as_is=as_is)
+                task = command[0] if type(command) is tuple else command
+                stream = command[3] if type(command) is tuple and len(command) == 4 else None
+                commands.append([task.as_is, type(stream).__name__])
+                return command
+
+            picklable.spark._command = recorded
             try:
                 sc.parallelize([1], 1).map(double).collect()
                 df.select(F.udf(double, "long")("x")).collect()
@@ -270,16 +279,25 @@ class TestExceptions:
         assert "in explode" in text and 'raise KwOnlyError(f"row {x} failed", code=x)' in text
         assert "invalid literal for int()" in text
 
-    def test_row_udfs_take_their_value_as_it_is(self, report):
-        """Row UDFs' tasks skip the look at a result; RDDs', pandas UDFs' and maps' keep it.
+    def test_row_udfs_and_rdds_take_their_value_as_it_is(self, report):
+        """Row UDFs' and RDDs' tasks skip the look at a result; pandas UDFs' and
+        maps' keep it.
 
         Spark consumes an iterator that an RDD's, a pandas iterator UDF's or a
-        mapInPandas function returns after the function returned (the
-        mapInPandas and Iterator cases above raise there); a row UDF's value is
-        taken as it is. Commands in order: rdd.map, udf, udf(useArrow=True),
-        pandas_udf, mapInPandas.
+        mapInPandas function returns after the function returned (the rdd.map,
+        mapInPandas and Iterator cases above raise there). An RDD's command
+        carries the serializer that consumes it: that serializer marks what is
+        raised (no step per element); a row UDF's value is taken as it is.
+        Commands in order: rdd.map, udf, udf(useArrow=True), pandas_udf,
+        mapInPandas.
         """
-        assert report["row_tasks"] == [False, True, True, False, False]
+        assert report["row_tasks"] == [
+            [True, "_Stream"],
+            [True, "NoneType"],
+            [True, "NoneType"],
+            [False, "NoneType"],
+            [False, "NoneType"],
+        ]
 
     def test_original_errors(self, report):
         """Inside original_errors(), except KwOnlyError catches the task's exception."""

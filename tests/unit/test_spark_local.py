@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import io
 import pickle
 import traceback
 
@@ -18,7 +19,7 @@ from support.engines import require
 require("pyspark")  # skips this module where PySpark does not support this Python
 
 import pyspark.core.rdd
-from pyspark.serializers import CloudPickleSerializer
+from pyspark.serializers import BatchedSerializer, CloudPickleSerializer, CPickleSerializer
 
 import picklable
 import picklable.spark as pspark
@@ -103,6 +104,52 @@ class TestTask:
         with pytest.raises(KwOnlyError) as info:
             list(task(0, iter([5])))
         assert pspark.original(as_spark_reports_it(info.value)).code == 5
+
+    def test_rdd_command_marks_in_its_serializer(self):
+        """An RDD's command (function, profiler, deserializer, serializer): the
+        function's result passes on as it is, with no step per element; its
+        serializer, which consumes the result in the worker, marks what is
+        raised meanwhile, and is PySpark's own for everything else."""
+
+        def pipeline(split, iterator):
+            return map(raise_kw_only, iterator)
+
+        def doubled(split, iterator):
+            return (2 * x for x in iterator)
+
+        serializer = BatchedSerializer(CPickleSerializer(), 10)
+        task, profiler, deserializer, out = pickle.loads(
+            pspark.Serializer().dumps((pipeline, None, serializer, serializer))
+        )
+        assert profiler is None and type(deserializer) is BatchedSerializer
+        assert "_picklable_items" not in task.__code__.co_names
+        result = task(0, iter([9]))
+        assert type(result) is map
+        with pytest.raises(KwOnlyError) as info:
+            out.dump_stream(result, io.BytesIO())
+        assert pspark.original(as_spark_reports_it(info.value)).code == 9
+
+        task, _, deserializer, out = pickle.loads(
+            pspark.Serializer().dumps((doubled, None, serializer, serializer))
+        )
+        written = io.BytesIO()
+        out.dump_stream(task(0, iter(range(25))), written)
+        written.seek(0)
+        assert list(deserializer.load_stream(written)) == [2 * x for x in range(25)]
+        out._flush_per_batch = True  # what PySpark's pipelined worker sets
+        assert out._flush_per_batch is True and out.batchSize == 10
+
+    def test_rdd_command_call_itself_marked(self):
+        """An exception of the call that makes the RDD's result is marked too."""
+
+        def pipeline(split, iterator):
+            raise_kw_only(split)
+
+        serializer = BatchedSerializer(CPickleSerializer(), 10)
+        task = pickle.loads(pspark.Serializer().dumps((pipeline, None, serializer, serializer)))[0]
+        with pytest.raises(KwOnlyError) as info:
+            task(4, iter([]))
+        assert pspark.original(as_spark_reports_it(info.value)).code == 4
 
     def test_row_function_gets_a_wrapper_of_its_own_parameters(self):
         """A plain function's wrapper takes its parameters (no *args, **kwargs to
