@@ -134,6 +134,12 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
         "lambda (by value)": (lambda x: x * 2 + OFFSET, {"by_value": True}),
         "closure (by value)": (make_closure(5), {"by_value": True}),
         "1,000 closures (by value)": ([make_closure(i) for i in range(1000)], {"by_value": True}),
+        # Each of its own code (made by eval, file "<string>"), as a program that
+        # generates functions makes them: no code object shared between them.
+        "1,000 closures of distinct code": (
+            [eval(f"lambda n: lambda x: x + n + {i}")(i) for i in range(1000)],
+            {"by_value": True},
+        ),
         "script: lambda (by value)": (script_lambda, {"by_value": True}),
         "script: closure (by value)": (script_closure, {"by_value": True}),
         "script: decorated function": (script_decorated, {"by_value": True}),
