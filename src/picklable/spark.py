@@ -15,7 +15,9 @@ changes: data (RDD elements, rows, broadcast values) travels as before.
 * A function of a command (an RDD's function, a UDF's) arrives in the worker
   wrapped in a task function named like it, with its signature, which calls it
   and, when it raises, adds to the exception a note holding the exception
-  itself, shipped with picklable and signed with this driver's key. PySpark
+  itself, shipped with picklable and signed with this driver's key (an RDD's
+  function returns an iterator that the command's serializer consumes: that
+  serializer adds the note to what is raised meanwhile). PySpark
   reports the worker's traceback as text, notes included, in the
   ``PythonException`` (or ``Py4JJavaError``) the driver raises:
   :func:`original` finds the note there and returns the task's own exception,
@@ -331,13 +333,13 @@ def _task(fn: Callable[..., Any], key: bytes, as_is: bool = False) -> Callable[.
     """Rebuilder named in commands: ``fn`` wrapped so that its exceptions carry themselves.
 
     The wrapper takes ``fn``'s name, module, docstring and signature (PySpark's
-    worker reads a grouped-map function's parameters) and calls it. An RDD's
-    function (PySpark's pipeline of the user's functions) and an iterator UDF
-    return iterators whose items are computed while the worker consumes them:
-    such a result is passed on item by item, its exceptions marked too. With
-    ``as_is`` the result is returned as it is: a row-at-a-time UDF's function
-    returns a row's value, and an RDD's result is consumed by its command's
-    serializer, which marks what is raised meanwhile (:func:`_stream`).
+    worker reads a grouped-map function's parameters) and calls it. An iterator
+    UDF's function returns an iterator whose items are computed while the
+    worker consumes it: such a result is passed on item by item, its exceptions
+    marked too. With ``as_is`` the result is returned as it is: a row-at-a-time
+    UDF's function returns a row's value, and an RDD's function (PySpark's
+    pipeline of the user's functions) an iterator that its command's
+    serializer consumes, marking what is raised meanwhile (:func:`_stream`).
     """
     mark = functools.partial(_mark, key=key)
     returns = _RETURNS_VALUE if as_is else _RETURNS_ITEMS
