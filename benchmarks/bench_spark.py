@@ -49,7 +49,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import pandas as pd
 import pyspark
-from pyspark.serializers import AutoBatchedSerializer, CloudPickleSerializer
+from pyspark.serializers import CloudPickleSerializer
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from timing import timed_rounds
@@ -102,16 +102,15 @@ def switched(run: Callable[[], Any], on: bool) -> Callable[[], Any]:
     return job
 
 
+def _rdd_command(rdd: Any) -> tuple[Any, ...]:
+    """The command that PySpark's ``PipelinedRDD._jrdd`` pickles for ``rdd``."""
+    return (rdd.func, None, rdd._prev_jrdd_deserializer, rdd._jrdd_deserializer)
+
+
 def dumps_alone(spark: Any) -> dict[str, float]:
     """Microseconds to pickle an ``rdd.map(scale)`` command, best of 5 x 200."""
     sc = spark.sparkContext
-    rdd = sc.parallelize(range(10), 2).map(scale)
-    command = (
-        rdd.func,
-        None,
-        rdd._prev_jrdd_deserializer,
-        AutoBatchedSerializer(rdd.ctx.serializer),
-    )
+    command = _rdd_command(sc.parallelize(range(10), 2).map(scale))
     out = {}
     for name, serializer in (
         ("PySpark", CloudPickleSerializer()),
@@ -147,8 +146,7 @@ def worker_alone(spark: Any, rounds: int) -> dict[str, dict[str, float]]:
         ("rdd.map, written", sc.parallelize(elements, 2).map(scale)),
         ("rdd.map, summed", sc.parallelize(elements, 2).map(scale).mapPartitions(_summed)),
     ):
-        # What PipelinedRDD._jrdd ships.
-        command = (rdd.func, None, rdd._prev_jrdd_deserializer, rdd._jrdd_deserializer)
+        command = _rdd_command(rdd)
         runs = {}
         for name, serializer in (
             ("pyspark", CloudPickleSerializer()),
