@@ -14,6 +14,12 @@ nested in it) travels beside the bytes rather than inside them, as
 per payload, however many functions and methods of the script it copies and
 whatever origins name it (as cloudpickle's pickled code objects share it). The
 checksum covers it too, and :func:`load` puts it back in every code object.
+A code object whose qualname another code object of the payload has (1,000
+lambdas made by ``eval`` or a code generator) carries its own ``co_name`` and
+``co_qualname`` beside its bytes too, as ``(bytes, file name, name,
+qualname)``, one object per value as the file name: the payload writes them
+once, as cloudpickle's memo does (see
+:func:`picklable._reduce.functions.named_code`).
 """
 
 from __future__ import annotations
@@ -61,8 +67,9 @@ HERE = interpreter_record()
 _SEAL_START = zlib.crc32(importlib.util.MAGIC_NUMBER)
 
 # What a payload carries for a code object: sealed marshal bytes, or sealed
-# bytes without the file name and the file name (see the module doc).
-Sealed = bytes | tuple[bytes, str]
+# bytes without the file name and the file name (0.2.0's first payloads), or
+# without the file name and the code's names and they (see the module doc).
+Sealed = bytes | tuple[bytes, str] | tuple[bytes, str, str, str]
 
 # What a payload carried -> code object (see the module doc). Bounded: a
 # long-lived worker loads many payloads.
@@ -95,11 +102,15 @@ def carried(name: str) -> str:
     return found
 
 
-def unshared(code: types.CodeType, strip_filename: bool = False) -> types.CodeType:
+def unshared(
+    code: types.CodeType, strip_filename: bool = False, strip_names: bool = False
+) -> types.CodeType:
     """A copy of ``code`` whose marshal bytes depend on its value alone.
 
     ``strip_filename``: with ``""`` as the ``co_filename`` of it and of every code
     object nested in it (see :func:`shared_filename`; :func:`load` restores it).
+    ``strip_names``: with ``""`` as its own ``co_name`` and ``co_qualname``
+    (they travel beside the bytes too; nested code keeps its own).
 
     marshal (format 3 and later) marks an object as shared (``FLAG_REF``) when
     its reference count is above one or it is an interned string, and writes a
@@ -125,6 +136,8 @@ def unshared(code: types.CodeType, strip_filename: bool = False) -> types.CodeTy
             fields[name] = _unshared_constant(getattr(code, name))
     if strip_filename:
         fields["co_filename"] = ""
+    if strip_names:
+        fields["co_name"] = fields["co_qualname"] = ""
     name = fields["co_name"]
     if len(name) > 4 and fields.get("co_qualname") == name:
         # One object twice: marshal writes a back-reference (5 bytes) the second
@@ -217,12 +230,15 @@ def _filename_bytes(filename: str) -> bytes:
     return filename.encode("utf-8", "surrogatepass")
 
 
-def seal(data: bytes, filename: str | None = None) -> bytes:
+def seal(data: bytes, filename: str | None = None, *names: str) -> bytes:
     """marshal bytes of a code object + their CRC32 (4 bytes, little-endian),
     computed from a start value derived from this interpreter's bytecode magic.
 
     ``filename``: the file name that travels beside bytes stripped of it
-    (:func:`shared_filename`), covered by the same CRC32 (after the bytes).
+    (:func:`shared_filename`), covered by the same CRC32 (after the bytes);
+    ``names``: the code's ``co_name`` and ``co_qualname`` that travel beside
+    them too, covered after it (each with its length, so that a character
+    moved from one to the other fails it too).
 
     marshal checks the structure of what it reads but not the bytecode inside,
     and a code object runs while a payload loads (a base class's
@@ -236,7 +252,15 @@ def seal(data: bytes, filename: str | None = None) -> bytes:
     crc = zlib.crc32(data, _SEAL_START)
     if filename is not None:
         crc = zlib.crc32(_filename_bytes(filename), crc)
+    for name in names:
+        crc = zlib.crc32(_name_bytes(name), crc)
     return data + crc.to_bytes(4, "little")
+
+
+def _name_bytes(name: str) -> bytes:
+    """What the checksum covers of a name carried beside code: its length, then it."""
+    encoded = _filename_bytes(name)
+    return len(encoded).to_bytes(4, "little") + encoded
 
 
 # What check_interpreter says a payload holds: code (its rebuilders' own check),
@@ -290,7 +314,8 @@ def load(data: object, record: object) -> types.CodeType:
 
     ``data`` is the sealed bytes, or ``(bytes, file name)``: bytes without
     their file name (sealed with it, see :func:`seal`), which every code
-    object in them gets back.
+    object in them gets back; or ``(bytes, file name, name, qualname)``:
+    without the code's own names either, which it gets back.
     """
     if record != HERE:
         check_interpreter(record)
@@ -318,19 +343,25 @@ def load(data: object, record: object) -> types.CodeType:
 
 
 def _load_stripped(carried: tuple[Any, ...]) -> types.CodeType:
-    """:func:`load` for ``(bytes, file name)``: bytes that travelled without it."""
-    if len(carried) != 2 or type(carried[0]) is not bytes:
+    """:func:`load` for ``(bytes, file name)`` and ``(bytes, file name, name,
+    qualname)``: bytes that travelled without them."""
+    size = len(carried)
+    if (size != 2 and size != 4) or type(carried[0]) is not bytes:
         raise UnpicklingError(
             "Cannot load: code shipped by value comes as a tuple that is not (bytes, "
-            "file name): the payload is damaged or was not made by picklable.",
+            "file name) or (bytes, file name, name, qualname): the payload is damaged "
+            "or was not made by picklable.",
             reason="damaged payload: code is not bytes",
             hint="check that the bytes arrive unchanged",
         )
-    data, filename = carried
-    if type(filename) is str:
-        code = CODES.get(carried)
-        if code is not None:
-            return code
+    try:
+        code = CODES.get(carried)  # holds well-formed keys only
+    except TypeError:  # unhashable: damaged, refused below
+        code = None
+    if code is not None:
+        return code
+    data, filename = carried[0], carried[1]
+    names: tuple[Any, ...] = carried[2:]
     if type(filename) is not str or not filename:
         raise UnpicklingError(
             f"Cannot load: code shipped by value comes with {reprlib.repr(filename)} as "
@@ -339,22 +370,36 @@ def _load_stripped(carried: tuple[Any, ...]) -> types.CodeType:
             reason="damaged payload: bad code file name",
             hint="check that the bytes arrive unchanged",
         )
+    if not all(type(n) is str for n in names):
+        raise UnpicklingError(
+            f"Cannot load: code shipped by value comes with {reprlib.repr(names)} as "
+            "its name and qualname (two str): the payload is damaged "
+            "or was not made by picklable.",
+            reason="damaged payload: bad code name",
+            hint="check that the bytes arrive unchanged",
+        )
+    crc = 0
     try:
         name = _filename_bytes(filename)
+        crc = zlib.crc32(name, zlib.crc32(memoryview(data)[:-4], _SEAL_START))
+        for carried_name in names:
+            crc = zlib.crc32(_name_bytes(carried_name), crc)
     except UnicodeError:
-        name = b""  # not a file name picklable wrote: the checksum fails
-    if (
-        len(data) < 5
-        or zlib.crc32(name, zlib.crc32(memoryview(data)[:-4], _SEAL_START))
-        != int.from_bytes(data[-4:], "little")
-        or not name
-    ):
+        name = b""  # not a name picklable wrote: the checksum fails
+    if len(data) < 5 or not name or crc != int.from_bytes(data[-4:], "little"):
         raise _checksum_error()
     code = with_filename(_unmarshal(data), filename)
+    if names:
+        code = _with_names(code, names[0], names[1])
     if len(CODES) >= _CODES_LIMIT:
         CODES.clear()
-    CODES[(data, filename)] = code
+    CODES[carried] = code
     return code
+
+
+def _with_names(code: types.CodeType, name: str, qualname: str) -> types.CodeType:
+    """``code`` with its own ``co_name`` and ``co_qualname`` back."""
+    return code.replace(co_name=name, co_qualname=qualname)
 
 
 def _checksum_error() -> UnpicklingError:

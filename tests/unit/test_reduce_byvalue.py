@@ -515,3 +515,100 @@ class TestCodeFileName:
         unhashable = (data[0], ["a list"])
         with pytest.raises(picklable.UnpicklingError, match=r"file name"):
             _reconstruct._make_function(unhashable, _code.HERE, {}, None, None, None)
+
+
+class TestCodeNames:
+    """The code's own name and qualname travel beside its bytes, shared with the
+    function's name and with other code of those names (issue 29)."""
+
+    def test_distinct_code_writes_each_name_once(self):
+        """1,000 lambdas of distinct code write their names twice: in the first
+        code's bytes, then once beside the others' (and loading them again finds
+        their code objects kept)."""
+        from picklable import _code
+
+        functions = [eval(f"lambda n: lambda x: x + n + {i}")(i) for i in range(1000)]
+        data = picklable.dumps(functions)
+        assert data.count(b"<lambda>.<locals>.<lambda>") == 2
+        # in the first code's bytes: its name and twice in its qualname; beside
+        # the others: the name (the functions' too) and twice in the qualname
+        assert data.count(b"<lambda>") == 6
+        loaded = picklable.loads(data)
+        assert len([key for key in _code.CODES if type(key) is tuple and len(key) == 4]) >= 999
+        assert [f(1) for f in loaded[:3]] == [1, 3, 5]
+        for original, copy in zip(functions[:50], loaded[:50], strict=True):
+            for attribute in ("__name__", "__qualname__"):
+                assert getattr(copy, attribute) == getattr(original, attribute)
+            assert copy.__code__ == original.__code__
+            assert copy.__code__.co_qualname == "<lambda>.<locals>.<lambda>"
+
+    def test_code_alone_keeps_its_names_in_its_bytes(self):
+        """A code object whose qualname no other has in the payload keeps its names
+        in its marshal bytes (fewer bytes than a tuple of strings); closures of
+        one code share what their code carries."""
+        factory = eval("lambda n: lambda x: x + n")
+        closures = [factory(i) for i in range(3)]
+        data = picklable.dumps(closures)
+        assert data.count(b"<lambda>.<locals>.<lambda>") == 1
+        assert [f(1) for f in picklable.loads(data)] == [1, 2, 3]
+
+    def test_nested_code_keeps_its_names(self):
+        """Only the outer code's names move; code nested in it is restored whole."""
+        f = _compiled(TestCodeFileName.SOURCE, "/here/one.py")
+        loaded = roundtrip(f)
+        assert loaded.__code__ == f.__code__
+        nested = [c for c in loaded.__code__.co_consts if isinstance(c, types.CodeType)]
+        assert [(c.co_name, c.co_qualname) for c in nested] == [
+            (c.co_name, c.co_qualname)
+            for c in f.__code__.co_consts
+            if isinstance(c, types.CodeType)
+        ]
+        assert loaded(4) == 4
+
+    def test_renamed_function_and_code(self):
+        """A function named apart from its code keeps both names, each its own."""
+        f = _compiled("def f(x):\n    return x\n", "/here/one.py")
+        f.__name__, f.__qualname__ = "renamed", "Some.renamed"
+        g = _compiled("def g(x):\n    return -x\n", "/here/one.py", "g")
+        g.__code__ = g.__code__.replace(co_name="inner", co_qualname="outer.<locals>.inner")
+        h, k = roundtrip([f, g])
+        assert (h.__name__, h.__qualname__, h.__code__.co_name) == ("renamed", "Some.renamed", "f")
+        assert (k.__name__, k.__qualname__) == ("g", "g")
+        assert (k.__code__.co_name, k.__code__.co_qualname) == ("inner", "outer.<locals>.inner")
+        assert (h(2), k(2)) == (2, -2)
+
+    def test_same_bytes_after_a_round_trip(self):
+        """A function loaded and dumped again gives the same bytes (names shared alike)."""
+        functions = [eval(f"lambda n: lambda x: x + n + {i}")(i) for i in range(5)]
+        data = picklable.dumps(functions)
+        assert picklable.dumps(picklable.loads(data)) == data
+
+    def test_checksum_covers_the_names(self):
+        """A name changed on the way, or moved between name and qualname, fails the checksum."""
+        f = _compiled("def fun(x):\n    return x\n", "/here/one.py", "fun")
+        f.__code__ = f.__code__.replace(co_qualname="fun.x")
+        data = picklable.dumps(f)
+        with pytest.raises(picklable.UnpicklingError, match="checksum"):
+            picklable.loads(data.replace(b"fun.x", b"fux.x"))
+        from picklable import _code
+
+        bytes_, filename, name, qualname = _functions.named_code(f.__code__, "/here/one.py")
+        assert _code.load((bytes_, filename, name, qualname), _code.HERE) == f.__code__
+        for bad in [(bytes_, filename, "fun.", "x"), (bytes_, filename, name, "fun.y")]:
+            with pytest.raises(picklable.UnpicklingError, match="checksum"):
+                _code.load(bad, _code.HERE)
+
+    def test_damaged_names_are_refused(self):
+        """Names that are not two str are refused as damaged, never loaded."""
+        from picklable import _code
+
+        code = _compiled("def f(x):\n    return x\n", "/here/one.py").__code__
+        bytes_, filename, name, qualname = _functions.named_code(code, "/here/one.py")
+        for bad in [
+            (bytes_, filename, 3, qualname),
+            (bytes_, filename, name, None),
+            (bytes_, filename, name),
+            (bytes_, filename, name, qualname, "more"),
+        ]:
+            with pytest.raises(picklable.UnpicklingError, match=r"damaged|name"):
+                _code.load(bad, _code.HERE)

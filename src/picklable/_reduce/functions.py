@@ -423,14 +423,14 @@ def code_info(code: types.CodeType) -> CodeInfo:
     The sealed bytes are ``(bytes, file name)`` where
     :func:`picklable._code.shared_filename` gives one: the bytes leave it out,
     and the one object per file name that it returns is memoized once per
-    payload (issue 29)."""
+    payload (issue 29). The name that functions of the code ship is the one
+    object of its value too (:func:`picklable._code.carried`)."""
     info = _code_cache.get(id(code))
     if info is not None and info[0] is code:
         return info
     consts = code.co_consts
     default_doc = consts[0] if consts and type(consts[0]) is str else None
-    # FunctionType takes __qualname__ from co_qualname (3.11+), else co_name (3.10).
-    default_qualname = getattr(code, "co_qualname", code.co_name)
+    default_qualname = code.co_qualname
     filename = _code.shared_filename(code)
     # Of an unshared copy: the same bytes in every process (see _code.unshared).
     data = _code.seal(marshal.dumps(_code.unshared(code, filename is not None)), filename)
@@ -441,14 +441,49 @@ def code_info(code: types.CodeType) -> CodeInfo:
         default_doc,
         default_qualname,
         code.co_name,
-        # Unshared (see PayloadState.name), and one per code object: functions
-        # of one code share it, in the payload as where it is loaded.
-        code.co_name[:1] + code.co_name[1:],
+        # One object per value (see PayloadState.name): functions of any code
+        # of that name share it, in the payload as where it is loaded.
+        _code.carried(code.co_name),
     )
     if len(_code_cache) >= _CODE_CACHE_LIMIT:
         _code_cache.clear()
     _code_cache[id(code)] = info
     return info
+
+
+# id(code) -> (code, its sealed bytes without its file name and names, and those)
+_named_cache: dict[int, tuple[types.CodeType, _code.Sealed]] = {}
+_caches.register("functions.named_code", _named_cache.clear)
+
+
+def named_code(code: types.CodeType, filename: str) -> _code.Sealed:
+    """``(bytes, file name, name, qualname)``: the sealed bytes of ``code``
+    without its own ``co_name`` and ``co_qualname``, which travel beside them
+    as the one object of each value (:func:`picklable._code.carried`).
+
+    What a payload carries for a code object whose qualname another code
+    object of the payload has (see :func:`_code_for`): 1,000 lambdas made by
+    ``eval`` or a code generator write their names once, as cloudpickle's memo
+    does. (The first keeps them in its bytes: for a code object alone, marshal
+    writes them in fewer bytes than a tuple of strings takes.)"""
+    hit = _named_cache.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    name, qualname = _code.carried(code.co_name), _code.carried(code.co_qualname)
+    data = marshal.dumps(_code.unshared(code, True, True))
+    sealed = (_code.seal(data, filename, name, qualname), filename, name, qualname)
+    if len(_named_cache) >= _CODE_CACHE_LIMIT:
+        _named_cache.clear()
+    _named_cache[id(code)] = (code, sealed)
+    return sealed
+
+
+def _code_for(payload: PayloadState, code: types.CodeType, qualname: str, data: Any) -> Any:
+    """What ``payload`` carries for ``code`` (``data``: its ``(bytes, file
+    name)``): the same object for every function of one code, the names beside
+    the bytes for a code object whose qualname another one met first."""
+    first = payload.code_qualnames.setdefault(qualname, code)
+    return data if first is code else named_code(code, data[1])
 
 
 def reduce_code(context: DumpContext, code: types.CodeType) -> tuple[Any, ...]:
@@ -505,6 +540,8 @@ def function_by_value(
     payload = context.payload
     if payload is None:
         payload = context.state()
+    if _type(data) is tuple:
+        data = _code_for(payload, code, default_qualname, data)
     first = not payload.bound
     payload.bound = True
     plain = first  # whether loading its arguments runs nothing (see below)
@@ -600,7 +637,7 @@ def function_by_value(
     # Its name as an unshared copy (see PayloadState.name): the code's, or
     # (renamed, or given another function's name by functools.wraps) the payload's.
     name = func.__name__
-    name = name_copy if name is code_name else payload.name(name)
+    name = name_copy if name == code_name else payload.name(name)
     annotate = func.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
     annotations: dict[str, Any] | None
     if annotate is None:

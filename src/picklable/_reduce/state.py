@@ -27,6 +27,7 @@ class PayloadState:
         "class_cells",
         "classdict_cells",
         "carrying",
+        "code_qualnames",
     )
 
     def __init__(self) -> None:
@@ -64,6 +65,10 @@ class PayloadState:
         # the arguments of the call that finds them (see .reference): met again
         # inside that state, they are the reference alone
         self.carrying: set[int] = set()
+        # qualname -> the first code object of it whose function this payload
+        # copied: another code of that qualname carries its names beside its
+        # bytes, the same objects (see .functions.named_code)
+        self.code_qualnames: dict[str, Any] = {}
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.
