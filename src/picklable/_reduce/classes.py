@@ -333,15 +333,14 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
         namespace[key] = cls.__dict__[key]
     cell = None
     if CLASSDICT_SCOPES:
-        cell = payload.classdict_cells.pop(id(class_namespace(cls)), None) or classdict_cell(cls)
+        cell = payload.take_classdict_cell(id(class_namespace(cls))) or classdict_cell(cls)
     if cell is not None:
         # The class's annotation scopes (3.14: every __annotate__ of its body)
         # read its namespace through this cell: type() fills the copy's with
         # the copy's namespace, as it did the original's (the cell itself
         # ships empty; see functions.function_by_value).
         namespace["__classdictcell__"] = cell
-        payload.class_cells[id(cell)] = cls
-        payload.deferred_cells.add(id(cell))
+        payload.fill_class_cell(id(cell), cls)
     canonical = context.canonical
     tracker_id = _tracker.id_of(cls) if canonical is None else canonical.class_id(cls)
     enum = sys.modules.get("enum")

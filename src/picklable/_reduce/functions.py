@@ -43,7 +43,7 @@ import reprlib
 import sys
 import types
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _code, _locator, _reconstruct
@@ -482,8 +482,11 @@ def _code_for(payload: PayloadState, code: types.CodeType, qualname: str, data: 
     """What ``payload`` carries for ``code`` (``data``: its ``(bytes, file
     name)``): the same object for every function of one code, the names beside
     the bytes for a code object whose qualname another one met first."""
-    first = payload.code_qualnames.setdefault(qualname, code)
-    return data if first is code else named_code(code, data[1])
+    seen = payload.code_qualnames
+    if seen is None:
+        payload.code_qualnames = {qualname: code}
+        return data
+    return data if seen.setdefault(qualname, code) is code else named_code(code, data[1])
 
 
 def reduce_code(context: DumpContext, code: types.CodeType) -> tuple[Any, ...]:
@@ -597,7 +600,7 @@ def function_by_value(
                 continue  # reduce_cell puts it in the arguments
             if _id(cell) in payload.class_cells:
                 continue  # a class's namespace: its copy's creation fills it
-            payload.deferred_cells.add(_id(cell))
+            payload.defer_cell(_id(cell))
             if effects is None:
                 effects = []
             if _type(content) is dict and code.co_freevars[index] == CLASSDICT_CELL:
@@ -717,7 +720,7 @@ def _classdict_fill(payload: PayloadState, cell: types.CellType, namespace: dict
     ):
         path = (*owner.__qualname__.split("."), "__dict__")
         return _CellFill(cell, _Resolved(module, path))
-    payload.classdict_cells[id(namespace)] = cell
+    payload.keep_classdict_cell(id(namespace), cell)
     return owner  # loading it makes the class, which fills the cell
 
 
@@ -741,7 +744,7 @@ def namespace_owner(namespace: dict[str, Any]) -> type | None:
 
 
 def _annotations_instead(
-    func: types.FunctionType, annotate: Any, class_cells: dict[int, type]
+    func: types.FunctionType, annotate: Any, class_cells: Mapping[int, type]
 ) -> dict[str, Any] | None:
     """The evaluated annotations that a copy of ``func`` carries instead of its
     ``__annotate__`` (3.14+), or None: it carries ``__annotate__``.
@@ -776,7 +779,7 @@ def _same_in_every_format(annotations: dict[str, Any]) -> bool:
     )
 
 
-def _reads_unshipped_class(annotate: Any, class_cells: dict[int, type]) -> bool:
+def _reads_unshipped_class(annotate: Any, class_cells: Mapping[int, type]) -> bool:
     """Whether ``annotate`` (a method's, 3.14+) reads the namespace of a class
     that this payload does not copy with it: then the copy of the method carries
     its annotations evaluated, as before Python 3.14, rather than the class's

@@ -236,9 +236,9 @@ def own_or_copy(context: DumpContext, obj: Any, reduction: Any, state: dict[str,
     gets a copy then. Met again inside the state it carries (a path the walk
     missed), ``obj`` is that copy (pickle then uses it for the outer call too).
     """
-    carrying = context.state().carrying
-    again = id(obj) in carrying
-    carrying.add(id(obj))
+    payload = context.state()
+    again = id(obj) in payload.carrying
+    payload.carry(id(obj))
     own = Reference(obj, reduction)
     if again or leads_back(obj, state):
         return (

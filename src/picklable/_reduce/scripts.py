@@ -404,10 +404,11 @@ def payload_script_paths(context: DumpContext, module_name: str) -> dict[int, Pa
     object of the script whose qualname has ``<`` (a lambda, a closure) and
     whose id is not in it has no name in the script: a plain copy."""
     payload = context.payload
-    tables = (context.state() if payload is None else payload).script_paths
-    paths = tables.get(module_name, _UNSEEN)
+    if payload is None:
+        payload = context.state()
+    paths = payload.script_paths.get(module_name, _UNSEEN)
     if paths is _UNSEEN:
-        paths = tables[module_name] = _script_paths(module_name)
+        paths = payload.script_table()[module_name] = _script_paths(module_name)
     return paths  # type: ignore[no-any-return]
 
 
@@ -731,7 +732,7 @@ def with_origin(context: DumpContext, obj: Any, reduction: Any, *, carry_state: 
             # Its state leads back to it: it cannot ride in the call that
             # chooses between the receiver's own and the copy. A copy everywhere.
             return reduction
-        payload.carrying.add(id(obj))
+        payload.carry(id(obj))
     found = (origin_of(obj, *where), builder, args)
     head = (_reconstruct._script_or_build, found if carried is None else (*found, carried))
     if state is None and setter is None and carried is None:

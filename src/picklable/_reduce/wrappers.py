@@ -124,11 +124,7 @@ def _owner(context: DumpContext, owner: Any, method_function: Any = None) -> Any
         return owner
     # One marker per owner and payload: pickle memoizes it, so the owner's own
     # state (methods bound to it, again) leads back to it instead of around.
-    markers = context.state().markers
-    marker = markers.get(id(owner))
-    if marker is None:
-        marker = markers[id(owner)] = ByReference(owner, method_function)
-    return marker
+    return context.state().marker(id(owner), lambda: ByReference(owner, method_function))
 
 
 class ByReference:
