@@ -18,8 +18,9 @@ Cases, with functions defined in ``__main__`` (what PySpark's cloudpickle ships 
 value), on 10 and on 1,000,000 elements in 2 partitions:
 
 1. ``rdd.map(f).sum()``: the command is PySpark's closure around ``f``; in the
-   worker, picklable's task wraps the partition's iterator (one generator step
-   per element);
+   worker, picklable's task returns its result as it is and the command's
+   serializer, shipped in picklable's wrapper, marks what is raised (once per
+   partition, no step per element);
 2. ``df.select(udf(f)(...))`` aggregated: a row-at-a-time UDF (one more call
    per row in the worker);
 3. ``df.select(pandas_udf(f)(...))`` aggregated: a pandas UDF (one call per batch).

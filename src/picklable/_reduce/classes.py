@@ -95,6 +95,9 @@ def reduce_class(context: DumpContext, cls: type) -> Any:
     if module == "builtins" and cls.__dict__.get("__qualname__") is None:
         builtins = sys.modules["builtins"]
         if getattr(builtins, cls.__name__, None) is cls:
+            # Remembered as any class found by its own name: the hook then
+            # answers it at once (``int`` in a function's annotations, per dump).
+            _locator.remember_by_name(cls)
             return NotImplemented
     if module in MAIN_MODULES:
         if context.scripts != "copy":

@@ -637,8 +637,11 @@ def function_by_value(
     if func.__kwdefaults__:
         slots = slots or {}
         slots["__kwdefaults__"] = func.__kwdefaults__
-    # Its name as an unshared copy (see PayloadState.name): the code's, or
-    # (renamed, or given another function's name by functools.wraps) the payload's.
+    # Its name as an unshared copy (see PayloadState.name): the code's name
+    # object when equal to it (compared by value: in a process that loaded the
+    # function they are two objects, and its payload must come out the same),
+    # or (renamed, or given another function's name by functools.wraps) the
+    # payload's.
     name = func.__name__
     name = name_copy if name == code_name else payload.name(name)
     annotate = func.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
@@ -698,6 +701,11 @@ def _plain_annotation_values(annotations: dict[str, Any]) -> bool:
     """Whether annotations in ``_make_function``'s arguments load without running
     anything: strings and built-in types (a class would import its module)."""
     values = annotations.values()
+    try:
+        if _BUILTIN_ANNOTATIONS.issuperset(values):
+            return True
+    except TypeError:  # an unhashable annotation value
+        return False
     return all(type(value) is str or value in _BUILTIN_ANNOTATIONS for value in values)
 
 
