@@ -410,7 +410,22 @@ class TestAnnotations:
         picklable.dumps(api.Frame)  # now cached as importable by its own name
         assert _locator.by_name.get(id(api.Frame)) is api.Frame
         assert picklable.dumps(f, deterministic=True) == cold
-        assert _functions._plain_annotations(f.__annotations__)
+        assert _functions._annotations_in_arguments(f.__annotations__) is _functions._IMPORTS
+
+    @pytest.mark.parametrize(
+        ("annotations", "answer"),
+        [
+            ({"x": "Later", "return": None}, "_QUIET"),
+            ({"x": int, "y": str, "return": None}, "_QUIET"),
+            ({"x": int, "return": api.Frame}, "_IMPORTS"),
+            ({"x": list[int]}, False),
+            ({"x": [1]}, False),  # unhashable: never looked up
+        ],
+    )
+    def test_annotations_in_arguments_answers(self, annotations, answer):
+        """In the arguments or not, and whether loading them runs anything."""
+        expected = getattr(_functions, answer) if answer else False
+        assert _functions._annotations_in_arguments(annotations) is expected
 
     def test_old_six_argument_payloads_still_load(self):
         """Payloads whose annotations came in the state (before this argument) load."""

@@ -655,8 +655,11 @@ def function_by_value(
             # 649): names defined later, or never here, are no error to ship.
             slots = slots or {}
             slots["__annotate__"] = annotate
+    quiet = False  # annotations in the arguments that load without running anything
     if annotations:
-        if _plain_annotations(annotations):
+        carried = _annotations_in_arguments(annotations)
+        if carried:
+            quiet = carried is _QUIET
             args: tuple[Any, ...] = (
                 data,
                 _RECORD,
@@ -672,9 +675,7 @@ def function_by_value(
             args = (data, _RECORD, shipped, name, defaults, closure)
     else:
         args = (data, _RECORD, shipped, name, defaults, closure)
-    if plain and (
-        len(args) == 6 or (annotations is not None and _plain_annotation_values(annotations))
-    ):
+    if plain and (len(args) == 6 or quiet):
         # The payload's first by-value object, and its arguments are plain data
         # (cells are too: what they hold that is not comes later, in the state;
         # defaults that are not come in the state too): _make_function checks
@@ -695,18 +696,6 @@ def function_by_value(
         # The C unpickler refuses a (dict, None) state: "slot state is not a dictionary".
         return (_reconstruct._make_function, args, attributes)
     return (_reconstruct._make_function, args, (attributes or None, slots))
-
-
-def _plain_annotation_values(annotations: dict[str, Any]) -> bool:
-    """Whether annotations in ``_make_function``'s arguments load without running
-    anything: strings and built-in types (a class would import its module)."""
-    values = annotations.values()
-    try:
-        if _BUILTIN_ANNOTATIONS.issuperset(values):
-            return True
-    except TypeError:  # an unhashable annotation value
-        return False
-    return all(type(value) is str or value in _BUILTIN_ANNOTATIONS for value in values)
 
 
 def _classdict_fill(payload: PayloadState, cell: types.CellType, namespace: dict[str, Any]) -> Any:
@@ -813,35 +802,46 @@ _BUILTIN_ANNOTATIONS = frozenset(
 )
 
 
-def _plain_annotations(
-    annotations: dict[str, Any], _named: Any = _locator.by_name.get, _id: Any = id
-) -> bool:
-    """Whether ``annotations`` can travel in ``_make_function``'s arguments.
+# What _annotations_in_arguments answers besides False: annotations that load
+# without running anything (strings, None, built-in types) and the others.
+_QUIET: Any = "quiet"
+_IMPORTS: Any = "imports"
+
+
+def _annotations_in_arguments(
+    annotations: dict[str, Any],
+    _named: Any = _locator.by_name.get,
+    _id: Any = id,
+    _builtin: Any = _BUILTIN_ANNOTATIONS,
+) -> Any:
+    """Whether ``annotations`` can travel in ``_make_function``'s arguments:
+    False, or :data:`_QUIET` when loading them runs nothing (strings, None,
+    built-in types), else :data:`_IMPORTS` (a class imports its module).
 
     They can when nothing in them leads back to the function, which pickle has
     not memoized while it saves the arguments: every value is a string, None, a
     built-in type, or a class importable by its own name (pickled as a plain
     reference). A pure function of the annotations and the importable modules
     (``by_name`` only caches the importable test), so deterministic payloads
-    stay deterministic.
+    stay deterministic. One loop, no generator: it runs once per annotated
+    function copied.
     """
-    values = annotations.values()
-    try:
-        if _BUILTIN_ANNOTATIONS.issuperset(values):
-            return True
-    except TypeError:  # an unhashable annotation value
-        return False
-    for value in values:
-        if value is None or type(value) is str:
+    answer = _QUIET
+    for value in annotations.values():
+        kind = type(value)
+        if kind is str or value is None:
             continue
-        if type(value) is not type:
+        if kind is not type:
             return False
+        if value in _builtin:  # hashable: its metaclass is type itself
+            continue
+        answer = _IMPORTS
         if not is_heap_type(value) or _named(_id(value)) is value:
             continue
         if ships_by_value(value.__module__) or not _locator.importable_by_own_name(value):
             return False
         _locator.remember_by_name(value)  # as reduce_class does: next time, one dict hit
-    return True
+    return answer
 
 
 # ---------------------------------------------------------------- submodules
