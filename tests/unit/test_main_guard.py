@@ -54,6 +54,34 @@ def test_names_the_guard_assigns_defines_imports_and_changes(tmp_path):
     }  # fmt: skip
 
 
+def test_names_bound_beside_the_leaves_the_walk_skips(tmp_path):
+    # The walk skips contexts, operators and comparison operators (issue 29):
+    # what sits next to them is still read.
+    found = bindings(
+        tmp_path,
+        """
+        if __name__ == "__main__":
+            total += 1
+            if (hit := probe()) == 1 and not (miss := probe()) in ():
+                pass
+            rows = [row for row in data if (kept := row) > -1]
+            mapping = {**extra, "k": (inner := 2)}
+            match command:
+                case {"go": where, **rest} if (seen := where):
+                    pass
+            def counted():
+                global calls, errors
+                calls = errors = 0
+            counted()
+        """,
+    )
+    assert found == {
+        "total", "hit", "miss", "rows", "kept", "mapping", "inner", "where", "rest",
+        "seen", "counted", "calls", "errors",
+        "row",  # generous: a comprehension's own variable counts too (a copy, never wrong)
+    }  # fmt: skip
+
+
 def test_the_reversed_and_negated_forms_of_the_guard(tmp_path):
     assert bindings(tmp_path, 'if "__main__" == __name__:\n    a = 1\n') == {"a"}
     assert bindings(tmp_path, 'if __name__ != "__main__":\n    b = 1\nelse:\n    c = 1\n') == {"c"}
