@@ -23,6 +23,14 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _guard_store(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The store of main-guard answers (picklable._reduce.guard_store) of this run:
+    its own directory, inherited by every child, so no test reads an entry another
+    run (or the user) left, and none writes to the user's cache."""
+    os.environ["PICKLABLE_CACHE_DIR"] = str(tmp_path_factory.mktemp("picklable-cache"))
+
+
 @pytest.fixture(scope="session")
 def spark_driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The run's one Spark (``local-cluster[2,1,1024]``): a driver that runs scripts.

@@ -67,9 +67,12 @@ _caches.register("main_guard.answers", _answers.clear)
 _LATER: Any = object()
 
 
-def _read(filename: str, *, unguarded: bool = False) -> tuple[_Answer, frozenset[str] | None]:
+def _read(
+    filename: str, *, unguarded: bool = False, source: bytes | None = None
+) -> tuple[_Answer, frozenset[str] | None]:
     """The answers for the script ``filename``, parsed once per version of the
-    file; the second only with ``unguarded`` (else None)."""
+    file (from ``source``, its bytes, if the caller read them); the second only
+    with ``unguarded`` (else None)."""
     try:
         stat = os.stat(filename)
     except OSError:
@@ -77,7 +80,7 @@ def _read(filename: str, *, unguarded: bool = False) -> tuple[_Answer, frozenset
     key = (stat.st_mtime_ns, stat.st_size)
     known = _answers.get(filename)
     if known is None or known[0] != key:
-        tree = _parse(filename)
+        tree = _parse(filename, source)
         known = _answers[filename] = [key, None if tree is None else _bindings(tree), _LATER]
     if not unguarded:
         return known[1], None
@@ -87,10 +90,12 @@ def _read(filename: str, *, unguarded: bool = False) -> tuple[_Answer, frozenset
     return known[1], known[2]
 
 
-def _parse(filename: str) -> ast.Module | None:
+def _parse(filename: str, source: bytes | None = None) -> ast.Module | None:
     try:
-        with open(filename, "rb") as source:
-            return ast.parse(source.read(), filename)
+        if source is None:
+            with open(filename, "rb") as file:
+                source = file.read()
+        return ast.parse(source, filename)
     except (OSError, SyntaxError, ValueError):
         return None
 
@@ -105,12 +110,13 @@ def worker_bindings(filename: str) -> frozenset[str] | None:
     return _read(filename, unguarded=True)[1]
 
 
-def guard_answer(filename: str) -> _Answer:
+def guard_answer(filename: str, source: bytes | None = None) -> _Answer:
     """``(names the main guard of the script ``filename`` binds or changes, names
-    it calls a method of)``, as the file is now; None if it cannot be told. (What
+    it calls a method of)``, as the file is now (or of ``source``, its bytes as
+    the caller read them); None if it cannot be told. (What
     :func:`guard_bindings` reads against a namespace; :mod:`.scripts` keeps it
-    per version of the script.)"""
-    return _read(filename)[0]
+    per version of the script, and :mod:`.guard_store` on disk.)"""
+    return _read(filename, source=source)[0]
 
 
 def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:

@@ -46,6 +46,7 @@ from .. import _caches, _code, _locator, _reconstruct
 from .._compat import MAIN_MODULES
 from .._paths import Path, walk
 from .._reads import script_reads
+from . import guard_store
 from .attributes import leads_back, state_attributes
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ class _Script:
             return False
         index = self.index
         if index is _UNREAD:
+            if self._answer_kept():
+                return False  # the whole answer is at hand: ask changed
             # main_guard (ast, dis) loads with the first question: a worker that
             # only loads payloads never needs it.
             from .main_guard import guard_index
@@ -193,13 +196,38 @@ class _Script:
             self.index = index
         return index is not None and not index.may_touch(names)
 
+    def _answer_kept(self) -> bool:
+        """Take the guard's answer from the store (see :mod:`.guard_store`), or,
+        for a small script, read it whole and keep it there; False: the index
+        is asked first, as for a large script not in the store."""
+        filename = self.filename
+        source = None if filename is None else guard_store.source_of(filename)
+        if source is None:
+            return False
+        answer = guard_store.lookup(filename, source)  # type: ignore[arg-type]
+        if answer is guard_store.MISS:
+            if len(source) > guard_store.SMALL:
+                return False
+            answer = self._answer_of(source)
+        self.answer = answer
+        self._read_changed()
+        return True
+
+    def _answer_of(self, source: bytes) -> Any:
+        """The guard's answer read from ``source``, the file's bytes; kept on disk."""
+        from .main_guard import guard_answer
+
+        filename: str = self.filename  # type: ignore[assignment]
+        answer = guard_answer(filename, source)
+        guard_store.keep(filename, source, answer)
+        return answer
+
     def read_changed(self) -> frozenset[str] | None:
         """``changed``, the guard's answer read from the file first if need be."""
         if self.answer is _UNREAD:
-            from .main_guard import guard_answer
-
             filename = self.filename
-            self.answer = None if filename is None else guard_answer(filename)
+            source = None if filename is None else guard_store.source_of(filename)
+            self.answer = None if source is None else self._answer_of(source)
             self._read_changed()
         changed: frozenset[str] | None = self.changed
         return changed
