@@ -234,7 +234,7 @@ def _implicit() -> dict[tuple[str, str], Any]:
         table["datetime", name] = getattr(dt, name)
     table["zoneinfo", "ZoneInfo"] = zoneinfo.ZoneInfo
     table["_codecs", "encode"] = _codecs.encode  # bytes under protocols 0-2
-    table["operator", "itemgetter"] = operator.itemgetter  # picklable's _FIRST
+    table["operator", "itemgetter"] = operator.itemgetter  # functions' state before 0.2.0
     # list[int] pickles as getitem(list, int): a subscription, its result checked.
     table["operator", "getitem"] = table["_operator", "getitem"] = operator.getitem
     for name in (

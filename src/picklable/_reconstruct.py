@@ -79,7 +79,9 @@ __all__ = [
     "_check_interpreter",
     "_class_setstate",
     "_exception_setstate",
+    "_fill_cell",
     "_fill_type_alias",
+    "_first",
     "_import",
     "_load_code",
     "_main_object",
@@ -468,6 +470,56 @@ def _update_globals(namespace: dict[str, Any], names: dict[str, Any]) -> None:
 def _make_cell(*contents: Any) -> types.CellType:
     """A closure cell, empty or holding ``contents[0]``."""
     return types.CellType(*contents)
+
+
+def _cell_written(cell: Any, content: Any) -> Iterator[tuple[Any, str]]:
+    yield cell, "on"
+
+
+@_rebuilder(
+    "part", "fills a copied function's closure cell", "state", target="cell", writes=_cell_written
+)
+def _fill_cell(cell: types.CellType, content: Any) -> None:
+    """Put ``content`` in ``cell``, a cell of a copied function that the payload
+    made empty (its content may lead back to the function: set once the
+    function is memoized).
+
+    ``setattr(cell, "cell_contents", content)`` did this before 0.2.0; this
+    names one global that pickle finds without a ``__reduce_ex__`` call, and
+    writes to nothing but a cell.
+
+    .. versionadded:: 0.2.0
+    """
+    if type(cell) is not types.CellType:
+        raise UnpicklingError(
+            f"Cannot load: _fill_cell was given a {type(cell).__name__}, not a closure "
+            "cell: the payload is damaged or was not made by picklable.",
+            reason="damaged payload: not a cell",
+            hint="check that the bytes arrive unchanged",
+        )
+    cell.cell_contents = content
+
+
+@_rebuilder("part", "names a copied function after its state's effects ran", "build")
+def _first(qualname: str, *effects: Any) -> str:
+    """``qualname``, once the ``effects`` after it loaded: the calls that fill a
+    copied function's globals and cells (``_update_globals``, ``_fill_cell``),
+    which a function's state carries in its ``__qualname__`` so that they run
+    after the function is memoized.
+
+    ``operator.itemgetter(0)((qualname, *effects))`` did this before 0.2.0,
+    with an object more to pickle and a tuple more to load.
+
+    .. versionadded:: 0.2.0
+    """
+    if type(qualname) is not str:
+        raise UnpicklingError(
+            f"Cannot load: _first was given a {type(qualname).__name__}, not a "
+            "qualified name: the payload is damaged or was not made by picklable.",
+            reason="damaged payload: not a name",
+            hint="check that the bytes arrive unchanged",
+        )
+    return qualname
 
 
 @_rebuilder("value", "builds a module in memory", "build")

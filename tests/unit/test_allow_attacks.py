@@ -1415,6 +1415,36 @@ def _attacks() -> list[Attack]:
             reached=lambda result: modstate.REGISTRY["mode"] == "pwned",
         ),
         Attack(
+            "_fill_cell on a closure cell of a module's function",
+            ("_fill_cell", "_resolve"),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_fill_cell"),
+                    resolve("picklable_testpkg.api", "add", "__closure__", 0),
+                    integer(1000),
+                )
+            ),
+            TESTPKG,
+            reached=lambda result: api.add.__closure__[0].cell_contents == 1000,
+        ),
+        Attack(
+            "_first passing a module's dict on to _update_globals",
+            ("_first", "_update_globals"),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_update_globals"),
+                    call(
+                        rebuilder("_first"),
+                        call(stack_global("picklable_testpkg.modstate", "registry")),
+                    ),
+                    dict_(mode=text("pwned")),
+                )
+            ),
+            TESTPKG,
+        ),
+        Attack(
             "_update_globals on a module's namespace",
             ("_update_globals", "_resolve"),
             "modify",

@@ -326,3 +326,40 @@ class TestNewerPythonsKinds:
         """Names that no import statement takes are refused on every Python."""
         with pytest.raises(picklable.UnpicklingError, match=f"Cannot load {what}: the payload"):
             _reconstruct._make_lazy_import(*args)
+
+
+class TestFunctionStateEffects:
+    """``_first`` and ``_fill_cell``: what a copied function's state runs once the
+    function is memoized (cells and globals that lead back to it). Payloads of
+    0.1.0 named ``operator.itemgetter(0)`` and ``builtins.setattr`` instead:
+    tests/old_payloads (``function_recursive.pkl``) keeps them loading."""
+
+    def test_a_cell_that_leads_back_is_filled_by_fill_cell(self):
+        def outer():
+            def again(n):
+                return n if n < 1 else again(n - 1)
+
+            return again
+
+        data = picklable.dumps(outer())
+        names = {arg for op, arg, _ in pickletools.genops(data) if op.name == "SHORT_BINUNICODE"}
+        assert {"_first", "_fill_cell"} <= names
+        assert not {"itemgetter", "setattr"} & names
+        copy = picklable.loads(data)
+        assert (
+            copy(3) == 0
+            and copy.__qualname__
+            == "TestFunctionStateEffects.test_a_cell_that_leads_back_is_filled_by_fill_cell.<locals>.outer.<locals>.again"
+        )
+        assert copy.__closure__[0].cell_contents is copy
+
+    def test_fill_cell_writes_cells_only(self):
+        holder = type("Holder", (), {})()
+        with pytest.raises(picklable.UnpicklingError, match="not a closure cell"):
+            _reconstruct._fill_cell(holder, 1)
+        assert not hasattr(holder, "cell_contents")
+
+    def test_first_passes_on_names_only(self):
+        assert _reconstruct._first("f.<locals>.g", None, None) == "f.<locals>.g"
+        with pytest.raises(picklable.UnpicklingError, match="not a qualified name"):
+            _reconstruct._first({"mode": "x"})

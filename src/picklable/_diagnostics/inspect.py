@@ -484,9 +484,10 @@ class _Machine:
         if isinstance(module, str):
             fn.module = module
         qualname = slots.get("__qualname__")
-        if isinstance(qualname, Call):  # _FIRST((qualname, effects...))
+        if isinstance(qualname, Call):  # _first(qualname, effects...)
             inner = qualname.args[0] if isinstance(qualname.args, tuple) and qualname.args else None
-            qualname = inner[0] if isinstance(inner, tuple) and inner else None
+            # Before 0.2.0: itemgetter(0)((qualname, effects...)).
+            qualname = inner[0] if isinstance(inner, tuple) and inner else inner
         if isinstance(qualname, str):
             fn.qualname = qualname
 

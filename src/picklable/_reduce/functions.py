@@ -22,8 +22,8 @@ global lookup -- at load a global costs about ten frames, so the format is
 built to name as few globals as possible.
 
 Globals and cells that could lead back to the function being pickled are filled
-after it is memoized, by calls hidden in the state (``_FIRST((qualname,
-_update_globals(globals, refs), setattr(cell, "cell_contents", v)))``): pickle never
+after it is memoized, by calls hidden in the state (``_first(qualname,
+_update_globals(globals, refs), _fill_cell(cell, v))``): pickle never
 recurses into a function it is still building. Functions of one module share one
 globals dict per payload, as they share their module's namespace at home.
 
@@ -38,7 +38,6 @@ import builtins
 import functools
 import gc
 import marshal
-import operator
 import reprlib
 import sys
 import types
@@ -84,12 +83,6 @@ __all__ = [
     "reduce_function",
 ]
 
-# ``_FIRST((value, effect, effect, ...))`` evaluates the effects at load time
-# (they are REDUCE calls inside the tuple) and yields ``value``. It lets a
-# function's state fill its globals and closure cells without a Python frame.
-_FIRST = operator.itemgetter(0)
-
-_setattr = setattr
 _RECORD = _code.HERE
 
 _SINGLEDISPATCH_CODE: types.CodeType = functools.singledispatch(lambda arg: arg).__code__  # type: ignore[attr-defined]
@@ -945,7 +938,9 @@ class _Resolved:
 
 
 def _reduce_effects(context: DumpContext, obj: _Effects) -> tuple[Any, ...]:
-    return (_FIRST, ((obj.value, *obj.effects),))
+    # The effects load as arguments, after the function is memoized (issue 29:
+    # one global, where itemgetter(0) and setattr were two and an object).
+    return (_reconstruct._first, (obj.value, *obj.effects))
 
 
 def _reduce_globals_update(context: DumpContext, obj: _GlobalsUpdate) -> tuple[Any, ...]:
@@ -955,7 +950,7 @@ def _reduce_globals_update(context: DumpContext, obj: _GlobalsUpdate) -> tuple[A
 
 
 def _reduce_cell_fill(context: DumpContext, obj: _CellFill) -> tuple[Any, ...]:
-    return (_setattr, (obj.cell, "cell_contents", obj.content))
+    return (_reconstruct._fill_cell, (obj.cell, obj.content))
 
 
 def _reduce_resolved(context: DumpContext, obj: _Resolved) -> tuple[Any, ...]:
