@@ -8,9 +8,11 @@ which imports the script's file, computes with the payload.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
-from support.child import run_script
+from support.child import child_env, run_script
 
 REBOUND_BETWEEN_DUMPS = textwrap.dedent(
     """
@@ -142,3 +144,46 @@ def test_a_name_the_guard_calls_a_method_of_rebound_between_dumps(tmp_path):
     calls) makes the functions reading it copies, with the sender's state."""
     out = run_script(MODULE_REBOUND_TO_AN_OBJECT, tmp_path)
     assert out.strip() == "[1, 2]"
+
+
+FROM_STDIN = textwrap.dedent(
+    """
+    import subprocess, sys
+    import picklable
+
+    CONFIG = {"scale": 3}
+
+    def work(x):
+        return x * CONFIG["scale"]
+
+    payloads = [picklable.dumps(work) for _ in range(3)]  # decided, then kept
+    CONFIG["scale"] = 5
+    payloads.append(picklable.dumps(work))
+    loader = (
+        "import picklable, sys\\n"
+        "for p in picklable.loads(sys.stdin.buffer.read()):\\n"
+        "    f = picklable.loads(p)\\n"
+        "    print(f.__module__, f(2))\\n"
+    )
+    done = subprocess.run([sys.executable, "-c", loader], input=picklable.dumps(payloads),
+                          capture_output=True, check=True)
+    print(done.stdout.decode().strip())
+    """
+)
+
+
+def test_a_script_read_from_stdin_ships_copies(tmp_path):
+    """``python - < script.py``: its ``__file__`` is ``"<stdin>"``, a file no worker
+    can import, so every dump of its functions is a copy that carries the sender's
+    globals, the thousandth as the first (no kept origin, no reference)."""
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=FROM_STDIN,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:4] == ["__main__ 6"] * 3 + ["__main__ 10"]

@@ -74,8 +74,10 @@ SCRIPT_MODES = ("auto", "reference", "copy")
 
 
 def _script_file(module_name: str) -> str | None:
-    module = sys.modules.get(module_name)
-    filename = getattr(module, "__file__", None)
+    # From the namespace: a module without __file__ (a notebook's, python -c)
+    # would raise and catch an AttributeError in getattr, 1 us per dump.
+    namespace = getattr(sys.modules.get(module_name), "__dict__", None)
+    filename = namespace.get("__file__") if type(namespace) is dict else None
     return filename if type(filename) is str else None
 
 
@@ -549,7 +551,9 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
         if script.seen.get(id(func)) is not seen:
             return UNKNOWN  # the check forgot the decisions (a name the guard calls was rebound)
     if script.moved:
-        return UNKNOWN
+        # The file changed, or it is none a worker can import ("<stdin>"): what
+        # the whole decision would answer, a plain copy.
+        return None
     if (
         seen.ref() is not func
         or func.__code__ is not seen.code
