@@ -341,7 +341,7 @@ def _attributes(obj: Any) -> tuple[Any, ...]:
 
 
 def _same_values(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(map(_is, a, b))  # one C loop: no generator frame
 
 
 def _seen(script: _Script, obj: Any) -> _Seen | None:
