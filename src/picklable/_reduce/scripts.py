@@ -164,9 +164,11 @@ class _Script:
         self.moved = self.version is None or self.version[0] > _STARTED_NS
         # The guard's (names bound or changed, names it calls a method of),
         # read from the file once, when a question needs it (issue 29: a parse
-        # of the whole script, and of every function its guard calls); None:
-        # cannot tell. Until then, what the guard may touch is asked of the
-        # running script's code (``index``): most names it surely does not.
+        # of the whole script, and of every function its guard calls), or from
+        # the answer an earlier run kept on disk (.guard_store); None: cannot
+        # tell. Until then, what the guard may touch of a large script not in
+        # the store is asked of the running script's code (``index``): most
+        # names it surely does not.
         self.answer: Any = _UNREAD
         self.index: GuardIndex | Any | None = _UNREAD
         self.changed: frozenset[str] | Any | None = _UNREAD
