@@ -558,7 +558,7 @@ _GLOBAL_OPS = frozenset(
 def _global_names(code: types.CodeType) -> list[str]:
     """Globals the code (and the code nested in it) reads or writes.
 
-    Read from the instructions (``dis`` decodes, never runs): ``co_names``
+    Read from the instructions (decoded, never run): ``co_names``
     alone mixes globals with attribute names.
     """
     return list(instruction_names(code, _GLOBAL_OPS))
