@@ -7,7 +7,7 @@ import os
 import pytest
 
 from picklable._reduce import guard_store
-from picklable._reduce.main_guard import guard_answer
+from picklable._reduce.main_guard import answers
 
 SOURCE = b"""
 import sys
@@ -39,45 +39,51 @@ class TestRoundTrip:
         """What the guard binds and calls, kept, is read back equal, as frozensets."""
         script = tmp_path / "job.py"
         script.write_bytes(SOURCE)
-        answer = guard_answer(str(script), SOURCE)
-        assert answer == (frozenset({"CONFIG"}), frozenset({"sys"}))
+        read = answers(str(script), SOURCE)
+        assert read == (
+            (frozenset({"CONFIG"}), frozenset({"sys"})),
+            frozenset({"sys", "CONFIG", "main"}),
+        )
         assert guard_store.lookup(str(script), SOURCE) is guard_store.MISS
-        guard_store.keep(str(script), SOURCE, answer)
-        assert guard_store.lookup(str(script), SOURCE) == answer
+        guard_store.keep(str(script), SOURCE, *read)
+        assert guard_store.lookup(str(script), SOURCE) == read
         assert oct(_entry_file(store).stat().st_mode & 0o777) == oct(0o600)
 
     def test_cannot_tell_is_kept_too(self, store, tmp_path):
-        """None (the guard runs exec: any name may differ) is an answer, not a miss."""
-        guard_store.keep(str(tmp_path / "a.py"), b"x", None)
-        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") is None
+        """None (the guard runs exec, a star import: any name may differ) is an
+        answer, not a miss, for either question."""
+        guard_store.keep(str(tmp_path / "a.py"), b"x", None, None)
+        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") == (None, None)
+        guard_store.keep(str(tmp_path / "a.py"), b"x", None, frozenset({"a"}))
+        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") == (None, frozenset({"a"}))
 
     def test_one_entry_per_script_path(self, store, tmp_path):
         """A new version of the script replaces its entry: the store grows with the
         scripts run, not with their edits."""
         name = str(tmp_path / "a.py")
-        guard_store.keep(name, b"one", (frozenset({"a"}), frozenset()))
-        guard_store.keep(name, b"two", (frozenset({"b"}), frozenset()))
+        guard_store.keep(name, b"one", (frozenset({"a"}), frozenset()), frozenset())
+        guard_store.keep(name, b"two", (frozenset({"b"}), frozenset()), frozenset())
         assert [p.name for p in store.iterdir()] == [_entry_file(store).name]
         assert guard_store.lookup(name, b"one") is guard_store.MISS
-        assert guard_store.lookup(name, b"two") == (frozenset({"b"}), frozenset())
+        assert guard_store.lookup(name, b"two") == ((frozenset({"b"}), frozenset()), frozenset())
 
 
 class TestMisses:
     def test_another_source_misses(self, store, tmp_path):
         """An entry answers for the bytes it was read from: an edit is a miss."""
         name = str(tmp_path / "a.py")
-        guard_store.keep(name, SOURCE, (frozenset(), frozenset()))
+        guard_store.keep(name, SOURCE, (frozenset(), frozenset()), None)
         assert guard_store.lookup(name, SOURCE + b"\n# edited") is guard_store.MISS
 
     def test_another_path_misses(self, store, tmp_path):
-        guard_store.keep(str(tmp_path / "a.py"), SOURCE, (frozenset(), frozenset()))
+        guard_store.keep(str(tmp_path / "a.py"), SOURCE, (frozenset(), frozenset()), None)
         assert guard_store.lookup(str(tmp_path / "b.py"), SOURCE) is guard_store.MISS
 
     def test_another_reader_misses(self, store, tmp_path, monkeypatch):
         """An answer read by other code (main_guard.py changed) or another Python
         is not trusted."""
         name = str(tmp_path / "a.py")
-        guard_store.keep(name, SOURCE, (frozenset({"a"}), frozenset()))
+        guard_store.keep(name, SOURCE, (frozenset({"a"}), frozenset()), None)
         monkeypatch.setattr(guard_store, "_analysis", ["cpython-399 1 2"])
         assert guard_store.lookup(name, SOURCE) is guard_store.MISS
 
@@ -87,9 +93,11 @@ class TestMisses:
             lambda text: text[: len(text) // 2],  # cut short
             lambda text: text.replace("bound 1", "bound 2"),  # a count that lies
             lambda text: text.replace("bound 1", "bond 1"),
-            lambda text: text.replace("\nCONFIG\n", "\nnot a name\n"),
+            lambda text: text.replace("\nCONFIG\n", "\nnot a name\n", 1),
             lambda text: text + "extra\n",
-            lambda text: text.replace("picklable guard answer 1", "picklable guard answer 9"),
+            lambda text: text.replace("picklable guard answer 2", "picklable guard answer 9"),
+            lambda text: text.replace("bound 1", "bound none"),
+            lambda text: text.replace("\nunguarded 1\nCONFIG\n", "\n"),
             lambda text: text.rstrip("\n"),
             lambda text: "",
         ],
@@ -97,14 +105,16 @@ class TestMisses:
     def test_a_damaged_entry_misses(self, store, tmp_path, damage):
         """Anything but an entry in the format is a miss, never an answer."""
         name = str(tmp_path / "a.py")
-        guard_store.keep(name, SOURCE, (frozenset({"CONFIG"}), frozenset({"sys"})))
+        guard_store.keep(
+            name, SOURCE, (frozenset({"CONFIG"}), frozenset({"sys"})), frozenset({"CONFIG"})
+        )
         entry = _entry_file(store)
         entry.write_text(damage(entry.read_text()))
         assert guard_store.lookup(name, SOURCE) is guard_store.MISS
 
     def test_non_ascii_bytes_miss(self, store, tmp_path):
         name = str(tmp_path / "a.py")
-        guard_store.keep(name, SOURCE, (frozenset({"CONFIG"}), frozenset()))
+        guard_store.keep(name, SOURCE, (frozenset({"CONFIG"}), frozenset()), None)
         entry = _entry_file(store)
         entry.write_bytes(entry.read_bytes().replace(b"CONFIG", "CONFIGé".encode()))
         assert guard_store.lookup(name, SOURCE) is guard_store.MISS
@@ -114,7 +124,7 @@ class TestWhereAndWhen:
     def test_an_empty_setting_turns_the_store_off(self, tmp_path, monkeypatch):
         monkeypatch.setenv("PICKLABLE_CACHE_DIR", "")
         assert guard_store.directory() is None
-        guard_store.keep(str(tmp_path / "a.py"), SOURCE, (frozenset(), frozenset()))
+        guard_store.keep(str(tmp_path / "a.py"), SOURCE, (frozenset(), frozenset()), None)
         assert guard_store.lookup(str(tmp_path / "a.py"), SOURCE) is guard_store.MISS
 
     def test_the_default_is_the_users_cache(self, tmp_path, monkeypatch):
@@ -130,13 +140,13 @@ class TestWhereAndWhen:
         nothing and raises nothing: the answer is read again next time."""
         (tmp_path / "blocked").write_text("a file, not a directory")
         monkeypatch.setenv("PICKLABLE_CACHE_DIR", str(tmp_path / "blocked"))
-        guard_store.keep(str(tmp_path / "a.py"), SOURCE, (frozenset(), frozenset()))
+        guard_store.keep(str(tmp_path / "a.py"), SOURCE, (frozenset(), frozenset()), None)
         assert guard_store.lookup(str(tmp_path / "a.py"), SOURCE) is guard_store.MISS
         assert os.listdir(tmp_path) == ["blocked"]
 
     def test_names_that_are_not_identifiers_are_not_kept(self, store, tmp_path):
         """globals()["a b"] = ...: such an answer is read from the script each time."""
         name = str(tmp_path / "a.py")
-        guard_store.keep(name, SOURCE, (frozenset({"a b"}), frozenset()))
+        guard_store.keep(name, SOURCE, (frozenset({"a b"}), frozenset()), None)
         assert not store.exists() or not list(store.iterdir())
         assert guard_store.lookup(name, SOURCE) is guard_store.MISS

@@ -68,3 +68,28 @@ def test_without_a_store_every_run_reads_the_guard(tmp_path, monkeypatch):
     source = SCRIPT.format(guard="pass")
     assert run_script(source, tmp_path).strip() == "True (True, 1)"
     assert run_script(source, tmp_path).strip() == "True (True, 1)"
+
+
+POOL_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import picklable
+
+    TABLE = {"scale": 3}
+
+    def work(x):
+        return x * TABLE["scale"]
+
+    if __name__ == "__main__":
+        with picklable.Pool(1) as pool:
+            print(pool.map(work, [1, 2]), "picklable._reduce.main_guard" in sys.modules)
+    """
+)
+
+
+def test_a_pools_second_run_reads_what_workers_define_from_the_store(tmp_path):
+    """A picklable pool sends a script function by reference when every global
+    it reads is bound outside the guard (what the module level binds: the
+    second question the store answers). The second run parses nothing."""
+    assert run_script(POOL_SCRIPT, tmp_path).strip() == "[3, 6] True"
+    assert run_script(POOL_SCRIPT, tmp_path).strip() == "[3, 6] False"

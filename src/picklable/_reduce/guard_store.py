@@ -1,8 +1,10 @@
-"""A script's main-guard answer kept on disk per content of the script (issue 29).
+"""A script's main-guard answers kept on disk per content of the script (issue 29).
 
 What a script's main guard binds (:mod:`.main_guard`) is read from its
 source: a parse and a walk, 1-10 ms, that the first dump of a script's object
-paid in every process that ran the script. The answer depends on the source
+paid in every process that ran the script, and a picklable pool's first task
+of a script function again (what the module level binds outside the guard: a
+worker defines it for sure). The answers depend on the source
 alone, on the Python that parses it and on the code that reads it, so it is
 kept as ``.pyc`` files keep code: one small file per script path, holding
 the digest of the source it answers for. A process that runs an unchanged
@@ -25,15 +27,18 @@ of every module the user imports.
 Format (ASCII text; one name per line: an answer with a name that is not an
 ASCII identifier, ``globals()["a b"]``, is not kept)::
 
-    picklable guard answer 1
+    picklable guard answer 2
     <Python's cache tag> <main_guard.py's mtime_ns> <its size>
     <BLAKE2b-128 of the script's bytes>
-    none                      (the guard cannot be read: any name may differ)
+    guard none                (the guard cannot be read: any name may differ)
   or
-    bound <n>
+    bound <n>                 (what the guard binds or changes)
     <n names>
-    called <m>
+    called <m>                (what it calls a method of)
     <m names>
+  then
+    unguarded <k> | none      (what the module level binds outside the guard)
+    <k names>
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ __all__ = ["MISS", "directory", "keep", "lookup", "source_of"]
 # it leads to cost (2026-12-05: 0.8 ms against 1.5 ms for a 30-line script).
 SMALL = 8192
 MISS: Any = object()
-_HEADER = "picklable guard answer 1"
+_HEADER = "picklable guard answer 2"
 _analysis: list[str | None] = []
 
 
@@ -106,8 +111,10 @@ def _digest(source: bytes) -> str:
 
 
 def lookup(filename: str, source: bytes) -> Any:
-    """The answer kept for the script ``filename`` with this ``source``:
-    ``(bound, called)`` frozensets, or None (the guard cannot be read); else
+    """The answers kept for the script ``filename`` with this ``source``:
+    ``(guard, unguarded)``, where ``guard`` is the guard's ``(bound, called)``
+    frozensets and ``unguarded`` the names the module level binds outside the
+    guard (see :mod:`.main_guard`), each None where it cannot be told; else
     :data:`MISS`."""
     analysis = _analysis_key()
     entry = _entry(filename)
@@ -121,52 +128,72 @@ def lookup(filename: str, source: bytes) -> Any:
     if lines[:3] != [_HEADER, analysis, _digest(source)] or lines[-1] != "":
         return MISS
     try:
-        return _parse_answer(lines[3:-1])
+        return _parse_answers(lines[3:-1])
     except (ValueError, IndexError, UnicodeError):
         return MISS
 
 
-def _parse_answer(lines: list[str]) -> Any:
-    if lines == ["none"]:
-        return None
-    sets = []
+def _parse_answers(lines: list[str]) -> Any:
     at = 0
-    for label in ("bound", "called"):
+
+    def names(label: str) -> frozenset[str] | None:
+        nonlocal at
         word, count = lines[at].split(" ")
         if word != label:
             raise ValueError(word)
-        names = lines[at + 1 : at + 1 + int(count)]
-        if len(names) != int(count):
-            raise ValueError(count)
-        if not all(map(_plain_name, names)):
-            raise ValueError("not a name")
-        sets.append(frozenset(names))
-        at += 1 + int(count)
+        at += 1
+        if count == "none":
+            return None
+        found = lines[at : at + int(count)]
+        if len(found) != int(count) or not all(map(_plain_name, found)):
+            raise ValueError(label)
+        at += len(found)
+        return frozenset(found)
+
+    if lines[0] == "guard none":
+        at, guard = 1, None
+    else:
+        bound = names("bound")
+        called = names("called")
+        if bound is None or called is None:
+            raise ValueError("half an answer")
+        guard = (bound, called)
+    unguarded = names("unguarded")
     if at != len(lines):
         raise ValueError("trailing lines")
-    return sets[0], sets[1]
+    return guard, unguarded
 
 
 def _plain_name(name: str) -> bool:
     return name.isascii() and name.isidentifier()
 
 
-def keep(filename: str, source: bytes, answer: Any) -> None:
-    """Keep ``answer`` for the script ``filename`` with this ``source``
-    (quietly nothing when the directory cannot be written)."""
+def _section(label: str, names: frozenset[str] | None) -> list[str] | None:
+    if names is None:
+        return [f"{label} none"]
+    if not all(map(_plain_name, names)):
+        return None
+    return [f"{label} {len(names)}", *sorted(names)]
+
+
+def keep(filename: str, source: bytes, guard: Any, unguarded: frozenset[str] | None) -> None:
+    """Keep the answers for the script ``filename`` with this ``source`` (see
+    :func:`lookup`; quietly nothing when the directory cannot be written)."""
     analysis = _analysis_key()
     entry = _entry(filename)
     if analysis is None or entry is None:
         return
     lines = [_HEADER, analysis, _digest(source)]
-    if answer is None:
-        lines.append("none")
-    else:
-        for label, names in zip(("bound", "called"), answer, strict=True):
-            if not all(map(_plain_name, names)):
-                return
-            lines.append(f"{label} {len(names)}")
-            lines.extend(sorted(names))
+    sections: list[list[str] | None] = (
+        [["guard none"]]
+        if guard is None
+        else [_section("bound", guard[0]), _section("called", guard[1])]
+    )
+    sections.append(_section("unguarded", unguarded))
+    for section in sections:
+        if section is None:
+            return  # a name that is not an identifier: read from the script each time
+        lines.extend(section)
     text = "\n".join(lines) + "\n"
     partial = f"{entry}.{os.getpid()}.{get_ident()}.part"  # one writer per name
     try:

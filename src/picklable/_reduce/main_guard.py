@@ -44,7 +44,14 @@ from typing import Any
 
 from .. import _caches
 
-__all__ = ["GuardIndex", "guard_answer", "guard_bindings", "guard_index", "worker_bindings"]
+__all__ = [
+    "GuardIndex",
+    "answers",
+    "guard_answer",
+    "guard_bindings",
+    "guard_index",
+    "worker_bindings",
+]
 
 # Calls through which a guard may rebind any name of the module.
 _DYNAMIC = frozenset({"exec", "eval"})
@@ -79,13 +86,15 @@ def _read(
         return None, None
     key = (stat.st_mtime_ns, stat.st_size)
     known = _answers.get(filename)
+    tree: ast.Module | Any | None = _LATER
     if known is None or known[0] != key:
         tree = _parse(filename, source)
         known = _answers[filename] = [key, None if tree is None else _bindings(tree), _LATER]
     if not unguarded:
         return known[1], None
     if known[2] is _LATER:
-        tree = _parse(filename)
+        if tree is _LATER:  # not parsed above: the first answer was known
+            tree = _parse(filename, source)
         known[2] = None if tree is None else _unguarded_bindings(tree)
     return known[1], known[2]
 
@@ -117,6 +126,13 @@ def guard_answer(filename: str, source: bytes | None = None) -> _Answer:
     :func:`guard_bindings` reads against a namespace; :mod:`.scripts` keeps it
     per version of the script, and :mod:`.guard_store` on disk.)"""
     return _read(filename, source=source)[0]
+
+
+def answers(filename: str, source: bytes | None = None) -> tuple[_Answer, frozenset[str] | None]:
+    """:func:`guard_answer` and :func:`worker_bindings` of the script
+    ``filename`` (or of ``source``, its bytes), from one parse: what
+    :mod:`.guard_store` keeps."""
+    return _read(filename, unguarded=True, source=source)
 
 
 def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:

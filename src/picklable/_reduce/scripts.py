@@ -145,6 +145,7 @@ class _Script:
         "checked",
         "moved",
         "answer",
+        "unguarded",
         "index",
         "changed",
         "called",
@@ -170,6 +171,9 @@ class _Script:
         # the store is asked of the running script's code (``index``): most
         # names it surely does not.
         self.answer: Any = _UNREAD
+        # What the module level binds outside the guard: a worker defines it for
+        # sure (asked by a pool sending a script function by reference).
+        self.unguarded: frozenset[str] | Any | None = _UNREAD
         self.index: GuardIndex | Any | None = _UNREAD
         self.changed: frozenset[str] | Any | None = _UNREAD
         self.called: tuple[tuple[str, bool], ...] = ()
@@ -178,7 +182,7 @@ class _Script:
         self.called_names: tuple[str, ...] = ()
         self.called_values: tuple[Any, ...] = ()
         if filename is None:
-            self.answer = self.index = None
+            self.answer = self.index = self.unguarded = None
             self._read_changed()
 
     def untouched(self, names: set[str]) -> bool:
@@ -208,33 +212,54 @@ class _Script:
         source = None if filename is None else guard_store.source_of(filename)
         if source is None:
             return False
-        answer = guard_store.lookup(filename, source)  # type: ignore[arg-type]
-        if answer is guard_store.MISS:
+        kept = guard_store.lookup(filename, source)  # type: ignore[arg-type]
+        if kept is guard_store.MISS:
             if len(source) > guard_store.SMALL:
                 return False
-            answer = self._answer_of(source)
-        self.answer = answer
+            kept = self._answers_of(source)
+        self.answer, self.unguarded = kept
         self._read_changed()
         return True
 
-    def _answer_of(self, source: bytes) -> Any:
-        """The guard's answer read from ``source``, the file's bytes; kept on disk."""
-        from .main_guard import guard_answer
+    def _answers_of(self, source: bytes) -> Any:
+        """The guard's answer and the unguarded bindings, read from ``source``
+        (the file's bytes, one parse) and kept on disk."""
+        from .main_guard import answers
 
         filename: str = self.filename  # type: ignore[assignment]
-        answer = guard_answer(filename, source)
-        guard_store.keep(filename, source, answer)
-        return answer
+        read = answers(filename, source)
+        guard_store.keep(filename, source, *read)
+        return read
+
+    def _read_answers(self) -> None:
+        """Both answers from the store or the file (None: it cannot be read)."""
+        filename = self.filename
+        source = None if filename is None else guard_store.source_of(filename)
+        if source is None:
+            kept: Any = (None, None)
+        else:
+            kept = guard_store.lookup(filename, source)  # type: ignore[arg-type]
+            if kept is guard_store.MISS:
+                kept = self._answers_of(source)
+        if self.answer is _UNREAD:
+            self.answer = kept[0]
+            self._read_changed()
+        self.unguarded = kept[1]
 
     def read_changed(self) -> frozenset[str] | None:
         """``changed``, the guard's answer read from the file first if need be."""
         if self.answer is _UNREAD:
-            filename = self.filename
-            source = None if filename is None else guard_store.source_of(filename)
-            self.answer = None if source is None else self._answer_of(source)
-            self._read_changed()
+            self._read_answers()
         changed: frozenset[str] | None = self.changed
         return changed
+
+    def worker_bindings(self) -> frozenset[str] | None:
+        """The names the module level binds outside the guard, as the store or
+        the file says (see :func:`.main_guard.worker_bindings`)."""
+        if self.unguarded is _UNREAD:
+            self._read_answers()
+        bound: frozenset[str] | None = self.unguarded
+        return bound
 
     def _read_changed(self) -> None:
         """What the guard changes, read against the namespace now (a method
@@ -635,10 +660,8 @@ def workers_own_function(func: Any) -> bool:
     where = script_location(func, module)
     if where is None or not same_in_workers(func, *where):
         return False
-    filename = _script_file(module)
-    from .main_guard import worker_bindings  # ast on first use, as in _Script
-
-    bound = None if filename is None else worker_bindings(filename)
+    script = _script(module)
+    bound = None if script is None else script.worker_bindings()
     if bound is None:
         return False
     for name, _ in script_reads(func, MAIN_MODULES):
