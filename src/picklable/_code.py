@@ -475,8 +475,6 @@ def instruction_names(
 # shipped by value: a worker that only loads payloads never needs it).
 _OPCODE_CONSTANTS: tuple[int, int] = (-1, -1)
 _OPCODE_SETS: dict[frozenset[str], frozenset[int]] = {}
-
-
 # The instructions whose argument is an index into co_names as it is (LOAD_GLOBAL's
 # from 3.11 on is shifted, which instruction_names undoes): all it may be asked for.
 _NAME_OPS = frozenset(
@@ -500,7 +498,6 @@ def _opcodes(ops: frozenset[str]) -> frozenset[int]:
 
         if not ops <= _NAME_OPS:
             raise ValueError(f"not instructions that take a name: {sorted(ops - _NAME_OPS)}")
-
         shifted = opcode.opmap["LOAD_GLOBAL"] if sys.version_info >= (3, 11) else -1
         _OPCODE_CONSTANTS = (opcode.opmap["EXTENDED_ARG"], shifted)
         numbers = _OPCODE_SETS[ops] = frozenset(opcode.opmap[o] for o in ops if o in opcode.opmap)
