@@ -193,7 +193,7 @@ class _Script:
             return False
         index = self.index
         if index is _UNREAD:
-            if self._answer_kept():
+            if self._read_answers(small_only=True):
                 return False  # the whole answer is at hand: ask changed
             # main_guard (ast, dis) loads with the first question: a worker that
             # only loads payloads never needs it.
@@ -203,23 +203,6 @@ class _Script:
             index = None if filename is None else guard_index(filename, self.namespace)
             self.index = index
         return index is not None and not index.may_touch(names)
-
-    def _answer_kept(self) -> bool:
-        """Take the guard's answer from the store (see :mod:`.guard_store`), or,
-        for a small script, read it whole and keep it there; False: the index
-        is asked first, as for a large script not in the store."""
-        filename = self.filename
-        source = None if filename is None else guard_store.source_of(filename)
-        if source is None:
-            return False
-        kept = guard_store.lookup(filename, source)  # type: ignore[arg-type]
-        if kept is guard_store.MISS:
-            if len(source) > guard_store.SMALL:
-                return False
-            kept = self._answers_of(source)
-        self.answer, self.unguarded = kept
-        self._read_changed()
-        return True
 
     def _answers_of(self, source: bytes) -> Any:
         """The guard's answer and the unguarded bindings, read from ``source``
@@ -231,20 +214,28 @@ class _Script:
         guard_store.keep(filename, source, *read)
         return read
 
-    def _read_answers(self) -> None:
-        """Both answers from the store or the file (None: it cannot be read)."""
+    def _read_answers(self, *, small_only: bool = False) -> bool:
+        """Both answers, from the store (see :mod:`.guard_store`) or else from
+        the file, then kept there; None for what an unreadable file cannot
+        tell. With ``small_only``, a script larger than ``guard_store.SMALL``
+        and not in the store is not read: False (its index is asked first)."""
         filename = self.filename
         source = None if filename is None else guard_store.source_of(filename)
         if source is None:
+            if small_only:
+                return False
             kept: Any = (None, None)
         else:
             kept = guard_store.lookup(filename, source)  # type: ignore[arg-type]
             if kept is guard_store.MISS:
+                if small_only and len(source) > guard_store.SMALL:
+                    return False
                 kept = self._answers_of(source)
         if self.answer is _UNREAD:
             self.answer = kept[0]
             self._read_changed()
         self.unguarded = kept[1]
+        return True
 
     def read_changed(self) -> frozenset[str] | None:
         """``changed``, the guard's answer read from the file first if need be."""
