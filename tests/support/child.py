@@ -115,6 +115,26 @@ class Child:
             self.process.stdout.close()
 
 
+def run_command(
+    args: tuple[str, ...] | list[str],
+    directory: Path,
+    *,
+    input: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run a fresh interpreter (``python *args``) in ``directory``, with the
+    children's environment; its exit status and output are the caller's to check."""
+    return subprocess.run(
+        [sys.executable, *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=directory,
+    )
+
+
 def run_script(
     source: str, directory: Path, *, timeout: float = 120, args: tuple[str, ...] = ()
 ) -> str:
@@ -124,14 +144,7 @@ def run_script(
     """
     script = directory / "script.py"
     script.write_text(source)
-    done = subprocess.run(
-        [sys.executable, str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=child_env(),
-        cwd=directory,
-    )
+    done = run_command((str(script), *args), directory, timeout=timeout)
     if done.returncode != 0:
         raise AssertionError(
             f"script exited with {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from support.child import child_env, run_script
+from support.child import child_env, run_command, run_script
 
 SCRIPT = """
 import os
@@ -130,14 +130,7 @@ def test_left_open_at_exit(tmp_path, kind, out):
     """At exit an open Pool is terminated, an open executor finishes its work; no traceback."""
     script = tmp_path / "left_open.py"
     script.write_text(LEFT_OPEN)
-    done = subprocess.run(
-        [sys.executable, str(script), kind],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=child_env(),
-        cwd=tmp_path,
-    )
+    done = run_command([str(script), kind], tmp_path, timeout=60)
     assert (done.returncode, done.stdout.split(), done.stderr) == (0, out.split(), "")
 
 
@@ -189,14 +182,7 @@ def test_module_level_setup_runs_in_workers(tmp_path, how):
             out = run_script(SETUP, tmp_path, args=(which, "work", "spawn"))
         else:  # python -m: the workers import it by its module name
             (tmp_path / "setupmod.py").write_text(SETUP)
-            done = subprocess.run(
-                [sys.executable, "-m", "setupmod", which, "work", "spawn"],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env=child_env(),
-                cwd=tmp_path,
-            )
+            done = run_command(["-m", "setupmod", which, "work", "spawn"], tmp_path)
             assert done.returncode == 0, done.stderr
             out = done.stdout
         outputs[which] = sorted(out.splitlines())

@@ -8,11 +8,9 @@ which imports the script's file, computes with the payload.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
-from support.child import child_env, run_script
+from support.child import run_command, run_script
 
 REBOUND_BETWEEN_DUMPS = textwrap.dedent(
     """
@@ -176,14 +174,6 @@ def test_a_script_read_from_stdin_ships_copies(tmp_path):
     """``python - < script.py``: its ``__file__`` is ``"<stdin>"``, a file no worker
     can import, so every dump of its functions is a copy that carries the sender's
     globals, the thousandth as the first (no kept origin, no reference)."""
-    done = subprocess.run(
-        [sys.executable, "-"],
-        input=FROM_STDIN,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=child_env(),
-        cwd=tmp_path,
-    )
+    done = run_command(["-"], tmp_path, input=FROM_STDIN)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:4] == ["__main__ 6"] * 3 + ["__main__ 10"]
