@@ -299,7 +299,7 @@ def _retry(
     check_copies = context.copied_scripts()
     if _is_located(exc) or (not _stale_reference(exc) and not check_copies):
         return _dump_error(obj, exc)
-    _locator.by_name.clear()
+    _locator.forget_by_name()
     try:
         again(check_copies)
     except Exception as failed:

@@ -291,10 +291,14 @@ def _children(
     return out
 
 
-# Objects found importable by their own name: id -> object. pickle itself checks
-# the name again when it writes the reference, so a stale entry can only raise
-# (and dumps then retries with a fresh cache), never ship another object.
-by_name: dict[int, Any] = {}
+# Objects found importable by their own name: object -> object for functions
+# and classes whose metaclass hashes them by identity (one pointer hashed, no
+# ``id()`` integer made per lookup), id -> object for classes of a metaclass
+# with its own ``__hash__`` (which may be anything; see by_name_key).
+# pickle itself checks the name again when it writes the reference, so a stale
+# entry can only raise (and dumps then retries with a fresh cache), never ship
+# another object.
+by_name: dict[Any, Any] = {}
 _BY_NAME_LIMIT = 100_000
 
 _indexes: dict[str, _ModuleIndex] = {}
@@ -622,13 +626,58 @@ def clear_cache() -> None:
         _package_maps.clear()
         _package_generation.clear()
         _hits.clear()
-        by_name.clear()
+        forget_by_name()
 
 
 _caches.register("locator", clear_cache)
 
 
+def by_name_key(obj: Any) -> Any:
+    """The key of ``obj`` in :data:`by_name`: itself when its type hashes it by
+    identity (a function; a class whose metaclass keeps ``type.__hash__``,
+    which :data:`identity_hashed` then lists), else its id."""
+    t = type(obj)
+    if t in identity_hashed:
+        return obj
+    if isinstance(obj, type) and t.__hash__ is _TYPE_HASH:
+        identity_hashed.add(t)
+        return obj
+    return id(obj)
+
+
+# The types whose instances by_name keys by themselves: the pickler's hook
+# reads it to choose the key of the function or class it holds.
+identity_hashed: set[type] = {types.FunctionType, type}
+_TYPE_HASH: Any = type.__hash__
+
+
+def forget_by_name() -> None:
+    """Empty :data:`by_name` (a reference went stale: dumps tries again)."""
+    by_name.clear()
+    _by_name_names.clear()
+
+
 def remember_by_name(obj: Any) -> None:
     if len(by_name) >= _BY_NAME_LIMIT:
-        by_name.clear()
-    by_name[id(obj)] = obj
+        forget_by_name()
+    name = _name_of(obj)
+    if name is not None:
+        namesake = _by_name_names.get(name)
+        if namesake is not None and namesake is not obj:
+            # Defined again under its name (a notebook cell run twice): the
+            # old one no longer ships by that name; let it go.
+            by_name.pop(by_name_key(namesake), None)
+        _by_name_names[name] = obj
+    by_name[by_name_key(obj)] = obj
+
+
+def _name_of(obj: Any) -> tuple[str, str] | None:
+    try:
+        name = (obj.__module__, obj.__qualname__)
+    except Exception:
+        return None
+    return name if type(name[0]) is str and type(name[1]) is str else None
+
+
+# (module, qualname) -> the one object of that name in by_name.
+_by_name_names: dict[tuple[str, str], Any] = {}

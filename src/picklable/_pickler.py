@@ -32,7 +32,7 @@ from ._diagnostics.wording import CANNOT_PICKLE
 from ._reduce.context import Canonical, DumpContext
 from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
-from ._reduce.table import CLASS, FUNCTION, HANDLERS, handler_for, reclassify
+from ._reduce.table import CLASS, HANDLERS, LASTING, handler_for, reclassify
 
 __all__ = [
     "DEFAULT_PROTOCOL",
@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 DEFAULT_PROTOCOL = 5
+
+_MISSING: Any = object()  # what the hook's cache lookups answer for a type not yet seen
 
 
 # What goes in front of a payload bound to this interpreter (PayloadState.bound:
@@ -198,26 +200,34 @@ class ReducerHook:
     def reducer_override(
         self,
         obj: Any,
-        _handlers: Any = HANDLERS,
+        _lasting: Any = LASTING.get,
+        _handlers: Any = HANDLERS.get,
+        _missing: Any = _MISSING,
         _type: Any = type,
         _id: Any = id,
         _classify: Any = handler_for,
         _by_name: Any = _locator.by_name.get,
-        _function: Any = FUNCTION.reduce,
+        _identity_hashed: Any = _locator.identity_hashed,
         _class: Any = CLASS.reduce,
     ) -> Any:
         # Called for every non-builtin object (each of 10,000 dataclass
         # instances, four times per numpy array): locals, dict hits, no
-        # attribute lookups but the context. A function or class already
-        # found importable by its own name goes to pickle's save_global
-        # without a second frame.
-        try:
-            handler = _handlers[_id(_type(obj))]
-        except KeyError:
-            handler = _classify(_type(obj))
-        if handler is None or (
-            (handler is _function or handler is _class) and _by_name(_id(obj)) is obj
-        ):
+        # attribute lookups but the context, and no id() integer made for a
+        # type that lasts (table.LASTING) nor for a function or a class hashed
+        # by identity (locator.by_name). One already found importable by its
+        # own name goes to pickle's save_global without a second frame.
+        t = _type(obj)
+        handler = _lasting(t, _missing)
+        if handler is _missing:
+            handler = _handlers(_id(t), _missing)
+            if handler is _missing:
+                handler = _classify(t)
+        if handler is None:
+            return NotImplemented
+        if t in _identity_hashed:
+            if _by_name(obj) is obj:
+                return NotImplemented
+        elif handler is _class and _by_name(_id(obj)) is obj:
             return NotImplemented
         return handler(self.context, obj)
 

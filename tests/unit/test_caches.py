@@ -43,6 +43,7 @@ class TestClearCaches:
         fill()
         caches = {
             "kinds": table.HANDLERS,
+            "lasting kinds": table.LASTING,
             "by name": _locator.by_name,
             "module indexes": _locator._indexes,
             "located answers": _locator._hits,

@@ -408,7 +408,7 @@ class TestAnnotations:
         _locator.by_name.clear()
         cold = picklable.dumps(f, deterministic=True)
         picklable.dumps(api.Frame)  # now cached as importable by its own name
-        assert _locator.by_name.get(id(api.Frame)) is api.Frame
+        assert _locator.by_name.get(_locator.by_name_key(api.Frame)) is api.Frame
         assert picklable.dumps(f, deterministic=True) == cold
         assert _functions._annotations_in_arguments(f.__annotations__) is _functions._IMPORTS
 

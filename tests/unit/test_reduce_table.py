@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import pickle
+import sys
+import types
 import weakref
 from typing import Any
 
@@ -103,9 +105,23 @@ class TestKinds:
         assert table.kind_for(type(api_plain())) is table.FUNCTION
 
     def test_handlers_hold_the_kinds_reducers(self):
-        """The pickler's per-type cache holds each kind's reducer."""
+        """The pickler's per-type caches hold each kind's reducer: types that
+        last by the type itself, local classes by id."""
         kind = table.kind_for(type(lambda: 0))
-        assert table.HANDLERS[id(type(lambda: 0))] is kind.reduce
+        assert table.LASTING[type(lambda: 0)] is kind.reduce
+        assert id(type(lambda: 0)) not in table.HANDLERS
+        local = make_local_class(0)
+        local_kind = table.kind_for(local)
+        assert table.HANDLERS[id(local)] is local_kind.reduce
+        assert local not in table.LASTING
+
+    def test_classes_a_module_names_last(self):
+        """A class its module binds under its own name is held by the type."""
+        from picklable_testpkg import api
+
+        picklable.dumps(api.Frame.__new__(api.Frame))
+        assert api.Frame in table.LASTING
+        assert id(api.Frame) not in table.HANDLERS
 
     def test_every_rebuilder_is_declared(self):
         """Each rebuilder has a role and reach the readers know."""
@@ -144,6 +160,29 @@ class TestWeakTable:
         gc.collect()
         assert [ref for ref in refs if ref() is not None] == []
         assert not any(key in table.HANDLERS for key in keys)
+
+    def test_a_class_defined_again_lets_the_old_one_go(self):
+        """A module's class defined again under its name (a reload) is held
+        once: the old class is freed when the new one is first pickled, and
+        the new one ships as itself."""
+        module = types.ModuleType("picklable_redefined")
+        sys.modules["picklable_redefined"] = module
+        try:
+            source = "class Point:\n    def __init__(self):\n        self.x = 1\n"
+            exec(source, module.__dict__)
+            old = module.Point
+            assert picklable.dumps(old())
+            assert old in table.LASTING
+            ref = weakref.ref(old)
+            del old
+            exec(source, module.__dict__)
+            new = module.Point
+            assert pickle.loads(picklable.dumps(new())).__class__ is new
+            gc.collect()
+            assert ref() is None
+            assert new in table.LASTING
+        finally:
+            del sys.modules["picklable_redefined"]
 
     def test_a_loaded_class_is_freed_too(self):
         """A class built from a payload is freed with its last user."""

@@ -804,7 +804,6 @@ _IMPORTS: Any = "imports"
 def _annotations_in_arguments(
     annotations: dict[str, Any],
     _named: Any = _locator.by_name.get,
-    _id: Any = id,
     _builtin: Any = _BUILTIN_ANNOTATIONS,
 ) -> Any:
     """Whether ``annotations`` can travel in ``_make_function``'s arguments:
@@ -829,7 +828,7 @@ def _annotations_in_arguments(
         if value in _builtin:  # hashable: its metaclass is type itself
             continue
         answer = _IMPORTS
-        if not is_heap_type(value) or _named(_id(value)) is value:
+        if not is_heap_type(value) or _named(value) is value:  # by_name's key: the class
             continue
         if ships_by_value(value.__module__) or not _locator.importable_by_own_name(value):
             return False
