@@ -32,7 +32,8 @@ from ._diagnostics.wording import CANNOT_PICKLE
 from ._reduce.context import Canonical, DumpContext
 from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
-from ._reduce.table import CLASS, HANDLERS, LASTING, handler_for, reclassify
+from ._reduce.table import CLASS, handler_for, reclassify
+from ._reduce.type_cache import HANDLERS, LASTING
 
 __all__ = [
     "DEFAULT_PROTOCOL",
@@ -213,7 +214,7 @@ class ReducerHook:
         # Called for every non-builtin object (each of 10,000 dataclass
         # instances, four times per numpy array): locals, dict hits, no
         # attribute lookups but the context, and no id() integer made for a
-        # type that lasts (table.LASTING) nor for a function or a class hashed
+        # type that lasts (type_cache.LASTING) nor for a function or a class hashed
         # by identity (locator.by_name). One already found importable by its
         # own name goes to pickle's save_global without a second frame.
         t = _type(obj)

@@ -6,7 +6,7 @@ import functools
 
 import picklable
 from picklable import _api, _caches, _code, _deterministic, _envelope, _locator, _traceback
-from picklable._reduce import classes, functions, table
+from picklable._reduce import classes, functions, type_cache
 from picklable_testpkg import api
 
 
@@ -42,8 +42,8 @@ class TestClearCaches:
         """After clear_caches, each cache a payload filled is empty."""
         fill()
         caches = {
-            "kinds": table.HANDLERS,
-            "lasting kinds": table.LASTING,
+            "kinds": type_cache.HANDLERS,
+            "lasting kinds": type_cache.LASTING,
             "by name": _locator.by_name,
             "module indexes": _locator._indexes,
             "located answers": _locator._hits,

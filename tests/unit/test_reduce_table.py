@@ -15,7 +15,7 @@ import picklable
 from picklable import _reconstruct
 from picklable._diagnostics import explain as _explain
 from picklable._diagnostics.culprit import decide, shipping
-from picklable._reduce import table
+from picklable._reduce import table, type_cache
 from picklable._reduce.wrappers import WithState
 from support.corpus import corpus
 from support.payload_oracle import top_operation
@@ -108,20 +108,20 @@ class TestKinds:
         """The pickler's per-type caches hold each kind's reducer: types that
         last by the type itself, local classes by id."""
         kind = table.kind_for(type(lambda: 0))
-        assert table.LASTING[type(lambda: 0)] is kind.reduce
-        assert id(type(lambda: 0)) not in table.HANDLERS
+        assert type_cache.LASTING[type(lambda: 0)] is kind.reduce
+        assert id(type(lambda: 0)) not in type_cache.HANDLERS
         local = make_local_class(0)
         local_kind = table.kind_for(local)
-        assert table.HANDLERS[id(local)] is local_kind.reduce
-        assert local not in table.LASTING
+        assert type_cache.HANDLERS[id(local)] is local_kind.reduce
+        assert local not in type_cache.LASTING
 
     def test_classes_a_module_names_last(self):
         """A class its module binds under its own name is held by the type."""
         from picklable_testpkg import api
 
         picklable.dumps(api.Frame.__new__(api.Frame))
-        assert api.Frame in table.LASTING
-        assert id(api.Frame) not in table.HANDLERS
+        assert api.Frame in type_cache.LASTING
+        assert id(api.Frame) not in type_cache.HANDLERS
 
     def test_every_rebuilder_is_declared(self):
         """Each rebuilder has a role and reach the readers know."""
@@ -155,11 +155,11 @@ class TestWeakTable:
         assert all(payloads)
         refs = [weakref.ref(cls) for cls in classes]
         keys = [id(cls) for cls in classes]
-        assert all(key in table.HANDLERS for key in keys)
+        assert all(key in type_cache.HANDLERS for key in keys)
         del classes, payloads
         gc.collect()
         assert [ref for ref in refs if ref() is not None] == []
-        assert not any(key in table.HANDLERS for key in keys)
+        assert not any(key in type_cache.HANDLERS for key in keys)
 
     def test_a_class_defined_again_lets_the_old_one_go(self):
         """A module's class defined again under its name (a reload) is held
@@ -172,7 +172,7 @@ class TestWeakTable:
             exec(source, module.__dict__)
             old = module.Point
             assert picklable.dumps(old())
-            assert old in table.LASTING
+            assert old in type_cache.LASTING
             ref = weakref.ref(old)
             del old
             exec(source, module.__dict__)
@@ -180,7 +180,7 @@ class TestWeakTable:
             assert pickle.loads(picklable.dumps(new())).__class__ is new
             gc.collect()
             assert ref() is None
-            assert new in table.LASTING
+            assert new in type_cache.LASTING
         finally:
             del sys.modules["picklable_redefined"]
 

@@ -21,20 +21,9 @@ answer ``explain`` gives. ``explain``, the error path, ``inspect``, the
 allow-list and the deterministic pickler read this table and those
 declarations; none of them decides again how an object ships.
 
-Decisions are cached per type in two plain dicts, which the hook looks up for
-every non-builtin object (kinds whose answer depends on class attributes check
-them again at each instance):
-
-* ``LASTING`` (``type -> reduce``) holds the types that live as long as the
-  program does: static C types, and classes that an imported module (not the
-  script) binds under their own qualified name. Keyed by the type itself: one
-  hash of a pointer, no ``id()`` integer made per object. At most one class
-  per name is held, so a module's class defined again (a reload) lets its
-  predecessor go when the new one is first pickled.
-* ``HANDLERS`` (``id(type) -> reduce``) holds the rest: the script's, local
-  and generated classes. Their entries are dropped when the class dies (a weak
-  reference's callback), so a long-lived worker that dumped 200 local classes,
-  or a script that deleted its classes, does not keep them alive.
+Decisions are cached per type in :mod:`picklable._reduce.type_cache`, which
+the hook reads for every non-builtin object; kinds whose answer depends on
+class attributes check them again at each instance.
 """
 
 from __future__ import annotations
@@ -43,23 +32,14 @@ import collections
 import copyreg
 import functools
 import io
-import sys
-import threading
 import types
-import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _caches, _locator, _reconstruct
-from .._compat import (
-    LAZY_IMPORT_TYPE,
-    MAIN_MODULES,
-    SENTINEL_TYPE,
-    TYPE_ALIAS_TYPE,
-    is_heap_type,
-)
-from .._paths import format_path, walk
-from . import builtins, classes, exceptions, functions, objects, refusals, wrappers
+from .._compat import LAZY_IMPORT_TYPE, SENTINEL_TYPE, TYPE_ALIAS_TYPE
+from .._paths import format_path
+from . import builtins, classes, exceptions, functions, objects, refusals, type_cache, wrappers
 from .reference import Reference, reduce_reference, reference_pieces, why_not_importable
 
 if TYPE_CHECKING:
@@ -67,8 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATA_KIND",
-    "HANDLERS",
-    "LASTING",
     "Kind",
     "Shipping",
     "handler_for",
@@ -176,7 +154,7 @@ def _mappingproxy_pieces(
 # ------------------------------------------------------------------- kinds
 #
 # The C pickler saves the plain data types itself, before it would call the
-# hook: they never reach HANDLERS, but explain and error paths walk them.
+# hook: they never reach the type cache, but explain and error paths walk them.
 DATA_KIND = Kind("data", None)
 _DATA_KINDS: dict[type, Kind] = {
     **dict.fromkeys((type(None), bool, int, float, complex, str, bytes, bytearray), DATA_KIND),
@@ -409,97 +387,13 @@ def classify(t: type) -> Kind:
     return _INSTANCE
 
 
-# type -> its kind's reducer (None: pickle's own way), for types that last
-# (see the module doc); id(type) -> its reducer for the others; id(type) -> its
-# kind for both.
-LASTING: dict[type, Handler | None] = {}
-HANDLERS: dict[int, Handler | None] = {}
-_KINDS: dict[int, Kind] = {}
-# (module, qualname) -> the one class of that name in LASTING.
-_lasting_names: dict[tuple[str, str], type] = {}
-# id(heap type) -> a weak reference whose callback forgets the type.
-_refs: dict[int, weakref.ref[type]] = {}
-# Reentrant: a class may die (and its callback run) while this thread writes.
-_lock = threading.RLock()
-
-
-def _forgetter(key: int) -> Callable[[weakref.ref[type]], None]:
-    def forget(ref: weakref.ref[type]) -> None:
-        # Runs while the class is being freed, before its id can be reused; the
-        # garbage collector may run it in the middle of any allocation, so it
-        # takes no lock (each dict operation is atomic) and only removes the
-        # entries this very reference guarded.
-        if _refs.get(key) is ref:
-            HANDLERS.pop(key, None)
-            _KINDS.pop(key, None)
-            _refs.pop(key, None)
-
-    return forget
-
-
 def kind_for(t: type) -> Kind:
     """The kind of instances of ``t``, classifying ``t`` on first sight."""
-    key = id(t)
-    kind = _KINDS.get(key)
-    if kind is not None:
-        return kind
-    kind = classify(t)
-    name = _own_name_if_lasting(t) if is_heap_type(t) else None
-    with _lock:
-        if not is_heap_type(t):
-            LASTING[t] = kind.reduce  # a static type never dies
-        elif name is not None:
-            namesake = _lasting_names.get(name)
-            if namesake is not None and namesake is not t:
-                _forget(namesake)  # defined again: let the old class go
-            _lasting_names[name] = t
-            LASTING[t] = kind.reduce
-        else:
-            _refs[key] = weakref.ref(t, _forgetter(key))
-            HANDLERS[key] = kind.reduce
-        _KINDS[key] = kind
+    kind: Kind | None = type_cache.cached(t)
+    if kind is None:
+        kind = classify(t)
+        type_cache.store(t, kind, kind.reduce)
     return kind
-
-
-def _own_name_if_lasting(t: type) -> tuple[str, str] | None:
-    """``(module, qualname)`` when a module already imported binds ``t``
-    under its own qualified name: it then lives as long as that binding.
-
-    Never a script's class: a script drops its classes as often as it makes
-    them (``del``, a cell run again), and nothing of picklable may keep them
-    alive (issue 27)."""
-    try:
-        module_name, qualname = t.__module__, t.__qualname__
-    except Exception:
-        return None
-    if (
-        type(module_name) is not str
-        or type(qualname) is not str
-        or "<" in qualname
-        or module_name in MAIN_MODULES
-    ):
-        return None
-    module = sys.modules.get(module_name)
-    try:
-        found = None if module is None else walk(module, tuple(qualname.split(".")))
-    except Exception:
-        return None
-    return (module_name, qualname) if found is t else None
-
-
-def _forget(t: type) -> None:
-    """Drop every cached answer about ``t`` (under ``_lock``)."""
-    key = id(t)
-    if LASTING.pop(t, _ABSENT) is not _ABSENT:
-        name = next((n for n, held in _lasting_names.items() if held is t), None)
-        if name is not None:
-            del _lasting_names[name]
-    HANDLERS.pop(key, None)
-    _KINDS.pop(key, None)
-    _refs.pop(key, None)
-
-
-_ABSENT = object()
 
 
 def handler_for(t: type) -> Handler | None:
@@ -509,21 +403,11 @@ def handler_for(t: type) -> Handler | None:
 
 def reclassify(t: type) -> Kind:
     """Forget the kind of ``t`` (it changed how it pickles) and classify it again."""
-    with _lock:
-        _forget(t)
+    type_cache.forget(t)
     return kind_for(t)
 
 
-def _clear() -> None:
-    with _lock:
-        LASTING.clear()
-        _lasting_names.clear()
-        HANDLERS.clear()
-        _KINDS.clear()
-        _refs.clear()
-
-
-_caches.register("reduce.kinds", _clear)
+_caches.register("reduce.kinds", type_cache.clear)
 
 
 # ------------------------------------------------------------------ verdict
