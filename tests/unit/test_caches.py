@@ -17,7 +17,10 @@ def fill() -> None:
     def closure(x):
         return x * scale
 
-    payload = picklable.dumps([closure, api.make_class(), api.plain, api.Frame.mean])
+    class Local:  # its instances' kind is cached by id, a weak entry
+        pass
+
+    payload = picklable.dumps([closure, api.make_class(), api.plain, api.Frame.mean, Local()])
     picklable.loads(payload)
     try:
         raise ValueError("x")
