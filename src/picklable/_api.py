@@ -230,18 +230,24 @@ def dumps(
             return retried
         # One traceback: the cause is set (or not) as the module doc says.
         raise retried from retried.__cause__
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    chunks.clear()
-    if len(data) <= _SMALL_MEMO_BYTES:
-        pickler.clear_memo()
+    if len(chunks) == 1:
+        data = chunks.pop()
+        size = len(data)
+        if size <= _SMALL_MEMO_BYTES:
+            pickler.clear_memo()
+        else:
+            pickler.memo = {}
     else:
+        data = b"".join(chunks)
+        chunks.clear()
+        size = len(data)
         pickler.memo = {}
     payload = pickler.context.payload
     if payload is not None:
         if payload.bound and payload.first_value is not obj and needs_check(payload, obj):
             data = with_interpreter_check(data)
         pickler.context.payload = None
-    if len(data) <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
+    if size <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
         _idle.append(pickler)
     return data
 
