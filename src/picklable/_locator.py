@@ -91,7 +91,7 @@ def _worth_indexing(obj: Any) -> bool:
 class _ModuleIndex:
     """id(object) -> path, for one module."""
 
-    __slots__ = ("module", "paths", "classes", "by_code", "fingerprint")
+    __slots__ = ("module", "paths", "classes", "_class_refs", "by_code", "fingerprint")
 
     def __init__(self, module: types.ModuleType) -> None:
         self.module = module
@@ -103,24 +103,22 @@ class _ModuleIndex:
         # factory's next product is likely set (checked by identity on use).
         self.by_code: dict[int, list[Path]] = {}
         self._build()
+        self._class_refs = [ref for ref, _ in self.classes]
         self.fingerprint = self._fingerprint()
 
     def _fingerprint(self) -> tuple[int, int]:
-        # Checked on every lookup that misses the cache: no generator when the
-        # module defines no classes.
+        # Checked on every lookup that misses the cache (once per payload of a
+        # script's lambda): the weak references alone, no tuple unpacked each.
         try:
             size = len(vars(self.module))
         except TypeError:  # pragma: no cover - modules always have a __dict__
             size = -1
-        classes = self.classes
-        if not classes:
-            return size, 0
         total = 0
-        for ref, _ in classes:
+        for ref in self._class_refs:
             cls = ref()
             if cls is None:
                 return size, -1  # a class was freed: stale
-            total += len(vars(cls))
+            total += len(cls.__dict__)  # what vars() reads, without its call
         return size, total
 
     def stale(self) -> bool:
