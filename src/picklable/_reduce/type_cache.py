@@ -31,6 +31,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -45,9 +46,11 @@ __all__ = ["HANDLERS", "LASTING", "cached", "clear", "forget", "store"]
 LASTING: dict[type, Any] = {}
 HANDLERS: dict[int, Any] = {}
 _values: dict[int, Any] = {}
-# (module, qualname) -> the one class of that name in LASTING, and back by id.
+# (module, qualname) -> the one class of that name in LASTING, and back by id;
+# the script's among them (what the collector's callback looks through).
 _names: dict[tuple[str, str], type] = {}
 _name_by_id: dict[int, tuple[str, str]] = {}
+_script_names: dict[tuple[str, str], type] = {}
 # id(heap type) -> a weak reference whose callback forgets the type.
 _refs: dict[int, weakref.ref[type]] = {}
 # Reentrant: a class may die (and its callback run) while this thread writes.
@@ -70,14 +73,16 @@ def store(t: type, value: Any, reduce: Any) -> None:
             namesake = _names.get(name)
             if namesake is not None and namesake is not t:
                 _forget(namesake)  # defined again: let the old class go
-            if name[0] in MAIN_MODULES and _release_dropped not in gc.callbacks:
-                gc.callbacks.append(_release_dropped)
             # In this order: the collector's callback, which may run between
             # any two of these, acts on a class only once its name is stored.
             _values[key] = value
             LASTING[t] = reduce
             _name_by_id[key] = name
             _names[name] = t
+            if name[0] in MAIN_MODULES:
+                _script_names[name] = t
+                if _release_dropped not in gc.callbacks:
+                    gc.callbacks.append(_release_dropped)
         else:
             _refs[key] = weakref.ref(t, _forgetter(key))
             _values[key] = value
@@ -95,6 +100,7 @@ def clear() -> None:
         LASTING.clear()
         _names.clear()
         _name_by_id.clear()
+        _script_names.clear()
         HANDLERS.clear()
         _values.clear()
         _refs.clear()
@@ -103,8 +109,11 @@ def clear() -> None:
 def _forget(t: type) -> None:
     key = id(t)
     name = _name_by_id.pop(key, None)
-    if name is not None and _names.get(name) is t:
-        _names.pop(name, None)
+    if name is not None:
+        if _names.get(name) is t:
+            _names.pop(name, None)
+        if _script_names.get(name) is t:
+            _script_names.pop(name, None)
     LASTING.pop(t, None)
     HANDLERS.pop(key, None)
     _values.pop(key, None)
@@ -138,7 +147,9 @@ def _script_binding(module_name: str, name: str) -> Any:
     namespace dict, so that no code of the script runs (the garbage
     collector's callback asks too)."""
     module = sys.modules.get(module_name)
-    namespace = getattr(module, "__dict__", None)
+    if not issubclass(type(module), types.ModuleType):
+        return None  # something put in sys.modules in the script's place
+    namespace = module.__dict__
     return namespace.get(name) if type(namespace) is dict else None
 
 
@@ -149,8 +160,10 @@ def _release_dropped(phase: str, info: dict[str, Any]) -> None:
         return
     # No lock: the collector may run this in the middle of any allocation,
     # this thread's own writes here included; each dict operation is atomic.
-    for name, t in tuple(_names.items()):  # no collection runs inside this one
-        if name[0] in MAIN_MODULES and _script_binding(*name) is not t:
+    for name, t in tuple(_script_names.items()):  # no collection runs inside this one
+        if _script_binding(*name) is not t:
+            if _script_names.get(name) is t:
+                _script_names.pop(name, None)
             if _names.get(name) is t:
                 _names.pop(name, None)
             _name_by_id.pop(id(t), None)
