@@ -134,6 +134,20 @@ class TestPooledPicklers:
         picklable.dumps([_Node(i) for i in range(10_000)])
         assert max(sys.getsizeof(pickler) for pickler in _api._idle) == small
 
+    def test_a_long_payload_leaves_a_small_table_either_way(self):
+        """Past 512 bytes a table that stayed small (one 8 KB blob) is cleared and
+        one that grew (200 strings) is replaced: the next payload finds a small
+        table both times, and stdlib's bytes."""
+        picklable.clear_caches()  # idle picklers included
+        picklable.dumps(1)
+        small = max(sys.getsizeof(pickler) for pickler in _api._idle)
+        for payload in (b"x" * 8192, [str(i) for i in range(200)]):
+            assert picklable.dumps(payload) == pickle.dumps(payload, protocol=5)
+            assert max(sys.getsizeof(pickler) for pickler in _api._idle) == small
+            assert picklable.dumps([payload, payload]) == pickle.dumps(
+                [payload, payload], protocol=5
+            )
+
     def test_buffer_callback_reaches_its_own_payload_only(self):
         """A callback given to one dumps sees that payload's buffers; the next dumps
         without one writes them in band, pickle's bytes, and calls nothing."""
