@@ -65,9 +65,10 @@ def cached(t: type) -> Any:
 def store(t: type, value: Any, reduce: Any) -> None:
     """Remember ``value`` for ``t`` and ``reduce`` for the hook."""
     key = id(t)
-    name = _own_name(t) if is_heap_type(t) else None
+    heap = is_heap_type(t)
+    name = _own_name(t) if heap else None
     with _lock:
-        if not is_heap_type(t):
+        if not heap:
             LASTING[t] = reduce  # a static type never dies
         elif name is not None:
             namesake = _names.get(name)
@@ -107,6 +108,8 @@ def clear() -> None:
 
 
 def _forget(t: type) -> None:
+    # Under _lock, or from the collector's callback: dict operations only, each
+    # atomic, on entries that belong to ``t`` (alive: its id is its own).
     key = id(t)
     name = _name_by_id.pop(key, None)
     if name is not None:
@@ -162,13 +165,7 @@ def _release_dropped(phase: str, info: dict[str, Any]) -> None:
     # this thread's own writes here included; each dict operation is atomic.
     for name, t in tuple(_script_names.items()):  # no collection runs inside this one
         if _script_binding(*name) is not t:
-            if _script_names.get(name) is t:
-                _script_names.pop(name, None)
-            if _names.get(name) is t:
-                _names.pop(name, None)
-            _name_by_id.pop(id(t), None)
-            LASTING.pop(t, None)
-            _values.pop(id(t), None)
+            _forget(t)
 
 
 def _forgetter(key: int) -> Callable[[weakref.ref[type]], None]:
