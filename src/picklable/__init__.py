@@ -11,17 +11,8 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING, Any
 
-from ._api import dump, dumps, load, loads
 from ._caches import clear_caches
-from ._pickler import DEFAULT_PROTOCOL, Pickler
-from ._reduce.registry import (
-    list_registry_by_value,
-    list_registry_pickle_by_value,
-    register_by_value,
-    register_pickle_by_value,
-    unregister_by_value,
-    unregister_pickle_by_value,
-)
+from ._loading import load, loads
 from ._unpickler import Unpickler
 from .exceptions import PicklingError, UnpicklingError
 
@@ -63,14 +54,25 @@ __all__ = [
     "worker_index",
 ]
 
-# Heavier parts load on first use, so a worker that only loads payloads
-# imports the serializer alone.
+# The rest loads on first use, the pickler too: a process that only loads
+# payloads (a pool worker until a result needs the pickler) imports the
+# loading side alone (issue 29: a worker's start-up).
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._allow import Policy
+    from ._api import dump, dumps
     from ._decorators import Wrapper, decorator
     from ._diagnostics.culprit import state_left_behind
     from ._diagnostics.explain import Explanation, explain
     from ._envelope import Envelope, ship
+    from ._pickler import DEFAULT_PROTOCOL, Pickler
+    from ._reduce.registry import (
+        list_registry_by_value,
+        list_registry_pickle_by_value,
+        register_by_value,
+        register_pickle_by_value,
+        unregister_by_value,
+        unregister_pickle_by_value,
+    )
     from ._reduce.wrappers import with_state, without_state
     from ._signing import new_key
     from .executors import (
@@ -85,6 +87,16 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     )
 
 _LAZY: dict[str, str] = {
+    "dump": "._api",
+    "dumps": "._api",
+    "DEFAULT_PROTOCOL": "._pickler",
+    "Pickler": "._pickler",
+    "list_registry_by_value": "._reduce.registry",
+    "list_registry_pickle_by_value": "._reduce.registry",
+    "register_by_value": "._reduce.registry",
+    "register_pickle_by_value": "._reduce.registry",
+    "unregister_by_value": "._reduce.registry",
+    "unregister_pickle_by_value": "._reduce.registry",
     "Policy": "._allow",
     "Explanation": "._diagnostics.explain",
     "explain": "._diagnostics.explain",

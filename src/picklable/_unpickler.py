@@ -6,7 +6,7 @@ Payloads only name importable callables (``types.FunctionType``,
 ``allowed=`` every payload is read by :class:`picklable._allow.GuardedUnpickler`
 (pickle's pure-Python unpickler, every opcode that reaches, calls or modifies
 an object checked); without it, this is the C unpickler unchanged. ``loads``
-and ``load`` live in :mod:`picklable._api`.
+and ``load`` live in :mod:`picklable._loading`.
 """
 
 from __future__ import annotations

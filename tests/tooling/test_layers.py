@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("deterministic", ("_deterministic",)),
     ("loading", ("_capability", "_allow", "_unpickler")),
     ("diagnostics", ("_diagnostics",)),
-    ("api", ("_api",)),
+    ("api", ("_loading", "_api")),
     (
         "built on the api",
         (
@@ -149,7 +149,7 @@ def test_every_module_has_a_layer():
 # The pool package's own layers, leaves first (its docstring draws them with the
 # way of a task through them).
 POOL_LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("what crosses processes", ("_protocol", "_inherit")),
+    ("what crosses processes", ("_protocol", "_inherit", "_forking")),
     ("a worker", ("_worker",)),
     ("starting workers", ("_launch", "_template")),
     ("what callers hold, and what failed", ("_jobs", "_broken", "_failures")),

@@ -89,6 +89,43 @@ class TestCodec:
         assert rest == list(pieces)
         assert P.LENGTH.unpack_from(head)[0] == len(head) - 8 + sum(map(len, pieces))
 
+    @pytest.mark.parametrize(
+        "value",
+        [
+            0,
+            -1,
+            2**64,
+            2**1000,
+            1.5,
+            float("inf"),
+            "",
+            "é" * 10,
+            "x" * 100_000,
+            b"",
+            b"\x00" * 70_000,
+            True,
+            False,
+            None,
+        ],
+        ids=repr,
+    )
+    def test_plain_scalars_encode_as_dumps_does(self, value):
+        """A plain scalar (a worker's usual result) is encoded without picklable's
+        pickler, into the very bytes ``dumps(value, key=...)`` makes."""
+        codec = P.Codec()
+        assert codec.encode(value) == picklable.dumps(value, key=codec.key)
+        assert codec.decode(codec.encode(value)) == value
+
+    def test_subclasses_of_plain_types_go_through_the_pickler(self):
+        """Only exact types take the shortcut: an int subclass is picklable's to reduce."""
+
+        class Level(int):
+            pass
+
+        codec = P.Codec()
+        loaded = codec.decode(codec.encode(Level(3)))
+        assert type(loaded).__qualname__.endswith("Level") and loaded == 3
+
     def test_task_frame_layout(self):
         """A task frame carries kind, id and digest before the payload."""
         data = P.task_frame(P.MAP, 7, b"d" * 16, b"payload")

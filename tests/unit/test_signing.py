@@ -142,7 +142,7 @@ class TestRefusals:
     def test_nothing_runs_before_the_check(self, monkeypatch):
         """A tampered payload never reaches the unpickler."""
         calls = []
-        monkeypatch.setattr("picklable._api._loads", lambda *a, **k: calls.append(a))
+        monkeypatch.setattr("picklable._loading._loads", lambda *a, **k: calls.append(a))
         data = bytearray(signed())
         data[-5] ^= 1
         refused(bytes(data), key=KEY)
@@ -274,7 +274,7 @@ class TestStreamLimits:
     def test_tampered_stream_never_unpickled(self, monkeypatch):
         """A changed byte in a streamed payload: bad signature, the unpickler never runs."""
         calls = []
-        monkeypatch.setattr("picklable._api._loads", lambda *a, **k: calls.append(a))
+        monkeypatch.setattr("picklable._loading._loads", lambda *a, **k: calls.append(a))
         data = bytearray(signed(api.make_closure(2)))
         data[60] ^= 1
         with pytest.raises(picklable.UnpicklingError) as info:

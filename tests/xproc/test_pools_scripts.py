@@ -501,3 +501,43 @@ def test_fork_workers_never_fork_among_threads(tmp_path):
     assert out[:3] == ["pool 3", "executor 3", "['when the pool was made']"]
     # The first workers and the template of each pool, from the main thread alone.
     assert out[3] == str([1, 1, 1, 1, 1]), out
+
+
+LOADING_ONLY = """
+import sys
+import picklable
+picklable.Pool  # named at the top, as scripts do: a worker's import of the script runs it too
+
+PICKLER = ("picklable._api", "picklable._pickler", "picklable._reduce", "picklable._locator")
+
+def pickler_modules():
+    return [name for name in PICKLER if name in sys.modules]
+
+if __name__ == "__main__":
+    with picklable.Pool(1) as pool:
+        before = pool.apply(lambda: pickler_modules() == [])
+        value = pool.apply(lambda: {"k": [1, 2]})  # a result the pickler makes
+        after = pool.apply(lambda: pickler_modules() == list(PICKLER))
+    print(before, value, after, pickler_modules() == list(PICKLER))
+"""
+
+
+def test_a_spawned_worker_imports_the_pickler_when_a_result_needs_it(tmp_path):
+    """A spawn worker starts with picklable's loading side alone: a plain result
+    goes back without the pickler's modules, which load with the first result that
+    needs them (issue 29: the first result of a new pool comes sooner). The
+    parent has them before its first task."""
+    out = run_script(LOADING_ONLY, tmp_path).strip()
+    assert out == "True {'k': [1, 2]} True True"
+
+
+def test_import_picklable_loads_the_loading_side_alone(tmp_path):
+    """``import picklable`` leaves the pickler for its first use (``picklable.dumps``)."""
+    code = (
+        "import sys, picklable\n"
+        "print('picklable._pickler' in sys.modules, picklable.loads(picklable.dumps(1)))\n"
+        "print('picklable._pickler' in sys.modules)\n"
+    )
+    done = run_command(["-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "1", "True"]

@@ -36,6 +36,7 @@ _ATTRIBUTE_MISSING = re.compile(
 _LOADER_MODULES = frozenset(
     {
         "picklable._api",
+        "picklable._loading",
         "picklable._unpickler",
         "picklable._allow",
         "pickle",

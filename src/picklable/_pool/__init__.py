@@ -1,8 +1,10 @@
 """Process pools that ship anything with picklable and survive worker death.
 
 Public names live in :mod:`picklable.executors`. This package stays empty on
-import on purpose: a worker process imports :mod:`._worker` and
-:mod:`._protocol` only, never the parent's machinery (threads, jobs, pools).
+import on purpose: a worker process imports :mod:`._worker`, :mod:`._protocol`
+and :mod:`._inherit` only, never the parent's machinery (threads, jobs, pools)
+nor, until a result needs it, picklable's pickler (:mod:`._forking` pickles
+what reaches a worker at its start; ``Codec.encode`` imports ``dumps``).
 
 Layers
 ------
@@ -16,6 +18,8 @@ through each other (checked by ``tests/tooling/test_layers.py``)::
                              _inherit   what reaches a worker at its start: initializer and
                                         initargs, with the objects multiprocessing shares
                                         by inheritance (queues, locks)
+                             _forking   the pickler for them (picklable's, with
+                                        multiprocessing's reducers): the parent's alone
     who runs it: a worker    _worker    the loop in each worker process
                  starting    _launch    starting worker processes (spawn, forkserver,
                                         fork), prepared as multiprocessing's children

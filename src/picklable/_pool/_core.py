@@ -33,7 +33,6 @@ import time
 import weakref
 from typing import Any
 
-from .._reduce import recheck_scripts
 from . import _failures as F
 from . import _launch
 from . import _protocol as P
@@ -43,11 +42,13 @@ from ._link import IN, OUT, Link, readable
 from ._template import ForkTemplate
 from ._worker import WorkerConfig, worker_index
 
-# The pool's errors (see _failures) load with these modules in a pool's parent,
-# before any pool starts the clock on its workers; not in a worker, which
-# imports these modules with the user's script (Core.__init__ makes sure of
-# them for a pool started there).
+# The pool's errors (see _failures) and picklable's pickler load with these
+# modules in a pool's parent, before any pool starts the clock on its workers;
+# not in a worker, which imports these modules with the user's script and
+# needs neither to start (Core.__init__ makes sure of the errors for a pool
+# started there; the codec imports the pickler when a payload needs it).
 if worker_index() is None:
+    from .. import _api  # noqa: F401
     from . import _broken  # noqa: F401
 
 # Consecutive workers dying before they are ready, after which the pool is broken.
@@ -355,6 +356,9 @@ class Core(Dispatcher):
         # The worker imports the script's file as it is now: look at it now, not
         # up to 0.1 s later (a script edited since this process started ships
         # its objects as copies; see picklable._reduce.scripts).
+        # (Imported here: see the imports for a parent at the top.)
+        from .._reduce import recheck_scripts
+
         recheck_scripts()
         process, sock, boot, lines = _launch.start(
             self.method,

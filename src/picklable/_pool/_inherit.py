@@ -11,30 +11,25 @@ a pool's workers:
 * :class:`StartPayload` wraps ``(initializer, initargs)``. Pickled while a worker
   is being started (spawn: by :mod:`._launch` inside :func:`spawning`; forkserver:
   by multiprocessing itself, which pickles the worker's Process), it encodes its
-  object there and then, with :class:`InheritingPickler` (picklable's Pickler with
-  ``ForkingPickler``'s reducers) and the pool's signing key. Under fork it is not
-  pickled at all: the child has the very objects.
+  object there and then, with :class:`~._forking.InheritingPickler` (picklable's
+  Pickler with ``ForkingPickler``'s reducers) and the pool's signing key. Under
+  fork it is not pickled at all: the child has the very objects.
 * :class:`Spawning` stands in for multiprocessing's ``Popen`` object during a
   spawn start: it collects the file descriptors the reducers hand to the child,
   which :mod:`._launch` passes on (``pass_fds`` keeps their numbers).
 
-The worker side needs none of multiprocessing's parent machinery: it decodes the
-payload with the pool's codec (which checks the signature first).
+The worker side needs none of multiprocessing's parent machinery, nor the pickler
+(:mod:`._forking` holds what pickles; a worker imports this module at its start):
+it decodes the payload with the pool's codec (which checks the signature first).
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import copyreg
-import io
 from collections.abc import Iterator
 from typing import Any
 
-from .._pickler import Pickler
-from .._signing import sign
-
-__all__ = ["InheritedFd", "InheritingPickler", "Spawning", "StartPayload", "spawning"]
+__all__ = ["InheritedFd", "Spawning", "StartPayload", "spawning"]
 
 
 class InheritedFd:
@@ -83,74 +78,6 @@ def spawning(popen: Any) -> Iterator[Any]:
         context.set_spawning_popen(None)
 
 
-def _table() -> Any:
-    from multiprocessing.reduction import ForkingPickler
-
-    # Live views: reducers registered later (sharedctypes registers one per ctypes
-    # type it makes) are seen too; ForkingPickler's own come first, as there.
-    return collections.ChainMap(ForkingPickler._extra_reducers, copyreg.dispatch_table)  # type: ignore[attr-defined]
-
-
-class InheritingPickler(Pickler):
-    """picklable's Pickler with ``multiprocessing.reduction.ForkingPickler``'s reducers.
-
-    Objects that multiprocessing ships by inheritance (Connection, socket, the
-    Arena of a shared value) reduce as multiprocessing does; everything else
-    follows picklable's rule (lambdas, closures and ``__main__`` objects ship).
-    """
-
-    def __init__(self, file: Any) -> None:
-        super().__init__(file)
-        self.dispatch_table = _table()
-
-
-def dump_inheriting(obj: Any, key: bytes) -> bytes:
-    """Pickle ``obj`` with :class:`InheritingPickler` and sign it with ``key``.
-
-    Call it inside :func:`spawning`: multiprocessing's objects refuse to pickle
-    anywhere else. The pool's :meth:`~._protocol.Codec.encode_inherited`.
-
-    Raises
-    ------
-    Exception
-        What the pickler raised.
-    """
-    buffer = io.BytesIO()
-    InheritingPickler(buffer).dump(obj)
-    return sign(key, buffer.getvalue())
-
-
-def start_error(initializer: Any, initargs: tuple[Any, ...], exc: Exception) -> Exception:
-    """The error for an initializer or initargs that cannot reach a worker.
-
-    Each piece is tried alone, so the error names the argument that fails
-    (the diagnosis walk pickles the way ``dumps`` does, where a multiprocessing
-    queue elsewhere in the arguments would be blamed instead).
-    """
-    from .._diagnostics.errors import located_error, pickling_error
-
-    pieces = [("the pool's initializer", initializer)]
-    pieces += [(f"initargs[{i}]", arg) for i, arg in enumerate(initargs)]
-    for name, piece in pieces:
-        try:
-            InheritingPickler(io.BytesIO()).dump(piece)
-        except Exception as piece_exc:
-            if "created in a fork context" in str(piece_exc):
-                reason = (
-                    "it was made by multiprocessing's fork context, and the pool starts its "
-                    "workers with another start method"
-                )
-                hint = (
-                    "make it with the pool's start method, e.g. "
-                    "multiprocessing.get_context('spawn').Queue(), or start the pool with "
-                    "context='fork'"
-                )
-                what = f"{type(piece).__module__}.{type(piece).__qualname__}"
-                return located_error(what, name, reason, hint)
-            return pickling_error(piece, piece_exc, name=name)
-    return pickling_error((initializer, initargs), exc, name="(initializer, initargs)")
-
-
 class StartPayload:
     """``(initializer, initargs)`` on their way to a worker (see the module doc).
 
@@ -190,6 +117,8 @@ class StartPayload:
             data: bytes = encode(self.value)
             return data
         except Exception as exc:
+            from ._forking import start_error
+
             initializer, initargs = self.value
             raise start_error(initializer, initargs, exc) from exc
 

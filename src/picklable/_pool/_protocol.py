@@ -42,14 +42,54 @@ sends the task again, under a new id, to another worker.
 
 from __future__ import annotations
 
+import pickle
 import struct
+from collections.abc import Callable
 from typing import Any
 
-from .._api import dumps, loads
-from .._reduce import workers_own_function
+from .._loading import loads
 from .._remote import RemoteError, RemoteTraceback
-from .._signing import check_key, mac_of, new_key, signed_pieces
-from ._inherit import StartPayload, dump_inheriting
+from .._signing import check_key, mac_of, new_key, sign, signed_pieces
+from ._inherit import StartPayload
+
+
+def _first_dumps(*args: Any, **kwargs: Any) -> bytes:
+    """:func:`picklable.dumps`, imported at the first payload that needs it.
+
+    A worker imports only the loading side at its start; picklable's pickler and
+    its reducers (about a third of a worker's imports) load with the first
+    result that is not a plain scalar (issue 29: the first result of a new pool
+    comes that much sooner). The global is then the real function.
+    """
+    global dumps
+    from .._api import dumps as real
+
+    dumps = real
+    return real(*args, **kwargs)
+
+
+dumps: Callable[..., bytes] = _first_dumps
+
+
+def _first_workers_own_function(fn: Any) -> bool:
+    """:func:`picklable._reduce.workers_own_function`, imported on first use
+    (a parent's: see :func:`_first_dumps`)."""
+    global _workers_own_function
+    from .._reduce import workers_own_function
+
+    _workers_own_function = workers_own_function
+    return workers_own_function(fn)
+
+
+_workers_own_function: Callable[[Any], bool] = _first_workers_own_function
+
+# Values that picklable's pickler writes as the C pickler alone does: their
+# types never reach its hook (pickle saves them before asking it), so
+# pickle.dumps gives the very bytes picklable.dumps gives (tests/unit/
+# test_protocol.py compares them).
+_PLAIN = frozenset({int, float, str, bytes, bool, type(None)})
+_pickle_dumps = pickle.dumps
+_PROTOCOL = 5  # picklable.DEFAULT_PROTOCOL (its module is the pickler's)
 
 LENGTH = struct.Struct("<Q")
 # Task frames, prebuilt once per task in the submitting thread.
@@ -128,6 +168,8 @@ class Codec:
         picklable.PicklingError
             Naming the attribute path of what cannot be shipped.
         """
+        if type(obj) in _PLAIN:
+            return sign(check_key(self.key), _pickle_dumps(obj, _PROTOCOL))
         return dumps(obj, key=self.key)
 
     def encode_function(self, fn: Any, workers_import_script: bool) -> FunctionPayload:
@@ -148,7 +190,7 @@ class Codec:
         picklable.PicklingError
             Naming the attribute path of what cannot be shipped.
         """
-        if workers_import_script and workers_own_function(fn):
+        if workers_import_script and _workers_own_function(fn):
             return (dumps(fn, key=self.key, scripts="reference"),)
         return signed_pieces(check_key(self.key), dumps(fn))
 
@@ -169,6 +211,8 @@ class Codec:
         queues, locks, events and shared values travel as multiprocessing
         hands them to a child. :meth:`decode` loads it.
         """
+        from ._forking import dump_inheriting
+
         return dump_inheriting(obj, self.key)
 
     def decode(self, data: bytes | bytearray | memoryview) -> Any:
