@@ -625,6 +625,8 @@ def clear_cache() -> None:
         _package_generation.clear()
         _hits.clear()
         forget_by_name()
+        # In place: the pickler's hook holds this very set.
+        identity_hashed.intersection_update(_ALWAYS_IDENTITY_HASHED)
 
 
 _caches.register("locator", clear_cache)
@@ -645,7 +647,8 @@ def by_name_key(obj: Any) -> Any:
 
 # The types whose instances by_name keys by themselves: the pickler's hook
 # reads it to choose the key of the function or class it holds.
-identity_hashed: set[type] = {types.FunctionType, type}
+_ALWAYS_IDENTITY_HASHED = frozenset({types.FunctionType, type})
+identity_hashed: set[type] = set(_ALWAYS_IDENTITY_HASHED)
 _TYPE_HASH: Any = type.__hash__
 
 

@@ -110,6 +110,26 @@ class TestByName:
         assert _locator.by_name.get(_locator.by_name_key) is _locator.by_name_key
         assert _locator.by_name.get(TestByName) is TestByName
 
+    def test_clear_caches_lets_go_of_metaclasses_it_learnt(self):
+        """A metaclass that keeps ``type.__hash__`` is learnt on first sight and
+        forgotten by ``clear_caches()``; its classes still ship by name after."""
+
+        class PlainMeta(type):
+            pass
+
+        Keyed = PlainMeta("Keyed", (), {"__module__": __name__, "__qualname__": "Keyed"})
+        globals()["Keyed"] = Keyed
+        try:
+            assert pickle.loads(picklable.dumps(Keyed)) is Keyed
+            assert PlainMeta in _locator.identity_hashed
+            picklable.clear_caches()
+            assert PlainMeta not in _locator.identity_hashed
+            assert _locator.identity_hashed == {types.FunctionType, type}
+            assert pickle.loads(picklable.dumps(Keyed)) is Keyed
+            assert _locator.by_name.get(Keyed) is Keyed
+        finally:
+            del globals()["Keyed"]
+
     def test_a_metaclass_with_its_own_hash_is_never_asked(self):
         """A class whose metaclass defines ``__hash__`` is looked up by id: its
         dumps, by reference, run none of the metaclass's code (as pickle's)."""
