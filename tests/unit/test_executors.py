@@ -113,6 +113,7 @@ class TestCodec:
         """A plain scalar (a worker's usual result) is encoded without picklable's
         pickler, into the very bytes ``dumps(value, key=...)`` makes."""
         codec = P.Codec()
+        assert P._PROTOCOL == picklable.DEFAULT_PROTOCOL
         assert codec.encode(value) == picklable.dumps(value, key=codec.key)
         assert codec.decode(codec.encode(value)) == value
 

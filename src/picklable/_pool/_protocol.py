@@ -86,7 +86,7 @@ _workers_own_function: Callable[[Any], bool] = _first_workers_own_function
 # Values that picklable's pickler writes as the C pickler alone does: their
 # types never reach its hook (pickle saves them before asking it), so
 # pickle.dumps gives the very bytes picklable.dumps gives (tests/unit/
-# test_protocol.py compares them).
+# test_executors.py compares them).
 _PLAIN = frozenset({int, float, str, bytes, bool, type(None)})
 _pickle_dumps = pickle.dumps
 _PROTOCOL = 5  # picklable.DEFAULT_PROTOCOL (its module is the pickler's)
