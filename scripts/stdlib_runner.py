@@ -24,6 +24,12 @@ from stdlib_swap import swap_remote_traceback
 TEST_TIMEOUT = 300
 
 
+def _arm_watchdog() -> None:
+    # Always the interpreter's own stderr: sys.stderr may be a test's StringIO,
+    # which has no file descriptor for faulthandler to write to.
+    faulthandler.dump_traceback_later(TEST_TIMEOUT, exit=True, file=sys.__stderr__)
+
+
 class _Recorder(unittest.TextTestResult):
     """Keeps each test's outcome and arms a watchdog per test."""
 
@@ -39,7 +45,7 @@ class _Recorder(unittest.TextTestResult):
         # whichever thread unpickles it, which can be before it captures stderr).
         sys.stdout, sys.stderr = self._streams
         self._started = time.monotonic()
-        faulthandler.dump_traceback_later(TEST_TIMEOUT, exit=True)
+        _arm_watchdog()
         super().startTest(test)
 
     def stopTest(self, test: unittest.TestCase) -> None:
@@ -50,7 +56,10 @@ class _Recorder(unittest.TextTestResult):
         # (multiprocessing.util._cleanup_tests) waits for them without a limit.
         gc.collect()
         # Between tests (class and module set-up and clean-up) the same limit holds.
-        faulthandler.dump_traceback_later(TEST_TIMEOUT, exit=True)
+        # A pool's thread may have replaced sys.stderr after the test ended
+        # (ErrorAtUnpickle in the result handler): restore it here too.
+        sys.stdout, sys.stderr = self._streams
+        _arm_watchdog()
 
     def _record(self, test: unittest.TestCase, outcome: str, detail: str = "") -> None:
         self.outcomes[test.id()] = {
