@@ -151,6 +151,45 @@ class TestClasses:
         assert not hasattr(copy(1, 2), "__dict__")
         assert copy(1, 2).total() == 3
 
+    def test_copyregs_slotnames_cache_stays_home(self):
+        """Pickling an instance makes copyreg cache ``__slotnames__ = []`` on its
+        class (pickle does it too): the class's copy leaves that cache out, so its
+        payload is the same before and after, and the receiver works it out again."""
+        import copyreg
+
+        class Plain:
+            def __init__(self, x):
+                self.x = x
+
+        before = picklable.dumps(Plain)
+        picklable.dumps(Plain(1))  # copyreg writes the cache, as under pickle.dumps
+        assert Plain.__dict__["__slotnames__"] == []
+        assert picklable.dumps(Plain) == before
+        assert picklable.dumps([Plain(1), Plain]) == picklable.dumps([Plain(1), Plain])
+        _forget(Plain)
+        copy = picklable.loads(before)
+        assert copy is not Plain and "__slotnames__" not in copy.__dict__
+        # Where it is pickled again, copyreg works the cache out for the copy.
+        assert copy(7).__reduce_ex__(2)[0] is copyreg.__newobj__
+        assert copy.__dict__["__slotnames__"] == []
+
+    def test_slotted_class_keeps_its_slotnames(self):
+        """Where a class of its MRO has __slots__, ``__slotnames__`` travels as it is."""
+        import copyreg
+
+        class Base:
+            __slots__ = ("a",)
+
+        class Child(Base):
+            pass
+
+        assert copyreg._slotnames(Child) == ["a"]
+        payload = picklable.dumps(Child)
+        _forget(Child)
+        _forget(Base)
+        copy = picklable.loads(payload)
+        assert copy is not Child and copy.__dict__["__slotnames__"] == ["a"]
+
     def test_metaclass_and_init_subclass(self):
         """The metaclass is kept; __init_subclass__ runs for the rebuilt class."""
         seen = []

@@ -264,10 +264,13 @@ def _class_attributes(
         else:
             slot_names.add(slot)
     attributes = {}
+    slotnames_cache = "__slotnames__" in namespace and _copyreg_cache(cls)
     for key, value in namespace.items():
         if key in _CLASS_SKIP or key in skip or key in _TYPE_SETS_ELSEWHERE:
             continue
         if key in slot_names and isinstance(value, types.MemberDescriptorType):
+            continue
+        if slotnames_cache and key == "__slotnames__":
             continue
         attributes[payload.name(key)] = value  # see PayloadState.name
     module = namespace.get("__module__")
@@ -276,6 +279,18 @@ def _class_attributes(
         # the skeleton has the class statement's string, this comes after.
         attributes["__module__"] = module
     return attributes
+
+
+def _copyreg_cache(cls: type) -> bool:
+    """Whether ``cls.__slotnames__`` is the ``[]`` that copyreg caches on a class
+    without slots the first time one of its instances is pickled (by pickle as by
+    picklable): the receiver's copyreg works it out again, so the copy leaves it
+    out, and a class's payload does not depend on whether an instance of it was
+    pickled before. Kept where a class of its MRO has ``__slots__``."""
+    value = cls.__dict__["__slotnames__"]
+    if type(value) is not list or value:
+        return False
+    return not any("__slots__" in klass.__dict__ for klass in cls.__mro__[:-1])
 
 
 def _abc_registry(cls: type) -> list[type]:
