@@ -3,7 +3,7 @@
 Run from the repository root (objects defined here live in ``__main__``, like a
 user's script)::
 
-    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first] [--notebook]
+    .venv/bin/python benchmarks/bench_dumps.py [--quick] [--json FILE] [--case TEXT] [--first] [--notebook] [--pool]
     .venv/bin/python benchmarks/bench_dumps.py --repeat CASE N SERIALIZER  # for callgrind
 
 Times are the best of 9 rounds, with the cyclic GC off while timing (as in
@@ -19,7 +19,10 @@ The ``script:`` cases are what a user's script defines at its top level (issue
 place in the script. ``--first`` adds their first dump and load in a fresh
 interpreter (7 of them), beside the thousandth that the rounds measure;
 ``--notebook`` the same objects defined in a cell of a Jupyter kernel that the
-benchmark starts (loops of 200 calls, measured in the kernel).
+benchmark starts (loops of 200 calls, measured in the kernel); ``--pool`` the
+same objects again in the parent of a running spawn pool (picklable's
+``ProcessPoolExecutor``, its workers started and each given a task of the
+script), as the rounds above measure them.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import cloudpickle
 import dill
 import numpy as np
 from benchpkg import factories
-from timing import per_call
+from timing import ClassKeeper, per_call
 
 import picklable
 
@@ -167,6 +170,10 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
     shared VM the best time of one serializer drifts by 30% between runs.
     """
     rows = []
+    # What cloudpickle's loads sets on the script's class is put back after each
+    # batch (see ClassKeeper). Made here, not as a global of the script: the
+    # first dump of a script's object indexes the script's namespace.
+    put_back = ClassKeeper(ScriptShape)
     for name, (obj, opts) in cases().items():
         if only is not None and only not in name:
             continue
@@ -203,6 +210,7 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
             ser: (calibrate(d, budget=budget), calibrate(lo, budget=budget))
             for ser, (d, lo, _) in calls.items()
         }
+        put_back()
         times: dict[str, dict[str, list[float]]] = {s: {"dumps": [], "loads": []} for s in calls}
         order = list(calls)
         for round_ in range(ROUNDS):
@@ -210,6 +218,7 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
                 dump, load, _ = calls[ser]
                 times[ser]["dumps"].append(per_call(dump, loops[ser][0], collect=True))
                 times[ser]["loads"].append(per_call(load, loops[ser][1], collect=True))
+                put_back()
         for ser, (_, _, size) in calls.items():
             entry: dict[str, Any] = {"bytes": size}
             for op in ("dumps", "loads"):
@@ -262,6 +271,7 @@ def _first_child(turn: int) -> None:
     """In a fresh interpreter: the first dumps and loads of each script case."""
     out: dict[str, dict[str, tuple[float, float, int]]] = {}
     names = [n for n in SERIALIZERS if n != "pickle"]
+    put_back = ClassKeeper(ScriptShape)
     for name, (obj, _) in cases().items():
         if not name.startswith("script:"):
             continue
@@ -273,6 +283,7 @@ def _first_child(turn: int) -> None:
             dumped = time.perf_counter()
             loads(data)
             loaded = time.perf_counter()
+            put_back()
             out[name][ser] = (dumped - start, loaded - dumped, len(data))
     print(json.dumps(out))
 
@@ -283,7 +294,7 @@ _NOTEBOOK_DEFINE = """
 import functools, json, statistics, sys
 sys.path.insert(0, {benchmarks!r})
 import cloudpickle, dill, picklable
-from timing import per_call
+from timing import ClassKeeper, per_call
 
 OFFSET = 3
 nb_lambda = lambda x: x * 2 + OFFSET
@@ -326,6 +337,7 @@ _sers = {{
     "dill": (lambda o: dill.dumps(o, protocol=5), dill.loads),
     "picklable": (picklable.dumps, picklable.loads),
 }}
+_put_back = ClassKeeper(NbShape)
 _out = {{}}
 for _name, _obj in _cases.items():
     _times = {{s: ([], []) for s in _sers}}
@@ -338,6 +350,7 @@ for _name, _obj in _cases.items():
             _sizes[_s] = len(_data)
             _times[_s][0].append(per_call(lambda: _d(_obj), {loops}, collect=True))
             _times[_s][1].append(per_call(lambda: _l(_data), {loops}, collect=True))
+            _put_back()
     _ref = _times["cloudpickle"]
     _out[_name] = {{
         _s: {{
@@ -383,6 +396,26 @@ def notebook_rows(quick: bool = False) -> list[dict[str, Any]]:
         manager.shutdown_kernel(now=True)
     results = json.loads("".join(printed))
     return [{"case": case, "by_value": True, **sers} for case, sers in results.items()]
+
+
+def pool_parent_rows(budget: float) -> list[dict[str, Any]]:
+    """The ``script:`` cases measured, as :func:`measure` does, in the parent of
+    a running spawn pool: its workers import this script again, and starting
+    them made picklable look at the script once more (its file, its guard)."""
+    import multiprocessing
+
+    from picklable.executors import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # One task per worker of each by-value case: what the rows dump is what
+        # the pool itself has just shipped.
+        for value in (script_lambda, script_closure, script_decorated):
+            assert list(pool.map(value, [1, 2])) == [value(1), value(2)]
+        assert pool.submit(ScriptShape(2, 3).area).result() == ScriptShape(2, 3).area()
+        rows = measure(budget, only="script:")
+    for row in rows:
+        row["case"] = "pool parent: " + row["case"].removeprefix("script: ")
+    return rows
 
 
 def render(rows: list[dict[str, Any]]) -> str:
@@ -457,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
         "--notebook", action="store_true", help="also the script cases in a Jupyter kernel"
     )
     parser.add_argument(
+        "--pool", action="store_true", help="also the script cases in a spawn pool's parent"
+    )
+    parser.add_argument(
         "--repeat",
         nargs=3,
         metavar=("CASE", "N", "SERIALIZER"),
@@ -477,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += first_dumps()
     if args.notebook:
         rows += notebook_rows(quick=args.quick)
+    if args.pool:
+        rows += pool_parent_rows(budget=0.005 if args.quick else 0.05)
     print(render(rows))
     if args.json:
         with open(args.json, "w") as f:
