@@ -75,7 +75,36 @@ def _is_descriptor(obj: Any) -> bool:
     )
 
 
-def _worth_indexing(obj: Any) -> bool:
+# Exact types that _worth_indexing answers without a call: the bulk of a module's
+# globals (its imports, constants, functions and classes). Static types: their
+# instances can be nothing else, so the answer is the one the general test gives.
+_INDEXED_KINDS = frozenset({types.FunctionType, type, classmethod, staticmethod, property})
+_PLAIN_KINDS = frozenset(
+    {
+        types.ModuleType,
+        types.BuiltinFunctionType,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bool,
+        type(None),
+        tuple,
+        list,
+        dict,
+        set,
+        frozenset,
+    }
+)
+
+
+def _worth_indexing(obj: Any, _type: Any = type) -> bool:
+    kind = _type(obj)
+    if kind in _INDEXED_KINDS:
+        return True
+    if kind in _PLAIN_KINDS:
+        return False
     return isinstance(
         obj,
         (
@@ -205,6 +234,8 @@ def _children(
     classes: list[tuple[weakref.ref[type], Path]],
 ) -> list[tuple[Any, Path]]:
     """Objects reachable from ``value`` by a path that resolves back to them."""
+    if type(value) is types.FunctionType:  # most of what a module indexes
+        return _function_children(value, path)
     out: list[tuple[Any, Path]] = []
     if isinstance(value, type):
         if class_module(value) != module_name or id(value) in seen_classes:
@@ -216,7 +247,13 @@ def _children(
         except TypeError:  # pragma: no cover
             return out
         for key, raw in namespace:
-            if type(raw) is not getattr(raw, "__class__", None) and hasattr(type(raw), "__get__"):
+            kind = type(raw)
+            if kind is types.FunctionType:  # a method: what the general tests below answer
+                out.append((raw, (*path, key)))
+                continue
+            if kind in _PLAIN_KINDS:  # data: nothing below takes it
+                continue
+            if kind is not getattr(raw, "__class__", None) and hasattr(kind, "__get__"):
                 # A proxy (wrapt) claims another class and binds on access:
                 # reach the raw object through __dict__.
                 out.append((raw, (*path, "__dict__", (key,))))
@@ -260,24 +297,13 @@ def _children(
     if isinstance(value, (classmethod, staticmethod)):
         out.append((value.__func__, (*path, "__func__")))
         return out
-    # Functions and wrapper objects: what they wrap.
+    # Wrapper objects: what they wrap.
     try:
         wrapped = value.__wrapped__
     except Exception:
         wrapped = None
     if wrapped is not None and _worth_indexing(wrapped):
         out.append((wrapped, (*path, "__wrapped__")))
-    if type(value) is types.FunctionType:  # not isinstance: a proxy claims the class
-        closure = value.__closure__
-        if closure:
-            for i, cell in enumerate(closure):
-                try:
-                    content = cell.cell_contents
-                except ValueError:
-                    continue
-                if isinstance(content, types.FunctionType) or _heap_callable(content):
-                    out.append((content, (*path, "__closure__", i, "cell_contents")))
-        return out
     if _heap_callable(value):
         try:
             attributes = list(vars(value).items())
@@ -286,6 +312,27 @@ def _children(
         for key, attr in attributes:
             if key != "__wrapped__" and isinstance(key, str) and _worth_indexing(attr):
                 out.append((attr, (*path, key)))
+    return out
+
+
+def _function_children(func: types.FunctionType, path: Path) -> list[tuple[Any, Path]]:
+    """What a function (its type exactly: a proxy claims the class) leads to: its
+    ``__wrapped__`` and the functions and wrapper objects its cells hold."""
+    out: list[tuple[Any, Path]] = []
+    # Where a function's __wrapped__ can only be (FunctionType defines none): no
+    # AttributeError made and caught for each of a module's functions.
+    wrapped = dict.get(func.__dict__, "__wrapped__")
+    if wrapped is not None and _worth_indexing(wrapped):
+        out.append((wrapped, (*path, "__wrapped__")))
+    closure = func.__closure__
+    if closure:
+        for i, cell in enumerate(closure):
+            try:
+                content = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(content, types.FunctionType) or _heap_callable(content):
+                out.append((content, (*path, "__closure__", i, "cell_contents")))
     return out
 
 

@@ -279,6 +279,39 @@ class TestIndexedPaths:
         second = _locator.indexed_paths(module.__name__)
         assert second is not first and id(module.added) in second
 
+    def test_shortcuts_answer_as_the_general_rule(self):
+        """The exact-type shortcuts of the index (issue 29: a script's first dump
+        builds it) give the general tests' answers."""
+
+        def general(obj):
+            kinds = (types.FunctionType, type, classmethod, staticmethod, property)
+            return isinstance(obj, kinds) or _locator._heap_callable(obj)
+
+        samples = [sys, len, 1, 1.5, 2j, "s", b"b", True, None, (), [], {}, set(), frozenset()]
+        samples += [api.plain, int, classmethod(api.plain), staticmethod(api.plain), property()]
+        assert {type(o) for o in samples} == _locator._INDEXED_KINDS | _locator._PLAIN_KINDS
+        for obj in samples:
+            assert _locator._worth_indexing(obj) is general(obj), obj
+
+    def test_function_wrapped_and_cells_are_indexed(self, monkeypatch):
+        """A function's __wrapped__ (from its __dict__) and the function its cell
+        holds are indexed under the paths that lead to them."""
+        module = types.ModuleType("picklable_paths_test3")
+
+        def inner(x):
+            return x
+
+        def outer(x):
+            return inner(x)
+
+        outer.__wrapped__ = api.plain
+        module.outer = outer
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        _locator.clear_cache()
+        paths = _locator.indexed_paths(module.__name__)
+        assert paths[id(api.plain)] == ("outer", "__wrapped__")
+        assert paths[id(inner)] == ("outer", "__closure__", 0, "cell_contents")
+
     def test_none_for_what_is_not_a_module(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "picklable_not_a_module", object())
         assert _locator.indexed_paths("picklable_not_a_module") is None
