@@ -114,6 +114,27 @@ class ScriptShape:
         return f"ScriptShape({self.width}, {self.height})"
 
 
+def drop_unusable() -> list[str]:
+    """Leave out a serializer that cannot ship a closure on this Python (dill 0.4
+    reads ``co_lnotab``, which Python 3.15 removed); what was left out, and why."""
+    notes = []
+    probe = make_closure(1)
+    for name, (dumps, loads) in list(SERIALIZERS.items()):
+        if name in ("pickle", "picklable"):
+            continue
+        try:
+            shipped = loads(dumps(probe))(1) == probe(1)
+        except Exception as exc:
+            shipped = False
+            why = f"{type(exc).__name__}: {exc}"
+        else:
+            why = "the closure it loaded gives another result"
+        if not shipped:
+            del SERIALIZERS[name]
+            notes.append(f"{name} left out: it cannot ship a closure on this Python ({why})")
+    return notes
+
+
 def calibrate(fn: Callable[[], Any], *, budget: float) -> int:
     """How many calls make one timed batch of about ``budget`` seconds."""
     fn()
@@ -270,6 +291,7 @@ def first_dumps(runs: int = FIRST_RUNS) -> list[dict[str, Any]]:
 def _first_child(turn: int) -> None:
     """In a fresh interpreter: the first dumps and loads of each script case."""
     out: dict[str, dict[str, tuple[float, float, int]]] = {}
+    drop_unusable()
     names = [n for n in SERIALIZERS if n != "pickle"]
     put_back = ClassKeeper(ScriptShape)
     for name, (obj, _) in cases().items():
@@ -337,6 +359,7 @@ _sers = {{
     "dill": (lambda o: dill.dumps(o, protocol=5), dill.loads),
     "picklable": (picklable.dumps, picklable.loads),
 }}
+_sers = {{_k: _v for _k, _v in _sers.items() if _k in {usable!r}}}
 _put_back = ClassKeeper(NbShape)
 _out = {{}}
 for _name, _obj in _cases.items():
@@ -344,7 +367,7 @@ for _name, _obj in _cases.items():
     _sizes = {{}}
     _order = list(_sers)
     for _round in range({rounds}):
-        for _s in _order[_round % 3:] + _order[:_round % 3]:
+        for _s in _order[_round % len(_order):] + _order[:_round % len(_order)]:
             _d, _l = _sers[_s]
             _data = _d(_obj)
             _sizes[_s] = len(_data)
@@ -386,7 +409,11 @@ def notebook_rows(quick: bool = False) -> list[dict[str, Any]]:
             elif msg["msg_type"] == "error":
                 printed.append("\n".join(msg["content"]["traceback"]))
 
-        code = _NOTEBOOK_MEASURE.format(rounds=3 if quick else ROUNDS, loops=20 if quick else 200)
+        code = _NOTEBOOK_MEASURE.format(
+            rounds=3 if quick else ROUNDS,
+            loops=20 if quick else 200,
+            usable=sorted(SERIALIZERS),
+        )
         try:
             client.execute_interactive(code, timeout=1800, output_hook=keep)
         except queue.Empty:
@@ -508,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat is not None:
         repeat(*args.repeat)
         return 0
+    left_out = drop_unusable()
     rows = measure(budget=0.005 if args.quick else 0.05, only=args.case)
     if args.first:
         rows += first_dumps()
@@ -516,9 +544,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.pool:
         rows += pool_parent_rows(budget=0.005 if args.quick else 0.05)
     print(render(rows))
+    for note in left_out:
+        print(note)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"python": sys.version, "rows": rows}, f, indent=2)
+            json.dump({"python": sys.version, "rows": rows, "left_out": left_out}, f, indent=2)
     return 0
 
 
