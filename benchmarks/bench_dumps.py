@@ -434,8 +434,8 @@ def pool_parent_rows(budget: float) -> list[dict[str, Any]]:
     from picklable.executors import ProcessPoolExecutor
 
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        # One task per worker of each by-value case: what the rows dump is what
-        # the pool itself has just shipped.
+        # Tasks of each script object: what the rows dump is what the pool itself
+        # has just shipped.
         for value in (script_lambda, script_closure, script_decorated):
             assert list(pool.map(value, [1, 2])) == [value(1), value(2)]
         assert pool.submit(ScriptShape(2, 3).area).result() == ScriptShape(2, 3).area()

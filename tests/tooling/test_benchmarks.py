@@ -2,8 +2,8 @@
 
 No figure is asserted (speed is measured by the benchmarks, never by tests):
 what is held is that the script's rows and the spawn pool's parent rows are
-produced for every serializer, and that a running pool leaves the payloads
-unchanged, byte for byte.
+produced for every serializer the benchmark keeps on this Python, and that a
+running pool leaves the payloads unchanged, byte for byte.
 """
 
 from __future__ import annotations
