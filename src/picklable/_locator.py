@@ -324,16 +324,24 @@ def _function_children(func: types.FunctionType, path: Path) -> list[tuple[Any, 
     wrapped = dict.get(func.__dict__, "__wrapped__")
     if wrapped is not None and _worth_indexing(wrapped):
         out.append((wrapped, (*path, "__wrapped__")))
-    closure = func.__closure__
-    if closure:
-        for i, cell in enumerate(closure):
-            try:
-                content = cell.cell_contents
-            except ValueError:
-                continue
-            if isinstance(content, types.FunctionType) or _heap_callable(content):
-                out.append((content, (*path, "__closure__", i, "cell_contents")))
+    if func.__closure__:  # most functions have none: no call for them
+        for i, content in _callables_in_cells(func):
+            out.append((content, (*path, "__closure__", i, "cell_contents")))
     return out
+
+
+def _callables_in_cells(func: types.FunctionType) -> list[tuple[int, Any]]:
+    """``(index, content)`` of the cells of ``func`` that hold a function or a
+    wrapper object (empty cells left out): what a closure may have decorated."""
+    found: list[tuple[int, Any]] = []
+    for i, cell in enumerate(func.__closure__ or ()):
+        try:
+            content = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(content, types.FunctionType) or _heap_callable(content):
+            found.append((i, content))
+    return found
 
 
 # Objects found importable by their own name: object -> object for functions
@@ -540,13 +548,8 @@ def _candidate_modules(obj: Any) -> list[str]:
         _add_origin(names, inner)
         current = inner
     if isinstance(obj, types.FunctionType):
-        for cell in obj.__closure__ or ():
-            try:
-                content = cell.cell_contents
-            except ValueError:
-                continue
-            if isinstance(content, types.FunctionType) or _heap_callable(content):
-                _add_origin(names, content)
+        for _, content in _callables_in_cells(obj):
+            _add_origin(names, content)
     elif not isinstance(obj, type):
         for attr in held_functions(obj):
             _add_origin(names, attr)
