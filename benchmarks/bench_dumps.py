@@ -265,7 +265,9 @@ def first_dumps(runs: int = FIRST_RUNS) -> list[dict[str, Any]]:
     samples: list[dict[str, dict[str, tuple[float, float]]]] = []
     for run in range(runs):
         done = subprocess.run(
-            [sys.executable, __file__, "--first-child", str(run)],
+            # The serializers this Python keeps, decided here: a probe in the
+            # child would make their first dump of a closure not the first.
+            [sys.executable, __file__, "--first-child", str(run), ",".join(SERIALIZERS)],
             capture_output=True,
             text=True,
             check=True,
@@ -288,11 +290,11 @@ def first_dumps(runs: int = FIRST_RUNS) -> list[dict[str, Any]]:
     return rows
 
 
-def _first_child(turn: int) -> None:
-    """In a fresh interpreter: the first dumps and loads of each script case."""
+def _first_child(turn: int, kept: list[str]) -> None:
+    """In a fresh interpreter: the first dumps and loads of each script case, by
+    the serializers ``kept`` (see :func:`drop_unusable`)."""
     out: dict[str, dict[str, tuple[float, float, int]]] = {}
-    drop_unusable()
-    names = [n for n in SERIALIZERS if n != "pickle"]
+    names = [n for n in SERIALIZERS if n != "pickle" and n in kept]
     put_back = ClassKeeper(ScriptShape)
     for name, (obj, _) in cases().items():
         if not name.startswith("script:"):
@@ -527,10 +529,10 @@ def main(argv: list[str] | None = None) -> int:
         "one warm-up call, and print nothing: instructions per call are the difference "
         "of two runs under valgrind --tool=callgrind (N and 0), whatever the machine's load",
     )
-    parser.add_argument("--first-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--first-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.first_child is not None:
-        _first_child(args.first_child)
+        _first_child(int(args.first_child[0]), args.first_child[1].split(","))
         return 0
     if args.repeat is not None:
         repeat(*args.repeat)
