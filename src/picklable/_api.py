@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import types
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -33,6 +34,7 @@ from ._compat import C_RECURSION_APART, chained
 from ._loading import load, loads, signing_module
 from ._pickler import DEFAULT_PROTOCOL, Pickler, needs_check, with_interpreter_check
 from ._reduce.context import DumpContext
+from ._reduce.repeat import GIVE_UP, keep_payload, kept_or_facts, tries
 
 __all__ = ["dump", "dumps", "load", "loads", "signing_module"]
 
@@ -99,6 +101,10 @@ class _PooledPickler(Pickler):
 # with a callback calls it, a Python call, for every in-band buffer too: once
 # per numpy array). dumps pops one, so threads and re-entrant calls never
 # share, and puts it back clean.
+_FUNCTION = types.FunctionType
+_by_name = _locator.by_name.get
+_pickle_dumps = pickle.dumps
+_tries = tries.get
 _idle: list[_PooledPickler] = []
 _idle_out_of_band: list[_PooledPickler] = []
 _caches.register("api.idle_picklers", _idle.clear)
@@ -195,6 +201,24 @@ def dumps(
         return _dumps_with(obj, protocol, buffer_callback, key, deterministic, scripts, fix_imports)
     if buffer_callback is not None:
         return _dumps_out_of_band(obj, buffer_callback)
+    facts = None
+    kind = type(obj)
+    if kind is _FUNCTION or kind is type:
+        if _by_name(obj) is obj:
+            # Known importable by its own name: the hook would let pickle write
+            # the reference, and pickle alone writes it sooner (a stale answer
+            # raises there and again below, where dumps retries).
+            try:
+                return _pickle_dumps(obj, DEFAULT_PROTOCOL)
+            except Exception:
+                pass
+        else:
+            # A copy: the same bytes as at its last dump if nothing it is
+            # made of changed (see _reduce.repeat; a pool's every submit).
+            if _tries(id(obj), 0) < GIVE_UP:
+                facts = kept_or_facts(obj)
+                if facts.__class__ is bytes:
+                    return facts
     # The success path is what pickle.dumps is measured against: no finally,
     # each reset one store or call; failures leave through _dump_failed.
     try:
@@ -230,6 +254,8 @@ def dumps(
         pickler.context.payload = None
     if size <= _REUSE_MAX_BYTES and len(_idle) < _IDLE_LIMIT:
         _idle.append(pickler)
+    if facts is not None:
+        keep_payload(obj, facts, data)  # type: ignore[arg-type]
     return data
 
 

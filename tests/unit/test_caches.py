@@ -76,5 +76,11 @@ class TestClearCaches:
     def test_registered_names(self):
         """Each owner registers under a name that says which cache it is."""
         names = _caches.registered()
-        assert {"locator", "reduce.kinds", "functions.code_info", "code.loaded"} <= set(names)
+        assert {
+            "locator",
+            "reduce.kinds",
+            "functions.code_info",
+            "code.loaded",
+            "repeat.kept_payloads",
+        } <= set(names)
         assert all(name == name.strip() and name for name in names)

@@ -264,7 +264,7 @@ def _class_attributes(
         else:
             slot_names.add(slot)
     attributes = {}
-    slotnames_cache = "__slotnames__" in namespace and _copyreg_cache(cls)
+    slotnames_cache = "__slotnames__" in namespace and copyreg_cache(cls)
     for key, value in namespace.items():
         if key in _CLASS_SKIP or key in skip or key in _TYPE_SETS_ELSEWHERE:
             continue
@@ -281,7 +281,7 @@ def _class_attributes(
     return attributes
 
 
-def _copyreg_cache(cls: type) -> bool:
+def copyreg_cache(cls: type) -> bool:
     """Whether ``cls.__slotnames__`` is the ``[]`` that copyreg caches on a class
     without slots the first time one of its instances is pickled (by pickle as by
     picklable): the receiver's copyreg works it out again, so the copy leaves it
@@ -307,7 +307,7 @@ def _abc_registry(cls: type) -> list[type]:
     )
 
 
-def _script_origin(cls: type) -> Any:
+def script_origin(cls: type) -> Any:
     """Where a class of the script lives, for a receiver running the same script
     to use its own class; None when the script's main guard rebinds its name."""
     origin = _tracker.origin(cls)
@@ -326,7 +326,7 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
     module = class_module(cls)
-    origin = _script_origin(cls)
+    origin = script_origin(cls)
     if origin is not None:
         # The origin's module name is the payload's copy of it (the namespace's
         # __module__, its methods' origins): written once.

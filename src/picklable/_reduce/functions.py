@@ -266,6 +266,13 @@ def _note_dataclasses() -> None:
                 _REBUILT_CODE_IDS.add(id(code))
 
 
+def rebuilt_by_receiver(code: types.CodeType) -> bool:
+    """Whether a function of ``code`` may be one that the receiver's own module
+    makes again (see :func:`copy_function`), not a copy of its code."""
+    _note_dataclasses()
+    return id(code) in _REBUILT_CODE_IDS
+
+
 def _recursive_repr_code() -> types.CodeType | None:
     """The code of dataclasses' own repr guard, None while dataclasses is not
     imported, or since Python 3.13 (it uses reprlib's)."""
@@ -741,7 +748,7 @@ def _annotations_instead(
 
     They are computed as any first access computes them (and kept on ``func``,
     as then); they travel when they say all ``__annotate__`` would (see
-    :func:`_same_in_every_format`), or when ``__annotate__`` reads a class's
+    :func:`same_in_every_format`), or when ``__annotate__`` reads a class's
     namespace that the payload does not bring (:func:`_reads_unshipped_class`).
     Annotations that cannot be computed yet (a name defined later, or only under
     ``TYPE_CHECKING``) leave ``__annotate__`` to compute them where loaded.
@@ -750,12 +757,12 @@ def _annotations_instead(
         annotations: dict[str, Any] = func.__annotations__
     except Exception:
         return None
-    if _same_in_every_format(annotations) or _reads_unshipped_class(annotate, class_cells):
+    if same_in_every_format(annotations) or _reads_unshipped_class(annotate, class_cells):
         return annotations
     return None
 
 
-def _same_in_every_format(annotations: dict[str, Any]) -> bool:
+def same_in_every_format(annotations: dict[str, Any]) -> bool:
     """Whether ``annotations`` (evaluated) are only None, strings and builtin
     types: then the dict alone gives what ``__annotate__`` gives in each of
     annotationlib's formats (VALUE, FORWARDREF, and STRING, which writes a

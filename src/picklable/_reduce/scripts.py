@@ -62,11 +62,13 @@ __all__ = [
     "payload_script_paths",
     "recheck_scripts",
     "same_in_workers",
+    "script_index_table",
     "script_location",
     "script_module_of",
     "script_reference",
     "script_reference_alone",
     "with_origin",
+    "without_file",
     "workers_own_function",
 ]
 
@@ -343,6 +345,18 @@ def _script(module_name: str) -> _Script | None:
     return script
 
 
+def without_file(module_name: str) -> bool:
+    """Whether the script ``module_name`` has no file (a notebook's kernel,
+    ``python -c``): no receiver can import it, and :func:`script_location`
+    answers None for each of its objects."""
+    script = _scripts.get(module_name)
+    if script is None or script.module is not sys.modules.get(module_name):
+        script = _script(module_name)
+        if script is None:
+            return False
+    return script.filename is None  # set once per module object (see _script)
+
+
 def recheck_scripts() -> None:
     """Look at every script's file now (a pool is about to start workers, which
     import it)."""
@@ -456,13 +470,13 @@ def payload_script_paths(context: DumpContext, module_name: str) -> dict[int, Pa
         payload = context.state()
     paths = payload.script_paths.get(module_name, _UNSEEN)
     if paths is _UNSEEN:
-        paths = payload.script_table()[module_name] = _script_paths(module_name)
+        paths = payload.script_table()[module_name] = script_index_table(module_name)
     return paths  # type: ignore[no-any-return]
 
 
-def _script_paths(module_name: str) -> dict[int, Path] | None:
-    """The table of the script's index (see :func:`script_location`); None if the
-    script has no file or cannot be indexed."""
+def script_index_table(module_name: str) -> dict[int, Path] | None:
+    """The table of the script's index (see :func:`script_location`), revalidated
+    now; None if the script has no file or cannot be indexed."""
     if _script_file(module_name) is None:
         return None
     return _locator.indexed_paths(module_name)

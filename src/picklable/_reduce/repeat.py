@@ -1,0 +1,407 @@
+"""The payload of a script's function or class dumped again, unchanged (issue 29).
+
+A pool pickles its task function once per ``submit``; a program ships the same
+function of its script a thousand times. When nothing the payload was made of
+has changed, the payload is the same bytes: this module keeps them, with the
+*facts* they were made of, and gives them back when every fact still holds.
+
+The facts of a function are everything its reduction reads (see
+``functions.function_by_value``): its code, globals dict, name, qualified name,
+module, docstring, defaults, keyword defaults, closure cells and their
+contents, annotations, attributes, the value of each global name its code may
+read (or that there is none), where the script keeps it (``scripts.known_origin``,
+which notices a changed script file, a main guard that rebinds a name, a
+rebound name) -- and, through them, the facts of each value they hold. Those
+of a class (``classes.class_by_value``) are its namespace, bases, names, id
+and origin (``classes.script_origin``). They are
+compared by identity, element by element, with the facts kept beside the
+bytes. No object compared can be a new one at a reused address: functions,
+classes, modules and code objects are kept by weak reference (one that died
+compares unequal to anything), everything else (strings, numbers, tuples,
+dicts) by strong reference. So a kept payload does not keep the function or
+class alive (issue 27: a class the script drops is freed), and it is forgotten
+when its function or class is.
+
+A payload is kept only where every value it reaches is one whose facts are
+known:
+
+* plain immutable data (``int``, ``float``, ``str``, ``bytes``, ``bool``,
+  ``None``, and tuples of those and of the kinds below);
+* a function of the script (``__main__``) whose travel was decided at an
+  earlier dump (``known_origin``), a lambda or closure that no name of the
+  script's index leads to, or a function of a script without a file (a
+  notebook's kernel): those two are plain copies; by value with the facts above;
+* a class of the script made by a class statement (of ``type`` itself);
+* a function or class that the pickler's hook ships by reference (the
+  ``by_name`` cache that the hook reads, as it reads it), still found at its
+  module and qualified name -- pickle's own check when it writes the reference;
+* a module imported by its name (not one built in memory nor registered with
+  ``register_by_value``), and the submodules a function reaches through it
+  (``functions.submodules_used``).
+
+Anything else (a list, a dict, an instance, a class with a metaclass or an
+annotation scope, a function with type parameters) makes the payload one that
+is made every time, as before. A payload is kept only when
+the facts read before its dump equal those read after (the dump decided
+nothing new), at most :data:`_MAX_BYTES` long.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import operator
+import sys
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .. import _caches, _locator, _tracker
+from .._compat import CLASSDICT_CELL, LAZY_ANNOTATIONS, MAIN_MODULES, TYPE_PARAMS
+from .._paths import walk
+from . import classes, functions, objects
+from .registry import ships_by_value
+from .scripts import UNKNOWN, known_origin, script_index_table, without_file
+from .table import CLASS, FUNCTION
+from .type_cache import HANDLERS, LASTING
+
+__all__ = ["GIVE_UP", "facts_of", "keep_payload", "kept_or_facts", "tries"]
+
+_MISSING: Any = object()
+_NO_FILE: Any = object()
+_UNNAMED: Any = object()
+_LEAVES = frozenset({int, float, str, bytes, bool, type(None)})
+_MAX_BYTES = 1 << 15
+_LIMIT = 128
+
+_FUNCTION_REDUCE = FUNCTION.reduce
+_CLASS_REDUCE = CLASS.reduce
+_CELL_REDUCE = functions.reduce_cell
+_MODULE_REDUCE = objects.reduce_module
+_INSTANCE_SLOTS = frozenset({"__dict__", "__weakref__"})
+_GETSET = types.GetSetDescriptorType
+
+# The facts of one payload: (the strong ones, the weakly held ones).
+Facts = tuple[list[Any], list[Any]]
+
+
+class _Kept:
+    """A payload and what it was made of (see the module doc)."""
+
+    __slots__ = ("ref", "facts", "held", "data")
+
+    def __init__(
+        self, ref: weakref.ref[Any], facts: list[Any], held: list[weakref.ref[Any]], data: bytes
+    ) -> None:
+        self.ref = ref
+        self.facts = facts
+        self.held = held
+        self.data = data
+
+
+# id(function or class) -> its payload and the facts it was made of
+_kept: dict[int, _Kept] = {}
+_caches.register("repeat.kept_payloads", _kept.clear)
+
+_is = operator.is_
+_intern = sys.intern
+_deref: Callable[[weakref.ref[Any]], Any] = weakref.ref.__call__
+
+
+# id -> how many of the object's dumps read its facts and found them unknown (0:
+# dumped once, not read: a payload is kept from an object's second dump on).
+# At GIVE_UP, dumps stops asking (a closure made in a function, a function
+# that reads a list: a miss costs a walk) until the table is full and
+# cleared. Only the cost depends on it: an id reused by another object makes
+# a read sooner or later, never a wrong payload.
+tries: dict[int, int] = {}
+GIVE_UP = 3
+_TRIES_LIMIT = 4096
+_caches.register("repeat.tries", tries.clear)
+
+
+def kept_or_facts(obj: types.FunctionType | type) -> bytes | Facts | None:
+    """The payload kept for ``obj`` if every fact it was made of still holds;
+    else the facts to keep the payload about to be made by (see
+    :func:`keep_payload`), or None when this dump keeps nothing."""
+    key = id(obj)
+    kept = _kept.get(key)
+    if kept is not None and kept.ref() is obj:
+        found = facts_of(obj)
+        if found is not None and _holds(found, kept):
+            return kept.data
+        if found is None:  # no longer known: asked again, as any other
+            del _kept[key]
+            tries[key] = 1
+        return found  # changed: kept again after this dump, if it can be
+    failed = tries.get(key)
+    if failed is None:
+        if len(tries) >= _TRIES_LIMIT:
+            tries.clear()
+        tries[key] = 0  # a first dump
+        return None
+    found = facts_of(obj)
+    if found is None:
+        tries[key] = failed + 1
+    return found
+
+
+def _holds(found: Facts, kept: _Kept) -> bool:
+    facts, held = found
+    return (
+        len(facts) == len(kept.facts)
+        and len(held) == len(kept.held)
+        and all(map(_is, facts, kept.facts))
+        and all(map(_is, held, map(_deref, kept.held)))
+    )
+
+
+def keep_payload(obj: types.FunctionType | type, before: Facts | None, data: bytes) -> None:
+    """Keep ``data``, the payload of ``obj`` just made, if the facts read
+    ``before`` the dump still hold after it."""
+    if before is None or len(data) > _MAX_BYTES:
+        return
+    after = facts_of(obj)
+    if after is None or not (_same(before[0], after[0]) and _same(before[1], after[1])):
+        return
+    if len(_kept) >= _LIMIT:
+        _kept.clear()
+    key = id(obj)
+    ref = weakref.ref(obj, _forgetter(key))
+    _kept[key] = _Kept(ref, after[0], [weakref.ref(held) for held in after[1]], data)
+    tries.pop(key, None)
+
+
+def _forgetter(key: int) -> Callable[[weakref.ref[Any]], None]:
+    def forget(ref: weakref.ref[Any]) -> None:
+        kept = _kept.get(key)
+        if kept is not None and kept.ref is ref:
+            del _kept[key]
+
+    return forget
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(map(_is, a, b))
+
+
+def facts_of(obj: types.FunctionType | type) -> Facts | None:
+    """What the payload of ``obj``, a function or a class, is made of (see the
+    module doc); None when it reaches a value whose facts are not known."""
+    facts: list[Any] = []
+    held: list[Any] = []
+    try:
+        if _value(obj, facts, held, set()):
+            return facts, held
+    except Exception:
+        pass  # an attribute that raises: decided by the dump, every time
+    return None
+
+
+def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+    held.append(func)
+    if id(func) in seen:
+        return True  # met before: pickle's memo
+    seen.add(id(func))
+    if LASTING.get(types.FunctionType) is not _FUNCTION_REDUCE:
+        return False  # the hook's table not (yet) what these facts assume
+    if _locator.by_name.get(func) is func:
+        return _by_reference(func, facts)
+    module = func.__module__
+    if module not in MAIN_MODULES:
+        return False
+    origin = known_origin(func, module)
+    if origin is UNKNOWN:
+        # Decided as functions.reduce_function decides without a kept answer.
+        if "<" in func.__qualname__:
+            # A lambda or closure that no name of the script's index leads to
+            # (the table's identity is a fact: a rebuilt index has a new one).
+            table = script_index_table(module)
+            if table is not None and id(func) in table:
+                return False
+            facts.append(table)
+            origin = _UNNAMED
+        elif without_file(module):
+            origin = _NO_FILE  # a script no receiver imports: plain copies
+        else:
+            return False
+    code = func.__code__
+    if functions.rebuilt_by_receiver(code):
+        return False
+    annotate = func.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
+    if TYPE_PARAMS and func.__type_params__:  # type: ignore[attr-defined]
+        return False
+    held.append(code)
+    home = func.__globals__
+    facts += (
+        origin,
+        home,
+        home.get("__name__"),
+        home.get("__package__"),
+        func.__name__,
+        func.__qualname__,
+        module,
+        func.__doc__,
+    )
+    modules = None  # what function_by_value looks for submodules in
+    for name in functions.code_info(code)[2]:
+        value = home.get(name, _MISSING)
+        if value is _MISSING:
+            facts.append(value)
+        elif not _value(value, facts, held, seen):
+            return False
+        elif type(value) is types.ModuleType:
+            modules = [value] if modules is None else [*modules, value]
+    # The closure itself is the function's for life (read-only, its cells
+    # too): their contents are the facts.
+    closure = func.__closure__
+    if closure is not None:
+        if LASTING.get(types.CellType) is not _CELL_REDUCE:
+            return False
+        for cell in closure:
+            try:
+                content = cell.cell_contents
+            except ValueError:
+                facts.append(_MISSING)
+                continue
+            if not _value(content, facts, held, seen):
+                return False
+            if type(content) is types.ModuleType:
+                modules = [content] if modules is None else [*modules, content]
+    if modules is not None:
+        for submodule in functions.submodules_used(code, modules):
+            if not _module(submodule, facts, held):
+                return False
+    return (
+        _value(func.__defaults__, facts, held, seen)
+        and _mapping(func.__kwdefaults__, facts, held, seen)
+        and _annotations(func, annotate, facts, held, seen)
+        and _mapping(func.__dict__, facts, held, seen)
+    )
+
+
+def _annotations(
+    func: types.FunctionType, annotate: Any, facts: list[Any], held: list[Any], seen: set[int]
+) -> bool:
+    """What a copy carries of the annotations (functions._annotations_instead,
+    Python 3.14+: computed once, then kept on ``func``): the dict, or else its
+    ``__annotate__`` by value."""
+    annotations = func.__annotations__
+    if annotate is None or functions.same_in_every_format(annotations):
+        facts.append(annotate)
+        return _mapping(annotations, facts, held, seen)
+    if type(annotate) is not types.FunctionType or CLASSDICT_CELL in annotate.__code__.co_freevars:
+        return False  # a class's namespace, whether the payload brings it: the dump decides
+    return _value(annotate, facts, held, seen)
+
+
+def _mapping(
+    mapping: dict[str, Any] | None, facts: list[Any], held: list[Any], seen: set[int]
+) -> bool:
+    facts.append(mapping)
+    if not mapping:
+        return True
+    if type(mapping) is not dict:
+        return False
+    facts.append(len(mapping))
+    for key, value in mapping.items():
+        facts.append(key)
+        if type(key) is not str or not _value(value, facts, held, seen):
+            return False
+    return True
+
+
+def _value(value: Any, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+    """Note ``value`` (in ``facts`` or ``held``) and what it is made of; False
+    if its facts are not known."""
+    kind = type(value)
+    if kind in _LEAVES:
+        facts.append(value)
+        return True
+    if kind is tuple:
+        facts.append(value)  # immutable: its items' own facts only
+        facts.append(len(value))
+        for item in value:
+            if type(item) not in _LEAVES and not _value(item, facts, held, seen):
+                return False
+        return True
+    if kind is types.FunctionType:
+        return _function(value, facts, held, seen)
+    if kind is types.ModuleType:
+        return _module(value, facts, held)
+    if isinstance(value, type):
+        return _class(value, facts, held, seen)
+    return False
+
+
+def _class(cls: type, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+    held.append(cls)
+    if id(cls) in seen:
+        return True  # met before: pickle's memo
+    seen.add(id(cls))
+    # The hook's own test (Pickler.reducer_override): a class of a metaclass
+    # that another reducer takes is decided by the dump.
+    kind = type(cls)
+    handler = LASTING.get(kind)
+    if handler is None:
+        handler = HANDLERS.get(id(kind))
+    if handler is not _CLASS_REDUCE:
+        return False
+    key = cls if kind in _locator.identity_hashed else id(cls)
+    if _locator.by_name.get(key) is cls:
+        return _by_reference(cls, facts)
+    # A copy (classes.reduce_class, class_by_value): a class of the script made
+    # by a class statement, of type itself (no enum, no ABC registry).
+    namespace = cls.__dict__
+    module = namespace.get("__module__")
+    if kind is not type or type in copyreg.dispatch_table or module not in MAIN_MODULES:
+        return False
+    origin = classes.script_origin(cls)
+    facts += (module, cls.__qualname__, cls.__name__, _tracker.id_of(cls), origin is None)
+    if origin is not None:
+        facts += origin
+    # copyreg's cache, left out of the copy (see classes.copyreg_cache)
+    cache_left_out = "__slotnames__" in namespace and classes.copyreg_cache(cls)
+    facts.append(cache_left_out)
+    if not _value(cls.__bases__, facts, held, seen):
+        return False
+    facts.append(len(namespace))
+    for name, value in namespace.items():
+        facts.append(name)
+        if name in _INSTANCE_SLOTS and type(value) is _GETSET:
+            continue  # type's own descriptors, left out of the copy
+        if cache_left_out and name == "__slotnames__":
+            continue
+        if not _value(value, facts, held, seen):
+            return False
+    return True
+
+
+def _module(module: types.ModuleType, facts: list[Any], held: list[Any]) -> bool:
+    """A module that the payload imports by name (objects.reduce_module)."""
+    held.append(module)
+    if LASTING.get(types.ModuleType) is not _MODULE_REDUCE:
+        return False
+    name = module.__name__
+    if type(name) is not str or name in MAIN_MODULES or ships_by_value(name):
+        return False
+    facts.append(_intern(name))
+    return sys.modules.get(name) is module
+
+
+def _by_reference(obj: Any, facts: list[Any]) -> bool:
+    """A function or class that pickle writes as a reference: what it writes,
+    and pickle's own check that the reference still finds it."""
+    module = obj.__module__
+    qualname = obj.__qualname__
+    if type(module) is not str or type(qualname) is not str:
+        return False
+    # Interned: a static type makes its __qualname__ anew at each read.
+    facts.append(_intern(module))
+    facts.append(_intern(qualname))
+    home = sys.modules.get(module)
+    if home is None:
+        return False
+    if "." in qualname:
+        return walk(home, tuple(qualname.split("."))) is obj
+    return getattr(home, qualname, None) is obj
