@@ -170,8 +170,10 @@ SCRIPT = textwrap.dedent(
         check("plain, its code replaced", plain, 1)
         NUMBERS.append(3)
         check("a list it reads, appended to", reads_list, None)
+        original_dumps = json.dumps
         json.dumps = lambda *args, **kwargs: "replaced"
         check("a module function it reads, replaced in its module", uses_json, 1)
+        json.dumps = original_dumps  # multiprocessing's resource tracker uses it (3.15)
         plain.__code__ = plain.__code__.replace(co_consts=plain.__code__.co_consts)
         check("plain, a code object equal but new", plain, 1)
         len = lambda s: -1
