@@ -34,8 +34,9 @@ def clear_caches() -> None:
 
     Module indexes of the locator, "importable by name" answers, per-type
     decisions, code and marshal bytes, loaded envelopes, deterministic ids,
-    the payloads of the script's functions and classes dumped again (and the
-    objects they were made of, which those keep alive):
+    the payloads of the script's functions and classes dumped again (with the
+    strings, numbers, tuples and dicts they were made of; their functions and
+    classes are held weakly):
     the next payload is made as by a fresh process (classes shipped by value
     keep their identity; that is not a cache). Long-lived workers never need
     it for correctness: every cached answer is checked before it is trusted,
