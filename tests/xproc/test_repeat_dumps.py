@@ -95,6 +95,9 @@ SCRIPT = textwrap.dedent(
     def uses_memory(x):
         return memory.value + x
 
+    def swapped(x):
+        return A if x else B  # noqa: F821 (bound by the guard below)
+
     def make_adder(n):
         def add(x):
             return x + n + OFFSET
@@ -195,6 +198,11 @@ SCRIPT = textwrap.dedent(
         Shape.__qualname__ = "Renamed"
         check("Shape, renamed", Shape)
         unnamed(check)
+        B = swapped
+        check("first swapped", swapped)
+        del B
+        A = swapped
+        check("swapped, the other name bound to it", swapped)
         sys.modules.pop("xml.etree.ElementTree", None)
         check("first uses_xml", uses_xml)
         import xml.etree.ElementTree
@@ -354,11 +362,28 @@ WITHOUT_FILE = textwrap.dedent(
         repeat._kept.clear()
         return picklable.dumps(func)
 
+    def swapped(x):
+        return A if x else B
+
     payloads = [picklable.dumps(decorated) for _ in range(3)]
     kept = payloads[1] is payloads[2]
     OFFSET = 4
     after = picklable.dumps(decorated)
-    print(repr([kept, after != payloads[2], after == fresh(decorated), picklable.loads(after)(1)]))
+    # One function met under one global name, then under another: not the same facts.
+    B = swapped
+    before_swap = [picklable.dumps(swapped) for _ in range(3)][-1]
+    del B
+    A = swapped
+    swap = picklable.dumps(swapped)
+    print(repr([
+        kept,
+        after != payloads[2],
+        after == fresh(decorated),
+        picklable.loads(after)(1),
+        swap != before_swap,
+        swap == fresh(swapped),
+        picklable.loads(swap)(True) is not None,
+    ]))
     """
 )
 
@@ -368,7 +393,7 @@ def test_a_script_without_file_keeps_its_payloads(tmp_path):
     each function is a plain copy, kept while nothing it is made of changes."""
     done = run_command(("-c", WITHOUT_FILE), tmp_path)
     assert done.returncode == 0, done.stderr
-    assert eval(done.stdout) == [True, True, True, 5]
+    assert eval(done.stdout) == [True, True, True, 5, True, True, True]
 
 
 DROPPED = textwrap.dedent(

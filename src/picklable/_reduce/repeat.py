@@ -81,8 +81,12 @@ _MODULE_REDUCE = objects.reduce_module
 _INSTANCE_SLOTS = frozenset({"__dict__", "__weakref__"})
 _GETSET = types.GetSetDescriptorType
 
-# The facts of one payload: (the strong ones, the weakly held ones).
+# The facts of one payload: (the strong ones, the weakly held ones). Each held
+# one leaves _HELD in the strong list where the walk met it, so the two lists
+# line up: a function met under one name, not under another, is another fact.
 Facts = tuple[list[Any], list[Any]]
+_HELD: Any = object()
+_BY_NAME: Any = object()
 
 
 class _Kept:
@@ -199,6 +203,7 @@ def facts_of(obj: types.FunctionType | type) -> Facts | None:
 
 
 def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+    facts.append(_HELD)
     held.append(func)
     if id(func) in seen:
         return True  # met before: pickle's memo
@@ -231,6 +236,7 @@ def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen:
     annotate = func.__annotate__ if LAZY_ANNOTATIONS else None  # type: ignore[attr-defined]
     if TYPE_PARAMS and func.__type_params__:  # type: ignore[attr-defined]
         return False
+    facts.append(_HELD)
     held.append(code)
     home = func.__globals__
     facts += (
@@ -335,6 +341,7 @@ def _value(value: Any, facts: list[Any], held: list[Any], seen: set[int]) -> boo
 
 
 def _class(cls: type, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+    facts.append(_HELD)
     held.append(cls)
     if id(cls) in seen:
         return True  # met before: pickle's memo
@@ -379,6 +386,7 @@ def _class(cls: type, facts: list[Any], held: list[Any], seen: set[int]) -> bool
 
 def _module(module: types.ModuleType, facts: list[Any], held: list[Any]) -> bool:
     """A module that the payload imports by name (objects.reduce_module)."""
+    facts.append(_HELD)
     held.append(module)
     if LASTING.get(types.ModuleType) is not _MODULE_REDUCE:
         return False
@@ -392,6 +400,7 @@ def _module(module: types.ModuleType, facts: list[Any], held: list[Any]) -> bool
 def _by_reference(obj: Any, facts: list[Any]) -> bool:
     """A function or class that pickle writes as a reference: what it writes,
     and pickle's own check that the reference still finds it."""
+    facts.append(_BY_NAME)  # not to be read as the start of a copy's facts
     module = obj.__module__
     qualname = obj.__qualname__
     if type(module) is not str or type(qualname) is not str:
