@@ -58,10 +58,15 @@ from typing import Any
 
 from .. import _caches, _locator, _tracker
 from .._compat import CLASSDICT_CELL, LAZY_ANNOTATIONS, MAIN_MODULES, TYPE_PARAMS
-from .._paths import walk
 from . import classes, functions, objects
 from .registry import ships_by_value
-from .scripts import UNKNOWN, known_origin, script_index_table, without_file
+from .scripts import (
+    UNKNOWN,
+    known_origin,
+    same_values,
+    script_index_table,
+    without_file,
+)
 from .table import CLASS, FUNCTION
 from .type_cache import HANDLERS, LASTING
 
@@ -107,7 +112,6 @@ class _Kept:
 _kept: dict[int, _Kept] = {}
 _caches.register("repeat.kept_payloads", _kept.clear)
 
-_is = operator.is_
 _intern = sys.intern
 _deref: Callable[[weakref.ref[Any]], Any] = weakref.ref.__call__
 
@@ -153,10 +157,9 @@ def kept_or_facts(obj: types.FunctionType | type) -> bytes | Facts | None:
 def _holds(found: Facts, kept: _Kept) -> bool:
     facts, held = found
     return (
-        len(facts) == len(kept.facts)
+        same_values(facts, kept.facts)
         and len(held) == len(kept.held)
-        and all(map(_is, facts, kept.facts))
-        and all(map(_is, held, map(_deref, kept.held)))
+        and all(map(operator.is_, held, map(_deref, kept.held)))
     )
 
 
@@ -166,7 +169,7 @@ def keep_payload(obj: types.FunctionType | type, before: Facts | None, data: byt
     if before is None or len(data) > _MAX_BYTES:
         return
     after = facts_of(obj)
-    if after is None or not (_same(before[0], after[0]) and _same(before[1], after[1])):
+    if after is None or not (same_values(before[0], after[0]) and same_values(before[1], after[1])):
         return
     if len(_kept) >= _LIMIT:
         _kept.clear()
@@ -183,10 +186,6 @@ def _forgetter(key: int) -> Callable[[weakref.ref[Any]], None]:
             del _kept[key]
 
     return forget
-
-
-def _same(a: list[Any], b: list[Any]) -> bool:
-    return len(a) == len(b) and all(map(_is, a, b))
 
 
 def facts_of(obj: types.FunctionType | type) -> Facts | None:
@@ -408,9 +407,4 @@ def _by_reference(obj: Any, facts: list[Any]) -> bool:
     # Interned: a static type makes its __qualname__ anew at each read.
     facts.append(_intern(module))
     facts.append(_intern(qualname))
-    home = sys.modules.get(module)
-    if home is None:
-        return False
-    if "." in qualname:
-        return walk(home, tuple(qualname.split("."))) is obj
-    return getattr(home, qualname, None) is obj
+    return _locator.importable_by_own_name(obj)

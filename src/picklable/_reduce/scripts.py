@@ -40,6 +40,7 @@ import sys
 import time
 import types
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _code, _locator, _reconstruct
@@ -62,6 +63,7 @@ __all__ = [
     "payload_script_paths",
     "recheck_scripts",
     "same_in_workers",
+    "same_values",
     "script_index_table",
     "script_location",
     "script_module_of",
@@ -372,7 +374,8 @@ def _attributes(obj: Any) -> tuple[Any, ...]:
     return ()
 
 
-def _same_values(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+def same_values(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether ``a`` and ``b`` hold the same objects, in order."""
     return len(a) == len(b) and all(map(_is, a, b))  # one C loop: no generator frame
 
 
@@ -392,7 +395,7 @@ def _seen(script: _Script, obj: Any) -> _Seen | None:
     except Exception:
         return None
     if type(obj) is types.FunctionType and (
-        obj.__code__ is not seen.code or not _same_values(_attributes(obj), seen.attributes)
+        obj.__code__ is not seen.code or not same_values(_attributes(obj), seen.attributes)
     ):
         return None
     return seen
@@ -592,7 +595,7 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
         or seen.same_reads is None
         or (
             (func.__dict__ or seen.attributes)
-            and not _same_values(_attributes(func), seen.attributes)
+            and not same_values(_attributes(func), seen.attributes)
         )
     ):
         return UNKNOWN
