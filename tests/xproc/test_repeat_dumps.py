@@ -16,9 +16,12 @@ import pytest
 
 from support.child import run_command, run_script
 
-SCRIPT = textwrap.dedent(
+# What the scripts below share: a decorated function of the script, the oracle
+# (the payload made afresh, the kept payloads forgotten first) and a task that
+# runs a payload in a worker.
+COMMON = textwrap.dedent(
     """
-    import functools, json, math, multiprocessing, sys, types, xml
+    import functools
     import picklable
     from picklable._reduce import repeat
 
@@ -33,6 +36,19 @@ SCRIPT = textwrap.dedent(
     @_logged
     def decorated(x: int) -> int:
         return x + OFFSET
+
+    def fresh(func):
+        repeat._kept.clear()
+        return picklable.dumps(func)
+
+    def run(payload, arg):
+        return picklable.loads(payload)(arg)
+    """
+)
+
+SCRIPT = COMMON + textwrap.dedent(
+    """
+    import json, math, multiprocessing, sys, types, xml
 
     def plain(x, k=1, *, kw=2):
         return x + OFFSET + k + kw
@@ -114,13 +130,6 @@ SCRIPT = textwrap.dedent(
         check("unnamed closure, its global rebound", add, 1)
         globals()["named_later"] = add
         check("unnamed closure, then named (equal)", add, 1)
-
-    def run(payload, arg):
-        return picklable.loads(payload)(arg)
-
-    def fresh(func):
-        repeat._kept.clear()
-        return picklable.dumps(func)
 
     if __name__ == "__main__":
         report = {}
@@ -258,36 +267,16 @@ def test_kept_payloads_are_the_fresh_ones(tmp_path):
     assert not unchanged
 
 
-SCRIPT_PLACES = textwrap.dedent(
+SCRIPT_PLACES = COMMON + textwrap.dedent(
     """
-    import functools, multiprocessing
-    import picklable
-    from picklable._reduce import recheck_scripts, repeat
-
-    OFFSET = 3
-
-    def _logged(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            return fn(*args, **kwargs)
-        return wrapper
-
-    @_logged
-    def decorated(x: int) -> int:
-        return x + OFFSET
+    import multiprocessing
+    from picklable._reduce import recheck_scripts
 
     def spare(x):
         return x * 2
 
     def other(x):
         return -x
-
-    def fresh(func):
-        repeat._kept.clear()
-        return picklable.dumps(func)
-
-    def run(payload, arg):
-        return picklable.loads(payload)(arg)
 
     def kept(func):
         picklable.dumps(func)
@@ -340,28 +329,8 @@ def test_kept_payloads_follow_the_script(tmp_path):
     }
 
 
-WITHOUT_FILE = textwrap.dedent(
+WITHOUT_FILE = COMMON + textwrap.dedent(
     """
-    import functools
-    import picklable
-    from picklable._reduce import repeat
-
-    OFFSET = 3
-
-    def logged(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            return fn(*args, **kwargs)
-        return wrapper
-
-    @logged
-    def decorated(x):
-        return x + OFFSET
-
-    def fresh(func):
-        repeat._kept.clear()
-        return picklable.dumps(func)
-
     def swapped(x):
         return A if x else B
 
