@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from math import sqrt
 from typing import Any
 
 import cloudpickle
@@ -114,6 +115,32 @@ class ScriptShape:
         return f"ScriptShape({self.width}, {self.height})"
 
 
+class ScriptSlotted:
+    """A class of the script with slots, a property, a staticmethod and a classmethod."""
+
+    __slots__ = ("width", "height")
+
+    def __init__(self, width: float, height: float) -> None:
+        self.width = width
+        self.height = height
+
+    @property
+    def area(self) -> float:
+        return self.width * self.height
+
+    @staticmethod
+    def unit(x: float) -> float:
+        return x + OFFSET
+
+    @classmethod
+    def square(cls, side: float) -> ScriptSlotted:
+        return cls(side, side)
+
+
+def script_uses_sqrt(x: float) -> float:
+    return sqrt(x) + OFFSET  # a built-in function of a module, by reference
+
+
 def drop_unusable() -> list[str]:
     """Leave out a serializer that cannot ship a closure on this Python (dill 0.4
     reads ``co_lnotab``, which Python 3.15 removed); what was left out, and why."""
@@ -172,6 +199,8 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
             [ScriptShape(i, i / 2) for i in range(100)],
             {"by_value": True},
         ),
+        "script: class, slots+properties": (ScriptSlotted, {"by_value": True}),
+        "script: function using math.sqrt": (script_uses_sqrt, {"by_value": True}),
         "1,000 closures of a package": (
             [factories.make_closure(i) for i in range(1000)],
             {"by_value": True},
@@ -194,7 +223,7 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
     # What cloudpickle's loads sets on the script's class is put back after each
     # batch (see ClassKeeper). Made here, not as a global of the script: the
     # first dump of a script's object indexes the script's namespace.
-    put_back = ClassKeeper(ScriptShape)
+    put_back = ClassKeeper(ScriptShape, ScriptSlotted)
     for name, (obj, opts) in cases().items():
         if only is not None and only not in name:
             continue
@@ -295,7 +324,7 @@ def _first_child(turn: int, kept: list[str]) -> None:
     the serializers ``kept`` (see :func:`drop_unusable`)."""
     out: dict[str, dict[str, tuple[float, float, int]]] = {}
     names = [n for n in SERIALIZERS if n != "pickle" and n in kept]
-    put_back = ClassKeeper(ScriptShape)
+    put_back = ClassKeeper(ScriptShape, ScriptSlotted)
     for name, (obj, _) in cases().items():
         if not name.startswith("script:"):
             continue

@@ -253,22 +253,13 @@ def _class_attributes(
     cls: type, payload: PayloadState, skip: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
     namespace = cls.__dict__
-    slots = namespace.get("__slots__", ())
-    if isinstance(slots, str):
-        slots = (slots,)
-    slot_names = set()
-    for slot in slots:
-        # Private slot names are mangled in the class dict.
-        if slot.startswith("__") and not slot.endswith("__"):
-            slot_names.add(f"_{cls.__name__.lstrip('_')}{slot}")
-        else:
-            slot_names.add(slot)
+    slots = slot_names(cls)
     attributes = {}
     slotnames_cache = "__slotnames__" in namespace and copyreg_cache(cls)
     for key, value in namespace.items():
         if key in _CLASS_SKIP or key in skip or key in _TYPE_SETS_ELSEWHERE:
             continue
-        if key in slot_names and isinstance(value, types.MemberDescriptorType):
+        if key in slots and isinstance(value, types.MemberDescriptorType):
             continue
         if slotnames_cache and key == "__slotnames__":
             continue
@@ -279,6 +270,22 @@ def _class_attributes(
         # the skeleton has the class statement's string, this comes after.
         attributes["__module__"] = module
     return attributes
+
+
+def slot_names(cls: type) -> set[str]:
+    """The names under which ``cls``'s own ``__slots__`` put their descriptors in
+    its namespace (which the copy leaves out: its ``__slots__`` makes them)."""
+    slots = cls.__dict__.get("__slots__", ())
+    if isinstance(slots, str):
+        slots = (slots,)
+    names = set()
+    for slot in slots:
+        # Private slot names are mangled in the class dict.
+        if slot.startswith("__") and not slot.endswith("__"):
+            names.add(f"_{cls.__name__.lstrip('_')}{slot}")
+        else:
+            names.add(slot)
+    return names
 
 
 def copyreg_cache(cls: type) -> bool:

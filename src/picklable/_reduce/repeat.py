@@ -26,7 +26,9 @@ A payload is kept only where every value it reaches is one whose facts are
 known:
 
 * plain immutable data (``int``, ``float``, ``str``, ``bytes``, ``bool``,
-  ``None``, and tuples of those and of the kinds below);
+  ``None``, and tuples of those and of the kinds below), and lists of up to
+  64 items of plain data (``__slots__ = ["x"]``, a list of weights), held and
+  compared item by item;
 * a function of the script (``__main__``) whose travel was decided at an
   earlier dump (``known_origin``), a lambda or closure that no name of the
   script's index leads to, or a function of a script without a file (a
@@ -37,11 +39,19 @@ known:
   module and qualified name -- pickle's own check when it writes the reference;
 * a module imported by its name (not one built in memory nor registered with
   ``register_by_value``), and the submodules a function reaches through it
-  (``functions.submodules_used``).
+  (``functions.submodules_used``);
+* a built-in function of a module (``from math import sqrt``), which pickle
+  writes as a reference, still found at its module and name;
+* in a class: the descriptors of its ``__slots__`` (left out of the copy), and
+  a ``property``, ``staticmethod`` or ``classmethod`` that the locator finds in
+  no module (``wrappers.reduce_property``, ``reduce_classmethod``): its
+  functions and its ``__dict__``. A descriptor is not held (its function's
+  ``__class__`` cell holds the class); a second meeting of it in the walk
+  is a fact of its own (pickle's memo).
 
-Anything else (a list, a dict, an instance, a class with a metaclass or an
-annotation scope, a function with type parameters) makes the payload one that
-is made every time, as before. A payload is kept only when
+Anything else (a long list, a dict, an instance, a dataclass, a class with a
+metaclass or an annotation scope, a function with type parameters) makes the
+payload one that is made every time, as before. A payload is kept only when
 the facts read before its dump equal those read after (the dump decided
 nothing new), at most :data:`_MAX_BYTES` long.
 """
@@ -58,7 +68,7 @@ from typing import Any
 
 from .. import _caches, _locator, _tracker
 from .._compat import CLASSDICT_CELL, LAZY_ANNOTATIONS, MAIN_MODULES, TYPE_PARAMS
-from . import classes, functions, objects
+from . import classes, functions, objects, wrappers
 from .registry import ships_by_value
 from .scripts import (
     UNKNOWN,
@@ -83,8 +93,13 @@ _FUNCTION_REDUCE = FUNCTION.reduce
 _CLASS_REDUCE = CLASS.reduce
 _CELL_REDUCE = functions.reduce_cell
 _MODULE_REDUCE = objects.reduce_module
+_WRAPPER_REDUCE = wrappers.reduce_classmethod  # staticmethod's too
+_PROPERTY_REDUCE = wrappers.reduce_property
 _INSTANCE_SLOTS = frozenset({"__dict__", "__weakref__"})
 _GETSET = types.GetSetDescriptorType
+_MEMBER = types.MemberDescriptorType
+_BUILTIN = types.BuiltinFunctionType
+_LIST_ITEMS = 64
 
 # The facts of one payload: (the strong ones, the weakly held ones). Each held
 # one leaves _HELD in the strong list where the walk met it, so the two lists
@@ -92,6 +107,7 @@ _GETSET = types.GetSetDescriptorType
 Facts = tuple[list[Any], list[Any]]
 _HELD: Any = object()
 _BY_NAME: Any = object()
+_AGAIN: Any = object()  # a descriptor met before in the walk, then where (see _met)
 
 
 class _Kept:
@@ -166,7 +182,10 @@ def _holds(found: Facts, kept: _Kept) -> bool:
 def keep_payload(obj: types.FunctionType | type, before: Facts | None, data: bytes) -> None:
     """Keep ``data``, the payload of ``obj`` just made, if the facts read
     ``before`` the dump still hold after it."""
-    if before is None or len(data) > _MAX_BYTES:
+    if before is None:
+        return
+    if len(data) > _MAX_BYTES:
+        tries[id(obj)] = GIVE_UP  # kept by no later dump either: no more reads
         return
     after = facts_of(obj)
     if after is None or not (same_values(before[0], after[0]) and same_values(before[1], after[1])):
@@ -194,19 +213,21 @@ def facts_of(obj: types.FunctionType | type) -> Facts | None:
     facts: list[Any] = []
     held: list[Any] = []
     try:
-        if _value(obj, facts, held, set()):
+        if _value(obj, facts, held, {}):
             return facts, held
     except Exception:
         pass  # an attribute that raises: decided by the dump, every time
     return None
 
 
-def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+def _function(
+    func: types.FunctionType, facts: list[Any], held: list[Any], seen: dict[int, int]
+) -> bool:
     facts.append(_HELD)
     held.append(func)
     if id(func) in seen:
         return True  # met before: pickle's memo
-    seen.add(id(func))
+    seen[id(func)] = len(seen)
     if LASTING.get(types.FunctionType) is not _FUNCTION_REDUCE:
         return False  # the hook's table not (yet) what these facts assume
     if _locator.by_name.get(func) is func:
@@ -286,7 +307,7 @@ def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen:
 
 
 def _annotations(
-    func: types.FunctionType, annotate: Any, facts: list[Any], held: list[Any], seen: set[int]
+    func: types.FunctionType, annotate: Any, facts: list[Any], held: list[Any], seen: dict[int, int]
 ) -> bool:
     """What a copy carries of the annotations (functions._annotations_instead,
     Python 3.14+: computed once, then kept on ``func``): the dict, or else its
@@ -301,7 +322,7 @@ def _annotations(
 
 
 def _mapping(
-    mapping: dict[str, Any] | None, facts: list[Any], held: list[Any], seen: set[int]
+    mapping: dict[str, Any] | None, facts: list[Any], held: list[Any], seen: dict[int, int]
 ) -> bool:
     facts.append(mapping)
     if not mapping:
@@ -316,7 +337,7 @@ def _mapping(
     return True
 
 
-def _value(value: Any, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+def _value(value: Any, facts: list[Any], held: list[Any], seen: dict[int, int]) -> bool:
     """Note ``value`` (in ``facts`` or ``held``) and what it is made of; False
     if its facts are not known."""
     kind = type(value)
@@ -336,15 +357,130 @@ def _value(value: Any, facts: list[Any], held: list[Any], seen: set[int]) -> boo
         return _module(value, facts, held)
     if isinstance(value, type):
         return _class(value, facts, held, seen)
+    if kind is list:
+        return _leaf_list(value, facts)
+    if kind is _BUILTIN:
+        return _builtin(value, facts)
+    if kind is staticmethod or kind is classmethod:
+        return _method_wrapper(value, facts, held, seen)
+    if kind is property:
+        return _property(value, facts, held, seen)
     return False
 
 
-def _class(cls: type, facts: list[Any], held: list[Any], seen: set[int]) -> bool:
+def _leaf_list(items: list[Any], facts: list[Any]) -> bool:
+    """A short list of plain data (``__slots__ = ["x", "y"]``, a list of
+    numbers a function reads): itself, held (what it holds cannot hold the
+    function back), and its items as they are now."""
+    if len(items) > _LIST_ITEMS:
+        return False  # a table: read at every dump, for a payload too long to keep
+    facts.append(items)
+    facts.append(len(items))
+    for item in items:
+        if type(item) not in _LEAVES:
+            return False
+        facts.append(item)
+    return True
+
+
+def _builtin(func: types.BuiltinFunctionType, facts: list[Any]) -> bool:
+    """A built-in function of a module (``from math import sqrt``, ``len``):
+    the hook leaves it to pickle, whose ``__reduce__`` names it and whose
+    ``save_global`` writes a reference to it."""
+    owner = func.__self__
+    if owner is not None and type(owner) is not types.ModuleType:
+        return False  # a method of an object (random.random): pickle ships the object
+    if LASTING.get(_BUILTIN, _MISSING) is not None or _BUILTIN in copyreg.dispatch_table:
+        return False  # the hook's table not (yet) what this assumes, or a reducer of the user's
+    facts.append(func)  # held: it lives as long as its module does
+    return func.__name__ == func.__qualname__ and _by_reference(func, facts)
+
+
+def _met(descriptor: Any, facts: list[Any], seen: dict[int, int]) -> bool:
+    """Whether this walk met ``descriptor`` before (pickle's memo), noted by
+    where. A descriptor is not held (its function can hold its class: a
+    ``__class__`` cell), nor compared itself: a new one with the same contents
+    makes the same payload."""
+    key = id(descriptor)  # alive for the whole walk: its class's namespace holds it
+    at = seen.get(key)
+    if at is not None:
+        facts.append(_AGAIN)
+        facts.append(at)
+        return True
+    seen[key] = len(seen)
+    facts.append(type(descriptor))
+    return False
+
+
+def _method_wrapper(
+    wrapper: staticmethod[Any, Any] | classmethod[Any, Any, Any],
+    facts: list[Any],
+    held: list[Any],
+    seen: dict[int, int],
+) -> bool:
+    """A staticmethod or classmethod (wrappers.reduce_classmethod): by
+    reference where the locator finds it (then decided by the dump), else its
+    function and its ``__dict__``."""
+    if LASTING.get(type(wrapper)) is not _WRAPPER_REDUCE:
+        return False
+    if _met(wrapper, facts, seen):
+        return True
+    if _locator.locate(wrapper) is not None:
+        return False
+    return _value(wrapper.__func__, facts, held, seen) and _attributes(
+        getattr(wrapper, "__dict__", None), facts, held, seen
+    )
+
+
+def _property(prop: property, facts: list[Any], held: list[Any], seen: dict[int, int]) -> bool:
+    """A property (wrappers.reduce_property): by reference where the locator
+    finds it (then decided by the dump), else its accessors and doc."""
+    if LASTING.get(property) is not _PROPERTY_REDUCE:
+        return False
+    if _met(prop, facts, seen):
+        return True
+    if _locator.locate(prop) is not None or getattr(prop, "__dict__", None):
+        return False
+    return (
+        _value(prop.fget, facts, held, seen)
+        and _value(prop.fset, facts, held, seen)
+        and _value(prop.fdel, facts, held, seen)
+        and _value(prop.__doc__, facts, held, seen)
+    )
+
+
+def _attributes(
+    state: dict[str, Any] | None, facts: list[Any], held: list[Any], seen: dict[int, int]
+) -> bool:
+    """A descriptor's ``__dict__`` (its function's name, module, doc and
+    annotations, copied there): what it holds, not the dict itself."""
+    if not state:
+        facts.append(None)  # the reducer's state: None
+        return True
+    if type(state) is not dict:
+        return False
+    facts.append(len(state))
+    for key, value in state.items():
+        facts.append(key)
+        if type(key) is not str:
+            return False
+        # The function's own annotations dict, shared (3.10-3.13).
+        found = (
+            _mapping(value, facts, held, seen)
+            if type(value) is dict
+            else _value(value, facts, held, seen)
+        )
+        if not found:
+            return False
+    return True
+
+
+def _class(cls: type, facts: list[Any], held: list[Any], seen: dict[int, int]) -> bool:
     facts.append(_HELD)
     held.append(cls)
     if id(cls) in seen:
         return True  # met before: pickle's memo
-    seen.add(id(cls))
+    seen[id(cls)] = len(seen)
     # The hook's own test (Pickler.reducer_override): a class of a metaclass
     # that another reducer takes is decided by the dump.
     kind = type(cls)
@@ -371,11 +507,14 @@ def _class(cls: type, facts: list[Any], held: list[Any], seen: set[int]) -> bool
     facts.append(cache_left_out)
     if not _value(cls.__bases__, facts, held, seen):
         return False
+    slots = classes.slot_names(cls) if "__slots__" in namespace else ()
     facts.append(len(namespace))
     for name, value in namespace.items():
         facts.append(name)
         if name in _INSTANCE_SLOTS and type(value) is _GETSET:
             continue  # type's own descriptors, left out of the copy
+        if name in slots and type(value) is _MEMBER:
+            continue  # the slots' descriptors: __slots__ makes them again
         if cache_left_out and name == "__slotnames__":
             continue
         if not _value(value, facts, held, seen):
