@@ -256,11 +256,10 @@ def measure(budget: float, only: str | None = None) -> list[dict[str, Any]]:
                     return loads(data)
 
             calls[ser] = (dump, load, len(data))
-        loops = {
-            ser: (calibrate(d, budget=budget), calibrate(lo, budget=budget))
-            for ser, (d, lo, _) in calls.items()
-        }
-        put_back()
+        loops = {}
+        for ser, (d, lo, _) in calls.items():
+            loops[ser] = (calibrate(d, budget=budget), calibrate(lo, budget=budget))
+            put_back()  # before the next serializer's dumps, as between batches
         times: dict[str, dict[str, list[float]]] = {s: {"dumps": [], "loads": []} for s in calls}
         order = list(calls)
         for round_ in range(ROUNDS):

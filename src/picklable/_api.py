@@ -34,7 +34,7 @@ from ._compat import C_RECURSION_APART, chained
 from ._loading import load, loads, signing_module
 from ._pickler import DEFAULT_PROTOCOL, Pickler, needs_check, with_interpreter_check
 from ._reduce.context import DumpContext
-from ._reduce.repeat import GIVE_UP, keep_payload, kept_or_facts, tries
+from ._reduce.repeat import GIVE_UP, keep_payload, kept_or_facts, skipped, tries
 
 __all__ = ["dump", "dumps", "load", "loads", "signing_module"]
 
@@ -215,10 +215,13 @@ def dumps(
         else:
             # A copy: the same bytes as at its last dump if nothing it is
             # made of changed (see _reduce.repeat; a pool's every submit).
-            if _tries(id(obj), 0) < GIVE_UP:
+            failed = _tries(id(obj), 0)
+            if failed < GIVE_UP:
                 facts = kept_or_facts(obj)
                 if facts.__class__ is bytes:
                     return facts
+            else:
+                skipped(id(obj), failed)
     # The success path is what pickle.dumps is measured against: no finally,
     # each reset one store or call; failures leave through _dump_failed.
     try:

@@ -17,18 +17,22 @@ and origin (``classes.script_origin``). They are
 compared by identity, element by element, with the facts kept beside the
 bytes. No object compared can be a new one at a reused address: functions,
 classes, modules and code objects are kept by weak reference (one that died
-compares unequal to anything), everything else (strings, numbers, tuples,
-dicts) by strong reference. So a kept payload does not keep the function or
-class alive (issue 27: a class the script drops is freed), and it is forgotten
-when its function or class is.
+compares unequal to anything), plain data (strings, numbers) and built-in
+functions by strong reference. A container (a tuple, list or dict, a
+descriptor) is not kept at all: its contents are facts, and where the walk met
+it before (pickle's memo writes it once), since what it holds may hold the
+very function or class (``A.kinds = (A,)``, ``A.method.owner = A``, a
+method's ``__class__`` cell). So a kept payload keeps nothing alive (issue 27:
+a class the script drops is freed), and it is forgotten when its function or
+class is.
 
 A payload is kept only where every value it reaches is one whose facts are
 known:
 
-* plain immutable data (``int``, ``float``, ``str``, ``bytes``, ``bool``,
-  ``None``, and tuples of those and of the kinds below), and lists of up to
-  64 items of plain data (``__slots__ = ["x"]``, a list of weights), held and
-  compared item by item;
+* plain data (``int``, ``float``, ``str``, ``bytes``, ``bool``, ``None``),
+  tuples of it and of the kinds below, lists of up to 64 items of plain data
+  (``__slots__ = ["x"]``, a list of weights), and dicts of up to 64 items whose
+  keys are plain data and values any of these kinds (a configuration dict);
 * a function of the script (``__main__``) whose travel was decided at an
   earlier dump (``known_origin``), a lambda or closure that no name of the
   script's index leads to, or a function of a script without a file (a
@@ -45,11 +49,9 @@ known:
 * in a class: the descriptors of its ``__slots__`` (left out of the copy), and
   a ``property``, ``staticmethod`` or ``classmethod`` that the locator finds in
   no module (``wrappers.reduce_property``, ``reduce_classmethod``): its
-  functions and its ``__dict__``. A descriptor is not held (its function's
-  ``__class__`` cell holds the class); a second meeting of it in the walk
-  is a fact of its own (pickle's memo).
+  functions and its ``__dict__``.
 
-Anything else (a long list, a dict, an instance, a dataclass, a class with a
+Anything else (an instance, a long list or dict, a dataclass, a class with a
 metaclass or an annotation scope, a function with type parameters) makes the
 payload one that is made every time, as before. A payload is kept only when
 the facts read before its dump equal those read after (the dump decided
@@ -80,7 +82,7 @@ from .scripts import (
 from .table import CLASS, FUNCTION
 from .type_cache import HANDLERS, LASTING
 
-__all__ = ["GIVE_UP", "facts_of", "keep_payload", "kept_or_facts", "tries"]
+__all__ = ["ASK_AGAIN", "GIVE_UP", "facts_of", "keep_payload", "kept_or_facts", "skipped", "tries"]
 
 _MISSING: Any = object()
 _NO_FILE: Any = object()
@@ -99,15 +101,17 @@ _INSTANCE_SLOTS = frozenset({"__dict__", "__weakref__"})
 _GETSET = types.GetSetDescriptorType
 _MEMBER = types.MemberDescriptorType
 _BUILTIN = types.BuiltinFunctionType
-_LIST_ITEMS = 64
+_ITEMS = 64
 
 # The facts of one payload: (the strong ones, the weakly held ones). Each held
 # one leaves _HELD in the strong list where the walk met it, so the two lists
 # line up: a function met under one name, not under another, is another fact.
 Facts = tuple[list[Any], list[Any]]
+# id -> (where the walk met it, the object: alive until the walk ends)
+Seen = dict[int, tuple[int, Any]]
 _HELD: Any = object()
 _BY_NAME: Any = object()
-_AGAIN: Any = object()  # a descriptor met before in the walk, then where (see _met)
+_AGAIN: Any = object()  # a container met before in the walk, then where (see _met)
 
 
 class _Kept:
@@ -134,14 +138,24 @@ _deref: Callable[[weakref.ref[Any]], Any] = weakref.ref.__call__
 
 # id -> how many of the object's dumps read its facts and found them unknown (0:
 # dumped once, not read: a payload is kept from an object's second dump on).
-# At GIVE_UP, dumps stops asking (a closure made in a function, a function
-# that reads a list: a miss costs a walk) until the table is full and
-# cleared. Only the cost depends on it: an id reused by another object makes
-# a read sooner or later, never a wrong payload.
+# At GIVE_UP, dumps stops asking (a function that reads a dict: a miss costs a
+# walk) and counts the dumps it did not ask at instead (see skipped); at
+# ASK_AGAIN it asks once more, so that an object whose facts were unknown
+# for a while (a class whose methods another library replaced, then put
+# back) is kept again. Only the cost depends on it: an id reused by another
+# object makes a read sooner or later, never a wrong payload.
 tries: dict[int, int] = {}
 GIVE_UP = 3
+ASK_AGAIN = GIVE_UP + 64
 _TRIES_LIMIT = 4096
 _caches.register("repeat.tries", tries.clear)
+
+
+def skipped(key: int, failed: int) -> None:
+    """A dump of the object ``key`` that did not ask (``failed`` >= GIVE_UP):
+    counted, and at ASK_AGAIN the next dump asks once more (one more miss
+    and it is left alone for as long again)."""
+    tries[key] = failed + 1 if failed < ASK_AGAIN else GIVE_UP - 1
 
 
 def kept_or_facts(obj: types.FunctionType | type) -> bytes | Facts | None:
@@ -220,14 +234,12 @@ def facts_of(obj: types.FunctionType | type) -> Facts | None:
     return None
 
 
-def _function(
-    func: types.FunctionType, facts: list[Any], held: list[Any], seen: dict[int, int]
-) -> bool:
+def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen: Seen) -> bool:
     facts.append(_HELD)
     held.append(func)
     if id(func) in seen:
         return True  # met before: pickle's memo
-    seen[id(func)] = len(seen)
+    seen[id(func)] = (len(seen), func)
     if LASTING.get(types.FunctionType) is not _FUNCTION_REDUCE:
         return False  # the hook's table not (yet) what these facts assume
     if _locator.by_name.get(func) is func:
@@ -258,17 +270,15 @@ def _function(
         return False
     facts.append(_HELD)
     held.append(code)
-    home = func.__globals__
-    facts += (
-        origin,
-        home,
-        home.get("__name__"),
-        home.get("__package__"),
-        func.__name__,
-        func.__qualname__,
-        module,
-        func.__doc__,
-    )
+    home = func.__globals__  # fixed for the function's life: which one, in this walk
+    _met(home, facts, seen)
+    facts += (origin, func.__name__, func.__qualname__, module)
+    if not (
+        _value(home.get("__name__"), facts, held, seen)
+        and _value(home.get("__package__"), facts, held, seen)
+        and _value(func.__doc__, facts, held, seen)
+    ):
+        return False
     modules = None  # what function_by_value looks for submodules in
     for name in functions.code_info(code)[2]:
         value = home.get(name, _MISSING)
@@ -307,7 +317,7 @@ def _function(
 
 
 def _annotations(
-    func: types.FunctionType, annotate: Any, facts: list[Any], held: list[Any], seen: dict[int, int]
+    func: types.FunctionType, annotate: Any, facts: list[Any], held: list[Any], seen: Seen
 ) -> bool:
     """What a copy carries of the annotations (functions._annotations_instead,
     Python 3.14+: computed once, then kept on ``func``): the dict, or else its
@@ -321,23 +331,26 @@ def _annotations(
     return _value(annotate, facts, held, seen)
 
 
-def _mapping(
-    mapping: dict[str, Any] | None, facts: list[Any], held: list[Any], seen: dict[int, int]
-) -> bool:
-    facts.append(mapping)
-    if not mapping:
+def _mapping(mapping: dict[Any, Any] | None, facts: list[Any], held: list[Any], seen: Seen) -> bool:
+    """A dict (a function's ``__dict__``, keyword defaults or annotations, a
+    descriptor's ``__dict__``, a dict a function reads): its keys, plain data,
+    and their values, in order, as they are now."""
+    if mapping is None:
+        facts.append(None)
         return True
-    if type(mapping) is not dict:
+    if type(mapping) is not dict or len(mapping) > _ITEMS:
         return False
+    if _met(mapping, facts, seen):
+        return True
     facts.append(len(mapping))
     for key, value in mapping.items():
         facts.append(key)
-        if type(key) is not str or not _value(value, facts, held, seen):
+        if type(key) not in _LEAVES or not _value(value, facts, held, seen):
             return False
     return True
 
 
-def _value(value: Any, facts: list[Any], held: list[Any], seen: dict[int, int]) -> bool:
+def _value(value: Any, facts: list[Any], held: list[Any], seen: Seen) -> bool:
     """Note ``value`` (in ``facts`` or ``held``) and what it is made of; False
     if its facts are not known."""
     kind = type(value)
@@ -345,10 +358,13 @@ def _value(value: Any, facts: list[Any], held: list[Any], seen: dict[int, int]) 
         facts.append(value)
         return True
     if kind is tuple:
-        facts.append(value)  # immutable: its items' own facts only
+        if _met(value, facts, seen):
+            return True
         facts.append(len(value))
         for item in value:
-            if type(item) not in _LEAVES and not _value(item, facts, held, seen):
+            if type(item) in _LEAVES:
+                facts.append(item)
+            elif not _value(item, facts, held, seen):
                 return False
         return True
     if kind is types.FunctionType:
@@ -358,7 +374,9 @@ def _value(value: Any, facts: list[Any], held: list[Any], seen: dict[int, int]) 
     if isinstance(value, type):
         return _class(value, facts, held, seen)
     if kind is list:
-        return _leaf_list(value, facts)
+        return _leaf_list(value, facts, seen)
+    if kind is dict:
+        return _mapping(value, facts, held, seen)
     if kind is _BUILTIN:
         return _builtin(value, facts)
     if kind is staticmethod or kind is classmethod:
@@ -368,13 +386,13 @@ def _value(value: Any, facts: list[Any], held: list[Any], seen: dict[int, int]) 
     return False
 
 
-def _leaf_list(items: list[Any], facts: list[Any]) -> bool:
+def _leaf_list(items: list[Any], facts: list[Any], seen: Seen) -> bool:
     """A short list of plain data (``__slots__ = ["x", "y"]``, a list of
-    numbers a function reads): itself, held (what it holds cannot hold the
-    function back), and its items as they are now."""
-    if len(items) > _LIST_ITEMS:
+    numbers a function reads): its items as they are now."""
+    if len(items) > _ITEMS:
         return False  # a table: read at every dump, for a payload too long to keep
-    facts.append(items)
+    if _met(items, facts, seen):
+        return True
     facts.append(len(items))
     for item in items:
         if type(item) not in _LEAVES:
@@ -396,19 +414,21 @@ def _builtin(func: types.BuiltinFunctionType, facts: list[Any]) -> bool:
     return func.__name__ == func.__qualname__ and _by_reference(func, facts)
 
 
-def _met(descriptor: Any, facts: list[Any], seen: dict[int, int]) -> bool:
-    """Whether this walk met ``descriptor`` before (pickle's memo), noted by
-    where. A descriptor is not held (its function can hold its class: a
-    ``__class__`` cell), nor compared itself: a new one with the same contents
-    makes the same payload."""
-    key = id(descriptor)  # alive for the whole walk: its class's namespace holds it
+def _met(container: Any, facts: list[Any], seen: Seen) -> bool:
+    """Whether this walk met ``container`` (a tuple, list, dict or descriptor)
+    before: pickle's memo writes it once. Noted by where in the walk, not held:
+    what it holds may hold the object the payload is kept for (a tuple or a
+    method's ``__dict__`` naming its class, a method's ``__class__`` cell), and
+    a new one with the same contents makes the same payload. ``seen`` keeps it
+    alive until the walk ends, so its id is its own until then."""
+    key = id(container)
     at = seen.get(key)
     if at is not None:
         facts.append(_AGAIN)
-        facts.append(at)
+        facts.append(at[0])
         return True
-    seen[key] = len(seen)
-    facts.append(type(descriptor))
+    seen[key] = (len(seen), container)
+    facts.append(type(container))
     return False
 
 
@@ -416,7 +436,7 @@ def _method_wrapper(
     wrapper: staticmethod[Any, Any] | classmethod[Any, Any, Any],
     facts: list[Any],
     held: list[Any],
-    seen: dict[int, int],
+    seen: Seen,
 ) -> bool:
     """A staticmethod or classmethod (wrappers.reduce_classmethod): by
     reference where the locator finds it (then decided by the dump), else its
@@ -427,12 +447,13 @@ def _method_wrapper(
         return True
     if _locator.locate(wrapper) is not None:
         return False
-    return _value(wrapper.__func__, facts, held, seen) and _attributes(
-        getattr(wrapper, "__dict__", None), facts, held, seen
-    )
+    # Its __dict__: the name, module, doc (and before 3.14 the annotations dict)
+    # of its function, copied there.
+    state = getattr(wrapper, "__dict__", None) or None  # the reducer's state
+    return _value(wrapper.__func__, facts, held, seen) and _mapping(state, facts, held, seen)
 
 
-def _property(prop: property, facts: list[Any], held: list[Any], seen: dict[int, int]) -> bool:
+def _property(prop: property, facts: list[Any], held: list[Any], seen: Seen) -> bool:
     """A property (wrappers.reduce_property): by reference where the locator
     finds it (then decided by the dump), else its accessors and doc."""
     if LASTING.get(property) is not _PROPERTY_REDUCE:
@@ -449,38 +470,12 @@ def _property(prop: property, facts: list[Any], held: list[Any], seen: dict[int,
     )
 
 
-def _attributes(
-    state: dict[str, Any] | None, facts: list[Any], held: list[Any], seen: dict[int, int]
-) -> bool:
-    """A descriptor's ``__dict__`` (its function's name, module, doc and
-    annotations, copied there): what it holds, not the dict itself."""
-    if not state:
-        facts.append(None)  # the reducer's state: None
-        return True
-    if type(state) is not dict:
-        return False
-    facts.append(len(state))
-    for key, value in state.items():
-        facts.append(key)
-        if type(key) is not str:
-            return False
-        # The function's own annotations dict, shared (3.10-3.13).
-        found = (
-            _mapping(value, facts, held, seen)
-            if type(value) is dict
-            else _value(value, facts, held, seen)
-        )
-        if not found:
-            return False
-    return True
-
-
-def _class(cls: type, facts: list[Any], held: list[Any], seen: dict[int, int]) -> bool:
+def _class(cls: type, facts: list[Any], held: list[Any], seen: Seen) -> bool:
     facts.append(_HELD)
     held.append(cls)
     if id(cls) in seen:
         return True  # met before: pickle's memo
-    seen[id(cls)] = len(seen)
+    seen[id(cls)] = (len(seen), cls)
     # The hook's own test (Pickler.reducer_override): a class of a metaclass
     # that another reducer takes is decided by the dump.
     kind = type(cls)

@@ -374,6 +374,33 @@ def _attributes(obj: Any) -> tuple[Any, ...]:
     return ()
 
 
+class _Held(weakref.ref):  # type: ignore[type-arg]
+    """A value a kept decision was made with (a function's attribute, what its
+    reads went through), held weakly: the decision must keep alive neither what
+    the script dropped nor, through a function's attribute naming its class
+    (``A.method.owner = A``), the class that holds the function. A value that
+    died compares unequal to anything (its replacement is another object)."""
+
+    __slots__ = ()
+
+
+def _hold(value: Any) -> Any:
+    """``value`` as a kept decision holds it: weakly where it can be."""
+    try:
+        return _Held(value)
+    except TypeError:
+        return value  # a number, a string, a tuple: held (it cannot be weakly)
+
+
+def _held(value: Any) -> Any:
+    return value() if type(value) is _Held else value
+
+
+def _same_attributes(obj: Any, held: tuple[Any, ...]) -> bool:
+    values = _attributes(obj)
+    return len(values) == len(held) and all(map(_is, values, map(_held, held)))
+
+
 def same_values(a: Sequence[Any], b: Sequence[Any]) -> bool:
     """Whether ``a`` and ``b`` hold the same objects, in order."""
     return len(a) == len(b) and all(map(_is, a, b))  # one C loop: no generator frame
@@ -395,22 +422,37 @@ def _seen(script: _Script, obj: Any) -> _Seen | None:
     except Exception:
         return None
     if type(obj) is types.FunctionType and (
-        obj.__code__ is not seen.code or not same_values(_attributes(obj), seen.attributes)
+        obj.__code__ is not seen.code or not _same_attributes(obj, seen.attributes)
     ):
         return None
     return seen
 
 
 def _remember(script: _Script, obj: Any, path: Path) -> _Seen | None:
+    key = id(obj)
+    table = script.seen
     try:
-        ref = weakref.ref(obj)
+        ref = weakref.ref(obj, _forgetter(table, key))
     except TypeError:
         return None  # not weakly referable: decided again each time
-    seen = _Seen(ref, path, getattr(obj, "__code__", None), _attributes(obj))
-    if len(script.seen) >= _SEEN_LIMIT:
-        script.seen.clear()
-    script.seen[id(obj)] = seen
+    attributes = tuple(map(_hold, _attributes(obj)))
+    seen = _Seen(ref, path, getattr(obj, "__code__", None), attributes)
+    if len(table) >= _SEEN_LIMIT:
+        table.clear()
+    table[key] = seen
     return seen
+
+
+def _forgetter(table: dict[int, _Seen], key: int) -> Any:
+    """The callback that forgets a decision when its object dies (with what it
+    holds), unless another object's took its id since."""
+
+    def forget(ref: weakref.ref[Any]) -> None:
+        seen = table.get(key)
+        if seen is not None and seen.ref is ref:
+            del table[key]
+
+    return forget
 
 
 def script_location(
@@ -530,7 +572,7 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
             if seen.same_name is not None:
                 return seen.same_name
         elif seen.same_reads is not None and all(
-            namespace.get(name) is value for namespace, name, value in seen.deps
+            namespace.get(name) is _held(value) for namespace, name, value in seen.deps
         ):
             return seen.same_reads
     deps: tuple[tuple[dict[str, Any], str, Any], ...] = ()
@@ -593,10 +635,7 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
         seen.ref() is not func
         or func.__code__ is not seen.code
         or seen.same_reads is None
-        or (
-            (func.__dict__ or seen.attributes)
-            and not same_values(_attributes(func), seen.attributes)
-        )
+        or ((func.__dict__ or seen.attributes) and not _same_attributes(func, seen.attributes))
     ):
         return UNKNOWN
     path = seen.path
@@ -611,7 +650,7 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
         except Exception:
             return UNKNOWN
     for space, name, value in seen.deps:
-        if space.get(name) is not value:
+        if space.get(name) is not _held(value):
             return UNKNOWN
     if not seen.same_reads:
         return None
@@ -641,7 +680,7 @@ def _reads_unchanged(
                 same = False
             value = namespace.get(name)
             if getattr(value, "__module__", None) in MAIN_MODULES:
-                deps.append((namespace, name, value))
+                deps.append((namespace, name, _hold(value)))
     return same, tuple(deps)
 
 
