@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import dask
 import distributed
@@ -713,8 +714,8 @@ class TestCommandLineCluster:
                     )
                 )
                 if name == "scheduler":
-                    wait_for(scheduler_file.exists, 60, "the scheduler file")
-            address = json.loads(scheduler_file.read_text())["address"]
+                    wait_for(lambda: written_address(scheduler_file), 60, "the scheduler file")
+            address = written_address(scheduler_file)
             run_script(program, tmp_path, args=(address,), timeout=120)
         finally:
             for process in reversed(started):
@@ -763,10 +764,12 @@ def default_port_scheduler(tmp_path: Path) -> Iterator[str | None]:
         )
         try:
             wait_for(
-                lambda: scheduler_file.exists() or process.poll() is not None, 60, "the scheduler"
+                lambda: written_address(scheduler_file) or process.poll() is not None,
+                60,
+                "the scheduler",
             )
             if process.poll() is None:
-                yield json.loads(scheduler_file.read_text())["address"]
+                yield written_address(scheduler_file)
             else:
                 with socket.create_connection(("127.0.0.1", DEFAULT_PORT), timeout=10):
                     pass  # taken by another program, or this test has nothing to prove
@@ -807,7 +810,16 @@ def docs_program() -> str:
     return match.group(1)
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+def written_address(scheduler_file: Path) -> str | None:
+    """The address in a scheduler file once the scheduler has written it whole
+    (the file exists, empty, for a moment before its JSON is in it)."""
+    try:
+        return json.loads(scheduler_file.read_text())["address"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
