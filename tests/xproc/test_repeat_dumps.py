@@ -612,3 +612,27 @@ def test_a_pool_runs_what_the_sender_has_at_each_submit(tmp_path, method):
     a global, a class attribute, the workers compute with the sender's values."""
     out = run_script(THROUGH_A_POOL, tmp_path, args=(method,))
     assert out.strip() == "[10, 6, 10, 6, 10, 6, 15, 15, 20]"
+
+
+def test_a_value_a_decision_held_weakly_is_not_taken_for_none():
+    """What a kept decision holds weakly (a function's attribute, a class its
+    reads went through) and has died compares unequal to anything, None too:
+    an attribute that held it and now holds None is a change."""
+    import gc
+
+    from picklable._reduce import scripts
+
+    class Settings:
+        pass
+
+    def work():
+        return None
+
+    work.settings = Settings()
+    held = tuple(map(scripts._hold, scripts._attributes(work)))
+    assert scripts._same_attributes(work, held)
+    work.settings = None  # the Settings instance dies with it
+    gc.collect()
+    assert not scripts._same_attributes(work, held)
+    work.settings = 0
+    assert not scripts._same_attributes(work, held)

@@ -393,7 +393,15 @@ def _hold(value: Any) -> Any:
 
 
 def _held(value: Any) -> Any:
-    return value() if type(value) is _Held else value
+    """What :func:`_hold` kept: the value, or for one that died an object that
+    is nothing else (not None: a name deleted or set to None is a change too)."""
+    if type(value) is _Held:
+        found = value()
+        return _GONE if found is None else found
+    return value
+
+
+_GONE: Any = object()
 
 
 def _same_attributes(obj: Any, held: tuple[Any, ...]) -> bool:
