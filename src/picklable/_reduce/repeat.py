@@ -324,7 +324,15 @@ def _annotations(
     ``__annotate__`` by value."""
     annotations = func.__annotations__
     if annotate is None or functions.same_in_every_format(annotations):
-        facts.append(annotate)
+        if annotate is None:
+            facts.append(None)
+        elif type(annotate) is types.FunctionType:
+            # Which one, held weakly: its __classdict__ cell leads to the class
+            # namespace, and through a method's __class__ cell to the class.
+            facts.append(_HELD)
+            held.append(annotate)
+        else:
+            return False
         return _mapping(annotations, facts, held, seen)
     if type(annotate) is not types.FunctionType or CLASSDICT_CELL in annotate.__code__.co_freevars:
         return False  # a class's namespace, whether the payload brings it: the dump decides
