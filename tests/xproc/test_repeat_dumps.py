@@ -367,7 +367,8 @@ DESCRIPTORS = COMMON + textwrap.dedent(
         check("Shape, its __slots__ list appended to", Shape)
         Shape.dumper = staticmethod(json.dumps)
         check("Shape, a staticmethod of a module's function", Shape)
-        # Not a fact (made every time); last: three such dumps, and Shape is left alone.
+        # Not a fact (made every time); last: after three such dumps Shape is left
+        # alone for a while.
         Shape.alias = Shape.__dict__["width"]
         check("Shape, a slot's descriptor under another name", Shape)
         Shape.alias = Shape.__dict__["_Shape__secret"]
