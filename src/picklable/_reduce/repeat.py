@@ -270,15 +270,15 @@ def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen:
         return False
     facts.append(_HELD)
     held.append(code)
-    home = func.__globals__  # fixed for the function's life: which one, in this walk
-    _met(home, facts, seen)
-    facts += (origin, func.__name__, func.__qualname__, module)
-    if not (
-        _value(home.get("__name__"), facts, held, seen)
-        and _value(home.get("__package__"), facts, held, seen)
-        and _value(func.__doc__, facts, held, seen)
-    ):
+    # Its globals dict is the function's for life (and the function is held):
+    # what the payload reads of it is below.
+    home = func.__globals__
+    home_name = home.get("__name__")
+    package = home.get("__package__")
+    doc = func.__doc__
+    if type(home_name) not in _LEAVES or type(package) not in _LEAVES or type(doc) not in _LEAVES:
         return False
+    facts += (origin, home_name, package, func.__name__, func.__qualname__, module, doc)
     modules = None  # what function_by_value looks for submodules in
     for name in functions.code_info(code)[2]:
         value = home.get(name, _MISSING)
@@ -343,8 +343,8 @@ def _mapping(mapping: dict[Any, Any] | None, facts: list[Any], held: list[Any], 
     """A dict (a function's ``__dict__``, keyword defaults or annotations, a
     descriptor's ``__dict__``, a dict a function reads): its keys, plain data,
     and their values, in order, as they are now."""
-    if mapping is None:
-        facts.append(None)
+    if mapping is None or (not mapping and type(mapping) is dict):
+        facts.append(mapping)  # it holds nothing: held as it is, compared by identity
         return True
     if type(mapping) is not dict or len(mapping) > _ITEMS:
         return False
@@ -366,6 +366,12 @@ def _value(value: Any, facts: list[Any], held: list[Any], seen: Seen) -> bool:
         facts.append(value)
         return True
     if kind is tuple:
+        for item in value:
+            if type(item) not in _LEAVES:
+                break
+        else:  # plain data alone: it holds nothing else, held as it is
+            facts.append(value)
+            return True
         if _met(value, facts, seen):
             return True
         facts.append(len(value))
