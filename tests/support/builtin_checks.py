@@ -150,6 +150,16 @@ def weak_facts(payload: bytes) -> dict[str, Any]:
     }
 
 
+def own_class_attributes(payload: bytes) -> list[str]:
+    """Load ``[(owner, name, attribute)]``: each attribute is this
+    interpreter's own ``vars(owner)[name]``; the names of those that are not."""
+    return [
+        f"{owner.__qualname__}.{name}"
+        for owner, name, attribute in picklable.loads(payload)
+        if vars(owner)[name] is not attribute
+    ]
+
+
 def streams(payload: bytes) -> list[bool]:
     """Load (stdout, stderr): each is this interpreter's own."""
     out, err = picklable.loads(payload)
@@ -159,3 +169,11 @@ def streams(payload: bytes) -> list[bool]:
 def redump(payload: bytes, deterministic: bool = False) -> bytes:
     """Load a payload and dump what it holds again."""
     return picklable.dumps(picklable.loads(payload), deterministic=deterministic)
+
+
+def namespace_items(payload: bytes) -> list[str]:
+    """Load a class's namespace (a mappingproxy): the names whose values are
+    this interpreter's own, each value of the class it names."""
+    namespace = picklable.loads(payload)
+    owner = namespace["__dict__"].__objclass__
+    return sorted(name for name, value in namespace.items() if vars(owner)[name] is value)

@@ -291,6 +291,24 @@ class TestWeakCollections:
         }
 
 
+class TestClassDescriptors:
+    def test_c_class_descriptors_are_the_receivers(self, child):
+        """Descriptors of C classes travel by where they sit: a classmethod
+        descriptor (which getattr binds, so pickle and cloudpickle refuse it),
+        a getset and a member descriptor, and a namespace holding one."""
+        wanted = [
+            (dict, "fromkeys"),  # classmethod descriptors
+            (int, "from_bytes"),
+            (type, "__prepare__"),
+            (type, "__dict__"),  # a getset descriptor that getattr does not return
+            (collections.deque, "maxlen"),  # a member descriptor
+        ]
+        triples = [(owner, name, vars(owner)[name]) for owner, name in wanted]
+        assert child.run(builtin_checks.own_class_attributes, picklable.dumps(triples)) == []
+        namespace = child.run(builtin_checks.namespace_items, picklable.dumps(vars(type)))
+        assert namespace == sorted(vars(type))
+
+
 class TestStandardStreams:
     def test_stdout_and_stderr_are_the_receivers(self, child):
         """sys.stdout and sys.stderr load as the receiving process's own."""

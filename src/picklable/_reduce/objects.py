@@ -327,7 +327,9 @@ def reduce_proxy(context: DumpContext, obj: Any) -> Any:
 
 def reduce_slot_descriptor(context: DumpContext, obj: Any) -> Any:
     """getset and member descriptors (``deque.maxlen``, Cython properties):
-    ``getattr(owner, name)`` returns the very descriptor; pickle has no reducer."""
+    ``getattr(owner, name)`` returns the very descriptor; pickle has no reducer.
+    A C class's classmethod descriptors (``vars(dict)["fromkeys"]``), which
+    ``getattr`` binds, are reached through the class's namespace."""
     owner = getattr(obj, "__objclass__", None)
     name = getattr(obj, "__name__", None)
     if owner is not None and type(name) is str:
@@ -350,7 +352,25 @@ def reduce_slot_descriptor(context: DumpContext, obj: Any) -> Any:
     by_reference = class_attribute_reference(context, obj)
     if by_reference is not None:
         return by_reference
+    if owner is not None and type(name) is str and _namespace_holds(owner, name, obj):
+        # A class's own '__dict__' descriptor, of a class that ships by value.
+        owner_name = getattr(owner, "__qualname__", repr(owner))
+        raise PicklingError(
+            f"Cannot pickle the {name!r} descriptor of {owner_name}: getattr on the class "
+            "gives another object, and no module holds the class by name. Fix: ship the "
+            f"class and read vars(cls)[{name!r}] inside the worker.",
+            type_name=type(obj).__name__,
+            reason=f"the {name!r} descriptor of {owner_name}, a class that ships by value",
+            hint=f"ship the class and read vars(cls)[{name!r}] inside the worker",
+        )
     return NotImplemented  # pickle's own error, explained by the diagnostics
+
+
+def _namespace_holds(owner: Any, name: str, obj: Any) -> bool:
+    try:
+        return vars(owner).get(name) is obj
+    except TypeError:  # no namespace
+        return False
 
 
 # id(descriptor) -> (descriptor, (module, path)) of a descriptor many classes share

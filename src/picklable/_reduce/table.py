@@ -216,6 +216,7 @@ _STATIC: dict[type, Kind] = {
     types.MethodWrapperType: Kind("method-wrapper", None),
     types.GetSetDescriptorType: Kind("getset descriptor", objects.reduce_slot_descriptor),
     types.MemberDescriptorType: Kind("member descriptor", objects.reduce_slot_descriptor),
+    types.ClassMethodDescriptorType: Kind("classmethod descriptor", objects.reduce_slot_descriptor),
     functools.partial: Kind(
         "partial",
         None,
