@@ -169,6 +169,7 @@ METHOD_DESCRIPTOR = str.upper
 SLOT_WRAPPER = int.__add__
 METHOD_WRAPPER = NUMBER.__add__
 GETSET = types.FunctionType.__dict__["__code__"]
+CLASSMETHOD_DESCRIPTOR = vars(dict)["fromkeys"]  # getattr binds it: through the namespace
 
 
 class Slotted:
