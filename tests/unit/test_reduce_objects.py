@@ -73,6 +73,23 @@ class WithGetattr(Plain):
         raise AttributeError(name)
 
 
+class SlotsWithGetattr:
+    __slots__ = ("values", "__weakref__")
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+class IntWithGetattr(int):
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+class GetattrAndSetstate(WithGetattr):
+    def __setstate__(self, state: Any) -> None:
+        self.__dict__.update(state)
+
+
 class WithGetattribute(Plain):
     def __getattribute__(self, name: str) -> Any:
         return object.__getattribute__(self, name)
@@ -122,6 +139,21 @@ class TestClassification:
     def test_not_plain(self, cls):
         """Anything pickle would treat differently is left to pickle."""
         assert not _objects.is_plain(cls)
+
+
+    @pytest.mark.parametrize("cls", [WithGetattr, SlotsWithGetattr])
+    def test_answers_getattr(self, cls):
+        """Plain but for a __getattr__ of its own (slots or not): its state is set
+        past __getattr__."""
+        assert _objects.answers_getattr(cls)
+        assert _table.handler_for(cls) is _objects.reduce_getattr_instance
+
+    @pytest.mark.parametrize(
+        "cls", [Plain, WithSlots, IntWithGetattr, GetattrAndSetstate, WithGetattribute]
+    )
+    def test_does_not_answer_getattr(self, cls):
+        """No __getattr__, state kept by a C type, or a __setstate__ that reads it back."""
+        assert not _objects.answers_getattr(cls)
 
 
 class TestSameBytesAsPickle:

@@ -171,6 +171,13 @@ class TestGetattrOnRebuild:
             pickle.loads(pickle.dumps(settings))
         assert child.run(checks.settings_value, picklable.dumps(settings), "limit") == 5
 
+    def test_settings_in_a_slot(self, child):
+        """The same with its fields in a slot, and no __dict__ to set."""
+        settings = N.SlottedSettings(limit=7)
+        with pytest.raises(RecursionError):
+            pickle.loads(pickle.dumps(settings))
+        assert child.run(checks.settings_value, picklable.dumps(settings), "limit") == 7
+
 
 # --------------------------------------------------------------- scripts
 #

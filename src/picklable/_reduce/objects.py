@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import copyreg
+import functools
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 Handler = Callable[["DumpContext", Any], Any]
 
 __all__ = [
+    "answers_getattr",
     "c_reduced_with_dict",
     "dataclass_singletons",
     "defaultdict_pieces",
@@ -85,8 +87,8 @@ _OBJECT_DEFAULTS = {
 }
 # Must be absent: their presence changes the arguments, or (``__getattr__``)
 # answers the lookups above on an instance.
-_ABSENT = ("__getnewargs_ex__", "__getnewargs__", "__getattr__")
-_ABSENT_BUT_GETATTR = ("__getnewargs_ex__", "__getnewargs__")
+_NEWARGS = ("__getnewargs_ex__", "__getnewargs__")
+_ABSENT = (*_NEWARGS, "__getattr__")
 _OBJECT_REDUCE_EX = object.__reduce_ex__
 _OBJECT_REDUCE = object.__reduce__
 # Python 3.10's object has no __getstate__ (a late one is then missed here).
@@ -102,23 +104,53 @@ def _lookup(t: type, name: str) -> Any:
     return _MISSING
 
 
-def is_plain(t: type, *, getattr_allowed: bool = False) -> bool:
-    """Whether pickle reduces instances of ``t`` with object's default and no more
-    (with ``getattr_allowed``: but for a ``__getattr__`` of the class's own)."""
+def is_plain(t: type) -> bool:
+    """Whether pickle reduces instances of ``t`` with object's default and no more."""
     if _layout(t) != _PLAIN_LAYOUT or issubclass(t, (list, dict)):
         return False
-    if any(_lookup(t, name) is not default for name, default in _OBJECT_DEFAULTS.items()):
-        return False
-    absent = _ABSENT_BUT_GETATTR if getattr_allowed else _ABSENT
-    if any(_lookup(t, name) is not _MISSING for name in absent):
-        return False
-    if getattr_allowed and _lookup(t, "__setstate__") is not _MISSING:
+    if not _object_defaults(t) or any(_lookup(t, name) is not _MISSING for name in _ABSENT):
         return False
     # The instance dict must be the real one (not a class attribute named
     # __dict__), and no slots besides it: copyreg._slotnames is what
     # object.__reduce_ex__ consults (and caches on the class).
     slotnames = copyreg._slotnames(t)  # type: ignore[attr-defined]
     return type(_lookup(t, "__dict__")) is types.GetSetDescriptorType and not slotnames
+
+
+def answers_getattr(t: type) -> bool:
+    """Whether ``t`` is plain but for a ``__getattr__`` of its own, and maybe
+    ``__slots__``: classes of Python code over ``object`` alone, reduced with
+    object's default, so that their instances' state is their ``__dict__`` and
+    slots (what :func:`plain_copy` ships), and no ``__setstate__`` of theirs
+    reads it back."""
+    if _lookup(t, "__getattr__") is _MISSING or not all(map(is_heap_type, t.__mro__[:-1])):
+        return False
+    if not _object_defaults(t) or any(_lookup(t, name) is not _MISSING for name in _NEWARGS):
+        return False
+    if _lookup(t, "__setstate__") is not _MISSING:
+        return False
+    has_dict = _lookup(t, "__dict__")
+    has_weakref = _lookup(t, "__weakref__")
+    if has_dict is not _MISSING and type(has_dict) is not types.GetSetDescriptorType:
+        return False  # a class attribute named __dict__: not the instance's
+    # Nothing kept in C: the layout a class statement gives these slots.
+    slotnames = copyreg._slotnames(t)  # type: ignore[attr-defined]
+    return _layout(t) == _slots_layout(
+        len(slotnames), has_dict is not _MISSING, has_weakref is not _MISSING
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _slots_layout(slots: int, has_dict: bool, has_weakref: bool) -> tuple[int, int, int, int]:
+    """The layout of a class of Python code over ``object`` with that many
+    slots (and a ``__dict__``, a ``__weakref__`` or not), on this Python."""
+    names = [f"slot{i}" for i in range(slots)]
+    names += ["__dict__"] * has_dict + ["__weakref__"] * has_weakref
+    return _layout(type("_Slotted", (), {"__slots__": tuple(names)}))
+
+
+def _object_defaults(t: type) -> bool:
+    return all(_lookup(t, name) is default for name, default in _OBJECT_DEFAULTS.items())
 
 
 def c_reduced_with_dict(t: type) -> bool:
@@ -217,7 +249,10 @@ def reduce_getattr_instance(context: DumpContext, obj: Any) -> Any:
     gives up. The same class, ``__dict__`` and slots travel, set by
     ``_set_instance_state``, which looks nothing up on the instance.
     """
-    state = obj.__dict__
+    try:
+        state = object.__getattribute__(obj, "__dict__")
+    except AttributeError:  # slots alone
+        state = {}
     if (
         "__reduce_ex__" in state
         or "__getstate__" in state

@@ -381,7 +381,7 @@ def classify(t: type) -> Kind:
         return _STREAM
     if objects.is_plain(t):
         return _PLAIN_INSTANCE
-    if objects.is_plain(t, getattr_allowed=True):
+    if objects.answers_getattr(t):
         return _GETATTR_INSTANCE
     if objects.c_reduced_with_dict(t):
         return _C_REDUCED_INSTANCE

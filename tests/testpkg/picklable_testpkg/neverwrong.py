@@ -167,6 +167,22 @@ class Settings:
     __hash__ = None  # type: ignore[assignment]
 
 
+class SlottedSettings:
+    """Settings kept in a slot (pydantic's ``ConfigWrapper`` is made so): the
+    same recursion, and no ``__dict__`` to set."""
+
+    __slots__ = ("config",)
+
+    def __init__(self, **values: Any) -> None:
+        self.config = values
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.config[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 def validated(settings: Settings) -> Any:
     """A validation decorator that keeps its settings object in its closure."""
 
