@@ -140,7 +140,6 @@ class TestClassification:
         """Anything pickle would treat differently is left to pickle."""
         assert not _objects.is_plain(cls)
 
-
     @pytest.mark.parametrize("cls", [WithGetattr, SlotsWithGetattr])
     def test_answers_getattr(self, cls):
         """Plain but for a __getattr__ of its own (slots or not): its state is set
