@@ -1,10 +1,10 @@
 """What the scripts that run a peer's test suite with picklable swapped in share
 (scripts/cloudpickle-suite, loky-suite, dill-suite): the check of their lists of
-documented differences, and the grouping of failures by cause.
+documented differences, and the messages of failures made comparable.
 
 Each suite keeps a ``differences.json`` beside its script: the tests that fail
-with picklable on purpose, each with its reason and the docs section (a
-``docs/page.md#anchor`` that exists and names the test) that tells users.
+with picklable on purpose, each with its reason and the docs section that tells
+users (a ``docs/page.md#anchor``: the page names the test, the anchor exists).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def slug(heading: str) -> str:
 
 def load_differences(path: Path, fail: Callable[[str], NoReturn]) -> dict[str, Record]:
     """The ``differences`` of ``path``, each checked: a reason, and a docs
-    section of an existing page that names the test (as `` `name` ``)."""
+    section whose anchor exists on a page that names the test (as `` `name` ``)."""
     differences: dict[str, Record] = json.loads(path.read_text(encoding="utf-8"))["differences"]
     for name, entry in differences.items():
         if not entry.get("reason") or not entry.get("docs"):
