@@ -96,6 +96,7 @@ __all__ = [
     "_make_lru_cache",
     "_make_memoryview",
     "_make_module",
+    "_make_partialmethod",
     "_make_property",
     "_make_recursive_repr",
     "_make_singledispatch",
@@ -727,6 +728,26 @@ def _make_cached_property(cls: Any, with_lock: bool) -> Any:
     if with_lock:
         obj.lock = threading.RLock()
     return obj
+
+
+@_rebuilder("wrapper", "rebuilds a functools.partialmethod", "build", made_for="func")
+def _make_partialmethod(func: Any, args: Any, keywords: Any) -> functools.partialmethod[Any]:
+    """``functools.partialmethod(func, *args, **keywords)``: what it stores is
+    all it is. (Pickle's default reduction of one, ``object.__new__`` then its
+    ``__dict__``, no longer loads on Python 3.14, whose ``partialmethod.__new__``
+    wants the function.)"""
+    if (
+        type(args) is not tuple
+        or type(keywords) is not dict
+        or not all(type(key) is str for key in keywords)
+    ):
+        raise UnpicklingError(
+            "Cannot load a functools.partialmethod: its arguments are not a tuple and a "
+            "dict of names. The payload is damaged or was not made by picklable.",
+            reason="damaged payload: bad partialmethod",
+            hint="check that the bytes arrive unchanged",
+        )
+    return functools.partialmethod(func, *args, **keywords)
 
 
 @_rebuilder("wrapper", "rebuilds a property subclass", "build")

@@ -115,3 +115,22 @@ def counter_pair(payload: bytes) -> tuple[int, int]:
     increment()
     increment()
     return read(), increment()
+
+
+def exception_facts(payload: bytes) -> dict[str, Any]:
+    """What a loaded exception says: its type, message, fields, notes, cause and,
+    for a group, the same of each member."""
+    error = picklable.loads(payload)
+
+    def facts(exc: BaseException) -> dict[str, Any]:
+        return {
+            "type": type(exc).__qualname__,
+            "str": str(exc),
+            "args": repr(exc.args),  # exceptions compare by identity
+            "fields": {k: v for k, v in vars(exc).items() if not k.startswith("__")},
+            "notes": getattr(exc, "__notes__", None),
+            "cause": None if exc.__cause__ is None else facts(exc.__cause__),
+            "members": [facts(e) for e in getattr(exc, "exceptions", ())],
+        }
+
+    return facts(error)

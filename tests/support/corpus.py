@@ -102,6 +102,11 @@ def corpus() -> Iterator[tuple[str, Any]]:
         def prop(self) -> int:
             return 2
 
+        def set(self, key: str, value: int) -> tuple[str, int]:
+            return (key, value)
+
+        set_a = functools.partialmethod(set, "a")
+
     local = Local()
     module = types.ModuleType("in_memory_module")
     module.value = 5  # type: ignore[attr-defined]
@@ -159,6 +164,8 @@ def corpus() -> Iterator[tuple[str, Any]]:
         ("singledispatch local", dispatch),
         ("partial", functools.partial(api.add, 1)),
         ("partial of a closure", functools.partial(closure)),
+        ("raw partialmethod", vars(Local)["set_a"]),
+        ("partialmethod of a closure", functools.partialmethod(closure, x=2)),
         ("dataclass instance", _Point(1, 2)),
         ("callable instance", _Callable(3)),
         ("with_state", picklable.with_state(api.plain)),

@@ -1075,6 +1075,26 @@ def _attacks() -> list[Attack]:
             reached=_runs(b""),
         ),
         Attack(
+            "_make_partialmethod around os.system",
+            ("_make_partialmethod", "STACK_GLOBAL"),
+            "reach",
+            payload(
+                call(
+                    rebuilder("_make_partialmethod"),
+                    stack_global("os", "system"),
+                    tuple_(text(CODE)),
+                    dict_(),
+                )
+            ),
+            reached=lambda result: result.func is os.system,
+        ),
+        Attack(
+            "_make_partialmethod made for no object",
+            ("_make_partialmethod",),
+            "reach",
+            payload(call(rebuilder("_make_partialmethod"), integer(1), tuple_(), dict_())),
+        ),
+        Attack(
             "_make_dataclass_annotate for a foreign class",
             ("_make_dataclass_annotate",),
             "reach",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 import pickletools
@@ -326,6 +327,44 @@ class TestNewerPythonsKinds:
         """Names that no import statement takes are refused on every Python."""
         with pytest.raises(picklable.UnpicklingError, match=f"Cannot load {what}: the payload"):
             _reconstruct._make_lazy_import(*args)
+
+
+class TestPartialmethod:
+    """A partialmethod travels as its function, arguments and keywords, given back
+    to its constructor: pickle's default (``object.__new__``, then the
+    ``__dict__``) does not load on Python 3.14, whose ``__new__`` wants them."""
+
+    def test_round_trip(self):
+        method = functools.partialmethod(api.add, 1)
+        method.note = "kept"  # type: ignore[attr-defined]
+        back = picklable.loads(picklable.dumps(method))
+        assert type(back) is functools.partialmethod and back is not method
+        assert (back.func, back.args, back.keywords) == (api.add, (1,), {})
+        assert back.note == "kept"  # type: ignore[attr-defined]
+
+    @pytest.mark.skipif(
+        not hasattr(functools, "Placeholder"), reason="functools.Placeholder is new in Python 3.14"
+    )
+    def test_placeholder(self):
+        """An empty slot stays empty: the constructor counts it again."""
+        placeholder = functools.Placeholder  # type: ignore[attr-defined]
+
+        class Holder:
+            def pair(self, a: int, b: int) -> tuple[int, int]:
+                return (a, b)
+
+            second = functools.partialmethod(pair, placeholder, 2)
+
+        back = picklable.loads(picklable.dumps(vars(Holder)["second"]))
+        assert back.args == (placeholder, 2)
+        assert back.__get__(Holder(), Holder)(1) == (1, 2)
+
+    @pytest.mark.parametrize("args", [([1], {}), ((1,), {1: 2}), ((1,), [("k", 2)])])
+    def test_damaged(self, args):
+        with pytest.raises(
+            picklable.UnpicklingError, match=r"Cannot load a functools\.partialmethod: its"
+        ):
+            _reconstruct._make_partialmethod(api.add, *args)
 
 
 class TestFunctionStateEffects:

@@ -67,6 +67,7 @@ def _change_the_senders_state(monkeypatch: pytest.MonkeyPatch) -> None:
     setattr_(H.cached, "tag", "sender", raising=False)
     setattr_(H.CACHED_PROPERTY, "note", "sender", raising=False)
     setattr_(H.PARTIAL, "note", "sender")
+    setattr_(H.PARTIALMETHOD, "note", "sender")
     setattr_(H.SLOTTED, "a", ["sender"])
     setattr_(H.CONFIG, "values", {"mode": "sender"})
     setattr_(H.DESCRIPTOR, "note", "sender")

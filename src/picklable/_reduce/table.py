@@ -223,6 +223,12 @@ _STATIC: dict[type, Kind] = {
         wrappers.partial_pieces,
         taken_apart="a partial: its function and arguments",
     ),
+    functools.partialmethod: Kind(
+        "partialmethod",
+        wrappers.reduce_partialmethod,
+        wrappers.partialmethod_pieces,
+        taken_apart="a partialmethod: its function and arguments",
+    ),
     collections.defaultdict: Kind("defaultdict", None, objects.defaultdict_pieces),
     types.TracebackType: Kind("traceback", exceptions.reduce_traceback),
     wrappers.LRU_WRAPPER: Kind(

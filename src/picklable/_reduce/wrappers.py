@@ -20,8 +20,12 @@ travels by reference first, like a function. Only the others, defined in
 * :func:`with_state` and :func:`without_state` markers: carry all of an
   importable object's state, or none of it (see ``docs/state-policy.md``).
 
-``functools.partial`` and ``partialmethod`` need no code here: pickle takes
-them apart, and their pieces go through the rule.
+* ``functools.partialmethod``: by reference where a class holds it, else its
+  function and arguments, given back to its constructor (pickle's default,
+  ``object.__new__`` and the ``__dict__``, no longer loads on Python 3.14).
+
+``functools.partial`` needs no code here: pickle takes it apart, and its pieces
+go through the rule.
 """
 
 from __future__ import annotations
@@ -220,6 +224,30 @@ def property_pieces(obj: property, reduction: Any = None) -> Iterator[tuple[str,
         if accessor is not None:
             yield f".{name}", accessor
     yield from _dict_pieces(obj)
+
+
+def reduce_partialmethod(context: DumpContext, obj: functools.partialmethod[Any]) -> Any:
+    """partialmethod objects: where a class holds them, else their function and
+    arguments, and any attribute set on them besides."""
+    by_reference = class_attribute_reference(context, obj)
+    if by_reference is not None:
+        return by_reference
+    extra = {k: v for k, v in vars(obj).items() if k not in _PARTIALMETHOD_FIELDS}
+    return (_reconstruct._make_partialmethod, (obj.func, obj.args, obj.keywords), extra or None)
+
+
+# What partialmethod's constructor sets (3.14 adds the placeholders' count and merger).
+_PARTIALMETHOD_FIELDS = frozenset({"func", "args", "keywords", "_phcount", "_merger"})
+
+
+def partialmethod_pieces(
+    obj: functools.partialmethod[Any], reduction: Any = None
+) -> Iterator[tuple[str, Any]]:
+    yield ".func", obj.func
+    for index, value in enumerate(obj.args):
+        yield f".args[{index}]", value
+    for name, value in obj.keywords.items():
+        yield f".keywords[{name!r}]", value
 
 
 def reduce_property_subclass(context: DumpContext, obj: property) -> Any:

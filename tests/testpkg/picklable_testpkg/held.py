@@ -150,6 +150,8 @@ class WithCached:
 CACHED_PROPERTY = vars(WithCached)["value"]
 PARTIAL = functools.partial(plain)
 PARTIAL.note = "import"  # type: ignore[attr-defined]
+PARTIALMETHOD = functools.partialmethod(plain, 1)
+PARTIALMETHOD.note = "import"  # type: ignore[attr-defined]
 DEFAULTDICT = collections.defaultdict(list, a=[1])
 MAPPINGPROXY = types.MappingProxyType({"a": [1]})
 DICT = {"a": [1], "b": {"c": 2}}
