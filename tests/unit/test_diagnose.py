@@ -598,6 +598,11 @@ class TestPaths:
         )
         assert error_of(functools.partial(print, 1, threading.Lock())).path == "obj.args[1]"
         assert error_of(Pair(1, threading.Lock())).path == "obj.right"
+        method = functools.partialmethod(print, 1, threading.Lock())
+        assert error_of(method).path == "obj.args[1]"
+        method = functools.partialmethod(print, sep=" ")
+        method.guard = threading.Lock()  # type: ignore[attr-defined]
+        assert error_of(method).path == "obj.guard"
         lock = threading.Lock()
         assert error_of(collections.defaultdict(lambda: lock)).path == (
             "obj.default_factory.__closure__[0].cell_contents"

@@ -226,28 +226,32 @@ def property_pieces(obj: property, reduction: Any = None) -> Iterator[tuple[str,
     yield from _dict_pieces(obj)
 
 
+# What partialmethod's constructor sets (3.14 adds the placeholders' count and merger).
+_PARTIALMETHOD_FIELDS = frozenset({"func", "args", "keywords", "_phcount", "_merger"})
+
+
 def reduce_partialmethod(context: DumpContext, obj: functools.partialmethod[Any]) -> Any:
     """partialmethod objects: where a class holds them, else their function and
     arguments, and any attribute set on them besides."""
     by_reference = class_attribute_reference(context, obj)
     if by_reference is not None:
         return by_reference
-    extra = {k: v for k, v in vars(obj).items() if k not in _PARTIALMETHOD_FIELDS}
+    extra = _partialmethod_attributes(obj)
     return (_reconstruct._make_partialmethod, (obj.func, obj.args, obj.keywords), extra or None)
 
 
-# What partialmethod's constructor sets (3.14 adds the placeholders' count and merger).
-_PARTIALMETHOD_FIELDS = frozenset({"func", "args", "keywords", "_phcount", "_merger"})
+def _partialmethod_attributes(obj: functools.partialmethod[Any]) -> dict[str, Any]:
+    """The attributes set on a partialmethod besides what its constructor sets."""
+    return {k: v for k, v in vars(obj).items() if k not in _PARTIALMETHOD_FIELDS}
 
 
 def partialmethod_pieces(
     obj: functools.partialmethod[Any], reduction: Any = None
 ) -> Iterator[tuple[str, Any]]:
-    yield ".func", obj.func
-    for index, value in enumerate(obj.args):
-        yield f".args[{index}]", value
-    for name, value in obj.keywords.items():
-        yield f".keywords[{name!r}]", value
+    """What ships of a partialmethod: function, arguments, keywords, attributes."""
+    yield from _call_pieces(obj)
+    for key, value in _partialmethod_attributes(obj).items():
+        yield f".{key}", value
 
 
 def reduce_property_subclass(context: DumpContext, obj: property) -> Any:
@@ -278,12 +282,19 @@ def cached_property_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[st
 
 def partial_pieces(obj: functools.partial[Any], reduction: Any = None) -> Iterator[tuple[str, Any]]:
     """What pickle ships of a partial: function, arguments, keywords, attributes."""
+    yield from _call_pieces(obj)
+    yield from _dict_pieces(obj)
+
+
+def _call_pieces(
+    obj: functools.partial[Any] | functools.partialmethod[Any],
+) -> Iterator[tuple[str, Any]]:
+    """The function, arguments and keywords a partial or a partialmethod holds."""
     yield ".func", obj.func
     for i, arg in enumerate(obj.args):
         yield f".args[{i}]", arg
     for key, value in obj.keywords.items():
         yield f".keywords[{key!r}]", value
-    yield from _dict_pieces(obj)
 
 
 def _dict_pieces(obj: Any) -> Iterator[tuple[str, Any]]:
