@@ -124,8 +124,9 @@ def test_main_class_protocols(tmp_path):
     """What a script's classes do through Python's protocols survives the copy:
     singledispatchmethod, partialmethod, __set_name__, total_ordering, and an
     exception group of the script's exceptions with keyword-only fields, notes and a
-    cause. Each answer in the child equals the sender's own (cloudpickle 3.1 fails
-    or differs on four of them)."""
+    cause. Each answer in the child equals the sender's own (cloudpickle 3.1
+    cannot dump the singledispatchmethod; on 3.14 neither could picklable load the
+    partialmethod before it rebuilt one by its constructor)."""
     source = PRELUDE + textwrap.dedent(
         """
         class Dispatch:
