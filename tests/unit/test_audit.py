@@ -227,6 +227,48 @@ class TestSelection:
         ]
         assert found.notes == []
 
+    def test_attributes_that_raise_are_read_as_missing(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A module whose ``__getattr__`` raises for every name it lacks (dask.ml's
+        "Dask-ML is not installed", a ModuleNotFoundError) and a callable proxy that
+        raises on every attribute: the audit of the package goes on, and collects
+        what it defines."""
+        package = tmp_path / "audit_pkg_raising"
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        (package / "optional.py").write_text(
+            textwrap.dedent(
+                """
+                def available():
+                    pass
+
+                class _Proxy:
+                    def __getattr__(self, name):
+                        raise RuntimeError("working outside of a context")
+                    def __call__(self):
+                        pass
+
+                proxy = _Proxy()
+
+                def __getattr__(name):
+                    raise ModuleNotFoundError("the 'extra' dependency is not installed")
+                """
+            )
+        )
+        monkeypatch.syspath_prepend(str(tmp_path))
+        try:
+            for targets in (["audit_pkg_raising"], ["audit_pkg_raising.optional"]):
+                found = collect(targets, recursive=True)
+                assert names(found.targets) == [
+                    "audit_pkg_raising.optional.available",
+                    "audit_pkg_raising.optional.proxy",
+                ]
+                assert found.problems == []
+        finally:
+            for name in [m for m in sys.modules if m.startswith("audit_pkg_raising")]:
+                del sys.modules[name]
+
 
 class TestCompare:
     def test_fingerprint_ignores_addresses(self) -> None:

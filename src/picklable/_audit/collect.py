@@ -146,6 +146,15 @@ def _has(obj: Any, name: str) -> bool:
         return False
 
 
+def _get(obj: Any, name: str) -> Any:
+    """``getattr(obj, name, None)``, None also where reading it raises (a
+    proxy outside its context, a module ``__getattr__`` for a missing extra)."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
 def member_kind(raw: Any, value: Any) -> str | None:
     """Kind of a class member from its raw ``__dict__`` entry and what ``getattr`` gives.
 
@@ -237,7 +246,7 @@ class Collector:
         obj, module_name, path = resolve(name)
         if isinstance(obj, types.ModuleType):
             self._module(obj)
-            if self.recursive and hasattr(obj, "__path__"):
+            if self.recursive and _has(obj, "__path__"):
                 self._submodules(obj)
         elif not path:  # pragma: no cover - resolve() returns modules for bare names
             raise TargetError(f"{name!r} is not a module")
@@ -269,7 +278,9 @@ class Collector:
                 self._class_members(value, module_name, (name,), depth=0)
 
     def _module_values(self, module: types.ModuleType, package: str) -> Iterable[tuple[str, Any]]:
-        exported = getattr(module, "__all__", None)
+        # A module __getattr__ may raise anything for a name it lacks (dask.ml's:
+        # "Dask-ML is not installed"): then the module has no __all__.
+        exported = _get(module, "__all__")
         if not self.private and isinstance(exported, (list, tuple)):
             names = list(dict.fromkeys(n for n in exported if isinstance(n, str)))
             explicit = True
@@ -430,7 +441,7 @@ class Collector:
 def _lazy_submodule(module: types.ModuleType, name: str) -> bool:
     """``name`` is exported by the package ``module`` but not loaded yet: a
     submodule its ``__getattr__`` would import on first access."""
-    if name in vars(module) or not hasattr(module, "__path__"):
+    if name in vars(module) or not _has(module, "__path__"):
         return False
     try:
         return importlib.util.find_spec(f"{module.__name__}.{name}") is not None
@@ -440,7 +451,7 @@ def _lazy_submodule(module: types.ModuleType, name: str) -> bool:
 
 def _identity_key(obj: Any) -> Any:
     """What makes a freshly built bound method the same as another one."""
-    func = getattr(obj, "__func__", None)
+    func = _get(obj, "__func__")
     return func if func is not None else obj
 
 
@@ -467,7 +478,7 @@ def _raw_member(cls: type, name: str) -> Any:
 
 
 def _in_package(value: Any, package: str) -> bool:
-    module = class_module(value) if isinstance(value, type) else getattr(value, "__module__", None)
+    module = class_module(value) if isinstance(value, type) else _get(value, "__module__")
     return isinstance(module, str) and (module == package or module.startswith(package + "."))
 
 
