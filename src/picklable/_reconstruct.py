@@ -69,6 +69,7 @@ from ._compat import (
     proxy_own_dict,
     wrapt_proxy_roots,
 )
+from ._layout import ITEMS, container_items, is_slot, replace_items, slot_values
 from ._paths import Path, format_path, walk
 from ._reads import missing_globals
 from .exceptions import UnpicklingError, make_combined
@@ -801,6 +802,11 @@ def _differing(obj: Any, state: dict[str, Any]) -> dict[str, Any]:
     for key, value in state.items():
         if key == "__dict__":
             continue
+        if key == ITEMS:  # a list's or dict's items
+            current = container_items(obj)
+            if current is None or not _same(current, value):
+                differ[key] = value
+            continue
         try:
             current = getattr(obj, key, _MISSING)
         except Exception:
@@ -958,29 +964,22 @@ def _copy_of(obj: Any, links: dict[str, Any] | None = None) -> Any:
         if wrapped is not obj.__wrapped__:
             made.__wrapped__ = wrapped
         return made
-    if not all(is_heap_type(klass) for klass in cls.__mro__[:-1]):
-        return None  # a builtin base keeps state in C, which no copy of the dict holds
+    items = container_items(obj)  # a list's or dict's, kept in C
+    if items is None and not all(is_heap_type(klass) for klass in cls.__mro__[:-1]):
+        return None  # another builtin base keeps state in C, which no copy of the dict holds
     try:
         state = object.__getattribute__(obj, "__dict__")
     except AttributeError:
         state = None
-    slots = {}
-    for klass in cls.__mro__:
-        names = vars(klass).get("__slots__", ())
-        for name in (names,) if type(names) is str else names:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            mangled = f"_{klass.__name__.lstrip('_')}{name}" if name.startswith("__") else name
-            try:
-                slots[mangled] = object.__getattribute__(obj, mangled)
-            except AttributeError:
-                continue
-    if type(state) is not dict and not slots:
+    slots = slot_values(obj)
+    if type(state) is not dict and not slots and items is None:
         return None
     try:
         copy = cls.__new__(cls)  # type: ignore[call-overload]
     except Exception:
         return None
+    if items is not None:
+        replace_items(copy, items)
     for key, value in slots.items():
         object.__setattr__(copy, key, value)
     if type(state) is dict:
@@ -1185,12 +1184,26 @@ def _own_or_copy(
         for key, value in state.items():
             setattr(made, key, value)  # through the proxy: on the copy it wraps
     elif state:
-        try:
-            object.__getattribute__(made, "__dict__").update(state)
-        except AttributeError:
-            for key, value in state.items():
-                object.__setattr__(made, key, value)
+        _set_copy_state(made, state)
     return made
+
+
+def _set_copy_state(made: Any, state: dict[str, Any]) -> None:
+    """Set the sender's ``state`` on ``made``, a copy: the items of a list or
+    dict, the slots, the rest in its ``__dict__`` (past any property or
+    ``__setattr__`` of its class, as pickle's BUILD sets them)."""
+    cls = type(made)
+    try:
+        own = object.__getattribute__(made, "__dict__")
+    except AttributeError:
+        own = None
+    for key, value in state.items():
+        if key == ITEMS:
+            replace_items(made, value)
+        elif own is None or is_slot(cls, key):
+            object.__setattr__(made, key, value)
+        else:
+            own[key] = value
 
 
 def _instance_state_writes(obj: Any, state: Any) -> Iterator[tuple[Any, str]]:
@@ -1219,14 +1232,19 @@ def _set_instance_state(obj: Any, state: Any) -> Any:
     pickle's BUILD looks ``__setstate__`` up on the instance, which runs a
     ``__getattr__`` of its class while the instance is still empty (a
     configuration object whose ``__getattr__`` reads its own fields recurses
-    then). ``state`` is a ``__dict__``, or ``(__dict__ or None, slots)``.
+    then). ``state`` is a ``__dict__``, or ``(__dict__ or None, slots)``; the
+    slots of a copy of a ``list`` or ``dict`` subclass's instance may hold its
+    items (under :data:`picklable._layout.ITEMS`).
 
     .. versionadded:: 0.2.0
     """
     if type(state) is tuple:
         state, slots = state
         for key, value in slots.items():
-            object.__setattr__(obj, key, value)
+            if key == ITEMS:  # a copy's list or dict items (see _layout)
+                replace_items(obj, value)
+            else:
+                object.__setattr__(obj, key, value)
     if state:
         object.__getattribute__(obj, "__dict__").update(state)
     return obj

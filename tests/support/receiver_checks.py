@@ -78,6 +78,8 @@ def fingerprint(obj: Any, depth: int = 0, seen: set[int] | None = None) -> Any:
             own = None
         if type(own) is dict:
             parts.append(inner(own))
+        if isinstance(obj, list):  # a list subclass's items
+            parts.append([inner(v) for v in obj])
         for klass in t.__mro__:
             for name in vars(klass).get("__slots__", ()):
                 try:

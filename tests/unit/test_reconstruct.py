@@ -402,3 +402,76 @@ class TestFunctionStateEffects:
         assert _reconstruct._first("f.<locals>.g", None, None) == "f.<locals>.g"
         with pytest.raises(picklable.UnpicklingError, match="not a qualified name"):
             _reconstruct._first({"mode": "x"})
+
+
+class _Both:
+    """Slots and a ``__dict__``: a slot's value never belongs in the dict."""
+
+    __slots__ = ("a", "__secret", "__dict__")
+
+    def __init__(self) -> None:
+        self.a = 1
+        self.__secret = "s"
+        self.b = 2
+
+
+class _Items(dict):  # type: ignore[type-arg]
+    def __call__(self) -> None:
+        pass
+
+
+class _Steps(list):  # type: ignore[type-arg]
+    pass
+
+
+class TestOwnOrCopyLayout:
+    """The receiver's side of state kept in slots and in a list's or dict's items
+    (``_layout``): its own object where it holds the shipped state, else a copy
+    that holds it, the original never changed."""
+
+    def test_slot_names_are_mangled_as_python_mangles_them(self) -> None:
+        from picklable._layout import slot_names, slot_values
+
+        assert slot_names(_Both) == ["a", "_Both__secret"]
+        assert slot_values(_Both()) == {"a": 1, "_Both__secret": "s"}
+
+    def test_a_slot_is_set_as_a_slot_on_the_copy(self) -> None:
+        own = _Both()
+        assert _reconstruct._own_or_copy(own, {"a": 1, "b": 2}) is own
+        made = _reconstruct._own_or_copy(own, {"a": 5, "b": 6})
+        assert made is not own and (made.a, made.b) == (5, 6)
+        assert "a" not in made.__dict__  # the slot's descriptor would hide it there
+        assert made._Both__secret == "s"  # copied from the receiver's own
+        assert (own.a, own.b) == (1, 2)
+
+    def test_a_dicts_items(self) -> None:
+        from picklable._layout import ITEMS
+
+        own = _Items(x=1)
+        assert _reconstruct._own_or_copy(own, {ITEMS: {"x": 1}}) is own
+        made = _reconstruct._own_or_copy(own, {ITEMS: {"x": 1, "y": 2}})
+        assert type(made) is _Items and dict(made) == {"x": 1, "y": 2}
+        assert dict(own) == {"x": 1}
+
+    def test_a_lists_items_and_attributes(self) -> None:
+        from picklable._layout import ITEMS
+
+        own = _Steps([1])
+        own.label = "import"  # type: ignore[attr-defined]
+        made = _reconstruct._own_or_copy(own, {ITEMS: [1, 2], "label": "sender"})
+        assert type(made) is _Steps and list(made) == [1, 2] and made.label == "sender"
+        assert list(own) == [1] and own.label == "import"  # type: ignore[attr-defined]
+
+    def test_items_that_lead_back_to_the_object(self) -> None:
+        """A registry holding itself: its state is set on the copy afterwards,
+        its items included (``_set_instance_state``)."""
+        from picklable_testpkg import held
+
+        held.REGISTRY["me"] = held.REGISTRY
+        try:
+            data = picklable.dumps(held.REGISTRY)
+        finally:
+            del held.REGISTRY["me"]
+        made = picklable.loads(data)
+        assert made is not held.REGISTRY and made["me"] is made
+        assert sorted(made) == ["me", "neg"] and sorted(held.REGISTRY) == ["neg"]

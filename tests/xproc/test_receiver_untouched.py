@@ -74,6 +74,10 @@ def _change_the_senders_state(monkeypatch: pytest.MonkeyPatch) -> None:
     setattr_(H.LAZY, "target", H.Scorer())
     setattr_(H.ERROR, "job", 2)
     setattr_(H.OWN_PROPERTY, "note", "sender", raising=False)
+    setattr_(H.SLOTTED_SCALER, "factor", 10)
+    monkeypatch.setitem(H.REGISTRY, "double", H.plain)
+    H.PIPELINE.append(H.plain)  # put back by the test
+    setattr_(H.COUNTING_PROXY, "_self_calls", 2)
     monkeypatch.setitem(H.DICT, "a", [1, "sender"])
     monkeypatch.setitem(H.DEFAULTDICT, "a", ["sender"])
     monkeypatch.setattr(H, "LIST", [1, [2, "sender"]])
@@ -105,6 +109,10 @@ def _shipped() -> list[tuple[str, Any, str | None]]:
         "PARTIAL": "note",
         "DESCRIPTOR": "note",
         "cached": "tag",
+        "SLOTTED_SCALER": "factor",
+        "REGISTRY": "keys_now",
+        "PIPELINE": "steps_now",
+        "COUNTING_PROXY": "calls_now",
     }
     shipped = [(label, obj, probes.get(label)) for label, obj, _ in shipped]
     shipped += [
@@ -158,6 +166,7 @@ def test_no_kind_changes_the_receivers_objects(fresh, monkeypatch):
     finally:
         H.BUFFER[:] = b"import"
         H.STREAM.seek(0)
+        del H.PIPELINE[1:]
     receiver, sender = multiprocessing.Pipe()
     try:
         with pytest.raises(picklable.PicklingError):
@@ -182,6 +191,11 @@ def test_no_kind_changes_the_receivers_objects(fresh, monkeypatch):
     assert outcomes["with_state(CLOSURE)"] == ("loaded", "sender")
     assert outcomes["without_state(counted)"] == ("loaded", 0)
     assert outcomes["cached"] == ("loaded", "sender")
+    # State kept in slots, in a dict's or list's items, on a wrapt proxy itself
+    assert outcomes["SLOTTED_SCALER"] == ("loaded", 10)
+    assert outcomes["REGISTRY"] == ("loaded", ["double", "neg"])
+    assert outcomes["PIPELINE"] == ("loaded", ["abs", "plain"])
+    assert outcomes["COUNTING_PROXY"] == ("loaded", 2)
 
 
 SCORER_IN_THREADS = textwrap.dedent(

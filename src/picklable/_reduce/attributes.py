@@ -2,9 +2,11 @@
 
 A wrapper copies metadata from what it wraps (``functools.update_wrapper``);
 the receiver's own object has that metadata too, so it never needs to travel
-onto it. Everything else in the object's ``__dict__`` is state the sender may
-have set (a call count, a cache, a configuration) and travels with a reference
-to the receiver's object (see ``docs/state-policy.md``).
+onto it. Everything else the object holds is state the sender may have set (a
+call count, a cache, a configuration) and travels with a reference to the
+receiver's object (see ``docs/state-policy.md``): its ``__dict__``, its slots,
+a wrapt proxy's own ``_self_*`` attributes, and a ``list`` or ``dict``
+subclass's items (under :data:`picklable._layout.ITEMS`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ import functools
 import types
 from typing import Any
 
-__all__ = ["METADATA", "candidate_state", "leads_back", "state_attributes"]
+from .._compat import proxy_own_dict
+from .._layout import ITEMS, container_items, pickled_by_layout, slot_values
+from .._reconstruct import WRAPT_FIELDS, is_wrapt_proxy
+
+__all__ = ["METADATA", "candidate_state", "held_state", "leads_back", "state_attributes"]
 
 METADATA = frozenset(
     {
@@ -30,13 +36,43 @@ METADATA = frozenset(
 )
 
 
-def candidate_state(obj: Any) -> dict[str, Any]:
-    """The attributes of ``obj`` that are state rather than metadata."""
+# A wrapt proxy's own attributes that wrapt sets on every instance (from what
+# it wraps, or a function wrapper's fields): the receiver's copy has them.
+_WRAPT_MADE = frozenset(
+    {"__module__", "__doc__", "__qualname__", "__annotations__"}
+    | {"_self_" + name for name in WRAPT_FIELDS}
+)
+
+
+def held_state(obj: Any) -> dict[str, Any]:
+    """Everything ``obj`` holds itself: its ``__dict__`` (a wrapt proxy's shows
+    the object it wraps; then its own ``_self_*`` attributes too) and, where
+    pickle would copy it from its layout (no reduction of its own), its slots
+    that are set and a ``list`` or ``dict`` subclass's items (under
+    :data:`~picklable._layout.ITEMS`)."""
     try:
-        state = vars(obj)
+        state = dict(vars(obj))
     except TypeError:
-        return {}
-    return {k: v for k, v in state.items() if k not in METADATA and type(k) is str}
+        state = {}
+    if is_wrapt_proxy(obj):
+        own = proxy_own_dict(obj)
+        if own:
+            state.update((k, v) for k, v in own.items() if k not in _WRAPT_MADE)
+    if pickled_by_layout(type(obj)):
+        state.update(slot_values(obj))
+        items = container_items(obj)
+        if items is not None:
+            state[ITEMS] = items  # type: ignore[index]
+    return state
+
+
+def candidate_state(obj: Any) -> dict[str, Any]:
+    """The state of ``obj`` (:func:`held_state`) without its metadata."""
+    return {
+        k: v
+        for k, v in held_state(obj).items()
+        if k is ITEMS or (type(k) is str and k not in METADATA)
+    }
 
 
 def state_attributes(state: Any) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _caches, _reconstruct
 from .._code import global_reads
 from .._compat import MAIN_MODULES
+from .._layout import ITEMS, is_slot
 from .._locator import held_functions, importable_by_own_name, locate
 from .._paths import Path, walk
 from .attributes import candidate_state, leads_back
@@ -244,7 +245,7 @@ def own_or_copy(context: DumpContext, obj: Any, reduction: Any, state: dict[str,
         return (
             _reconstruct._own_or_copy,
             (own, None, True),
-            state,
+            _as_instance_state(obj, state),
             None,
             None,
             _reconstruct._set_instance_state,
@@ -253,6 +254,18 @@ def own_or_copy(context: DumpContext, obj: Any, reduction: Any, state: dict[str,
     if links:
         return (_reconstruct._own_or_copy, (own, state, False, links))
     return (_reconstruct._own_or_copy, (own, state))
+
+
+def _as_instance_state(obj: Any, state: dict[str, Any]) -> Any:
+    """``state`` as ``_set_instance_state`` sets it on a copy of ``obj``: a
+    ``__dict__``, or ``(__dict__ or None, slots)`` where some of it is slots
+    or a list's or dict's items."""
+    cls = type(obj)
+    slots = {k: v for k, v in state.items() if k == ITEMS or is_slot(cls, k)}
+    if not slots:
+        return state
+    rest = {k: v for k, v in state.items() if k not in slots}
+    return (rest or None, slots)
 
 
 _LINKS_LIMIT = 64

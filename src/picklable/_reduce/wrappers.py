@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .. import _reconstruct
 from .._compat import proxy_own_dict, wrapt_proxy_roots
 from .._locator import locate_module_object
+from .attributes import held_state
 from .reference import (
     class_attribute_reference,
     locate_anywhere,
@@ -504,12 +505,10 @@ def with_state(obj: T) -> WithState[T]:
 
 
 def state_of(obj: Any) -> dict[str, Any] | None:
-    """A copy of ``vars(obj)``, or None when it has none (or it is empty)."""
-    try:
-        state = vars(obj)
-    except TypeError:
-        return None
-    return dict(state) or None
+    """Everything ``obj`` holds (:func:`.attributes.held_state`: its
+    ``__dict__``, slots, a wrapt proxy's own attributes, a list's or dict's
+    items), or None when it holds nothing."""
+    return held_state(obj) or None
 
 
 def reduce_with_state(context: DumpContext, marker: WithState[Any]) -> Any:

@@ -187,6 +187,71 @@ SLOTTED = Slotted()
 MEMBER = vars(Slotted)["a"]
 
 
+class SlottedScaler:
+    """A callable with its state in slots (as ``attrs.define`` makes them):
+    found by reference, its slots are the state that travels."""
+
+    __slots__ = ("factor", "__weakref__")
+
+    def __init__(self) -> None:
+        self.factor = 1
+
+    def __call__(self, x: int) -> int:
+        return x * self.factor
+
+
+SLOTTED_SCALER = SlottedScaler()
+
+
+class Registry(dict):  # type: ignore[type-arg]
+    """A callable dict: its items, kept in C, are the state that travels."""
+
+    def __call__(self, key: str, *args: Any) -> Any:
+        return self[key](*args)
+
+    @property
+    def keys_now(self) -> list[str]:
+        return sorted(self)
+
+
+REGISTRY = Registry(neg=abs)
+
+
+class Pipeline(list):  # type: ignore[type-arg]
+    """A callable list of steps: its items are the state that travels."""
+
+    def __call__(self, x: Any) -> Any:
+        for step in self:
+            x = step(x)
+        return x
+
+    @property
+    def steps_now(self) -> list[str]:
+        return [step.__name__ for step in self]
+
+
+PIPELINE = Pipeline([abs])
+
+
+class CountingProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A proxy keeping a count of its own (``_self_calls``, on the proxy)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        super().__init__(wrapped)
+        self._self_calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        self._self_calls += 1
+        return self.__wrapped__(*args)
+
+    @property
+    def calls_now(self) -> int:
+        return self._self_calls
+
+
+COUNTING_PROXY = CountingProxy(plain)
+
+
 class Config:
     """Answers missing attributes in ``__getattr__`` (from its own fields)."""
 
