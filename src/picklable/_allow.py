@@ -72,6 +72,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _capability, _reconstruct, _tracker, exceptions
+from ._allow_calls import CALL_CHECKS, STATE_CHECKS, no_attribute_swap
 from ._compat import (
     FROZENDICT,
     LAZY_IMPORT_TYPE,
@@ -413,6 +414,12 @@ if TEMPLATE_TYPES:
     _FROZEN += TEMPLATE_TYPES
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 MAX_DEPTH = 10_000
+# Partials calling partials: calling the outermost recurses in C without a
+# recursion check (a chain of 60,000 crashed CPython 3.11); no payload of a
+# program's partials holds more than a few.
+MAX_PARTIAL_CHAIN = 1_000
+_PARTIAL_FUNC: Any = functools.partial.func  # the C field, past a subclass's attribute
+_PARTIAL_SETSTATE: Any = functools.partial.__setstate__  # type: ignore[attr-defined]
 """How deep the objects a guarded load builds may nest (a tuple in a tuple ...,
 or an object built from arguments built from ...). Deeper is refused: CPython
 hashes a nested tuple recursively in C without a depth check, and a 200,000-deep
@@ -1339,6 +1346,17 @@ _ARGUMENTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _constructors(cls: type) -> set[type]:
+    """The classes whose ``__new__`` and ``__init__`` calling ``cls`` runs."""
+    owners = set()
+    for name in ("__new__", "__init__"):
+        for klass in _TYPE_MRO.__get__(cls, type):
+            if name in vars(klass):
+                owners.add(klass)
+                break
+    return owners
+
+
 def _arguments(rebuilder: _reconstruct.Rebuilder, args: tuple[Any, ...]) -> dict[str, Any]:
     """The payload's positional arguments of ``rebuilder``, by parameter name."""
     return dict(zip(_ARGUMENTS[rebuilder.name], args))
@@ -1403,9 +1421,11 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             name: _guard(self, rebuilder) for name, rebuilder in _reconstruct.REBUILDERS.items()
         }
         self._rebuilder_ids = {id(guarded): guarded for guarded in self.rebuilders.values()}
-        # Containers handed to a call (see _no_module_in); depth of what was built.
+        # Containers handed to a call (see no_module_in); depth of what was built.
         self._passed: dict[int, Any] = {} if _shared is None else _shared._passed
         self._depth: dict[int, tuple[Any, int]] = {} if _shared is None else _shared._depth
+        # Partials that another partial calls (see partial_calls).
+        self._called_partials: dict[int, Any] = {} if _shared is None else _shared._called_partials
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -1525,9 +1545,19 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         raise self.policy.refuse(what, None, "it wraps objects too deeply to check")
 
     def _call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> Any:
-        """Call ``func`` (admitted: it is on the stack); a mutating builtin
-        method's ``self`` must be the payload's to modify, and no module is
-        among the arguments (but of picklable's rebuilders, which check their own)."""
+        """Call ``func`` (admitted: it is on the stack) once :meth:`check_call`
+        allows it."""
+        self.check_call(func, args, what, kwargs)
+        return func(*args) if kwargs is None else func(*args, **kwargs)
+
+    def check_call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> None:
+        """Refuse the call ``func(*args, **kwargs)`` unless it may run: a mutating
+        builtin method's ``self`` must be the payload's to modify, no module is
+        among the arguments, a class is called only as its instances are rebuilt,
+        and no class that may not be is handed to what may call it (but for
+        picklable's rebuilders, whose guards check their own arguments). Also
+        what a rebuilder calls with what the payload gave it (a state setter,
+        a copy's builder) is checked here, before the rebuilder runs."""
         t = type(func)
         if t in _DESCRIPTORS and issubclass(func.__objclass__, _MUTABLE_BUILTINS) and args:
             self.check_target(args[0], f"{func.__qualname__}(...) on an object")
@@ -1540,7 +1570,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 arguments += [func.args, func.keywords]
                 target, given = func.func, (*func.args, *args)
                 keywords = {**func.keywords, **(kwargs or {})}
-            self._no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
+            self.no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
             self._check_construction(target, given, keywords, what)
             if target is functools.partial and given:
                 # A partial binding arguments to a class is that call, made later
@@ -1548,7 +1578,38 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 self._check_construction(given[0], given[1:], keywords, what)
             if not self._stores_only(target):
                 self._no_constructor_in(given, keywords, target, what)
-        return func(*args) if kwargs is None else func(*args, **kwargs)
+            if isinstance(target, type) and issubclass(target, functools.partial) and given:
+                self.partial_calls(given[0], None, what)
+
+    def partial_calls(self, func: Any, holder: Any, what: str) -> None:
+        """A partial (``holder``, or one being made) is to call ``func``: refuse a
+        chain of partials deeper than :data:`MAX_PARTIAL_CHAIN` (calling it runs
+        the chain in C without a recursion check: a crash, not an exception),
+        and a partial that another partial already calls made to call a partial
+        (a chain built from the outside in, whose depth no count would see)."""
+        if not isinstance(func, functools.partial):
+            return
+        if holder is not None and self._called_partials.get(id(holder)) is holder:
+            raise self.policy.refuse(
+                what,
+                None,
+                "a partial that another partial calls is made to call a partial: a chain "
+                "of partials is built from the inside out",
+            )
+        inner: Any = func
+        depth = 0
+        while isinstance(inner, functools.partial):
+            depth += 1
+            if depth > MAX_PARTIAL_CHAIN:
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    f"it makes a chain of more than {MAX_PARTIAL_CHAIN:,} partials, each "
+                    "calling the next (calling it would overflow the C stack: a crash, "
+                    "not an exception)",
+                )
+            inner = _PARTIAL_FUNC.__get__(inner)
+        self._called_partials[id(func)] = func
 
     def _stores_only(self, target: Any) -> bool:
         """Whether ``target`` never calls the classes it is given: a rebuild function
@@ -1644,10 +1705,15 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if not isinstance(cls, type) or _is_implicit(cls) or _builtins_own(cls):
             return False
         if self._classes.get(id(cls)) is cls or _tracker.built(cls):
-            return False  # built from payloads: its constructor is by-value code
+            # Built from payloads: its own __new__ and __init__ are by-value code
+            # (admitted only with by_value_code); those it inherits are not, and
+            # a class made to derive from one vouches for nothing.
+            return any(
+                self._refuses_arguments(owner) for owner in _constructors(cls) if owner is not cls
+            )
         return not _declares_rebuild(cls)
 
-    def _no_module_in(self, values: Any, what: str, passed: bool = False) -> None:
+    def no_module_in(self, values: Any, what: str, passed: bool = False) -> None:
         """Refuse a module among ``values`` and the containers inside them: a
         module handed to a function is a namespace it may write into
         (``functools.update_wrapper``, ``UserDict.__init__``). ``passed``: the
@@ -1680,7 +1746,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
     def _into(self, target: Any, values: Any, what: str) -> None:
         """Items put into ``target``: no module into a container a call was given."""
         if self._passed.get(id(target)) is target:
-            self._no_module_in(values, what, True)
+            self.no_module_in(values, what, True)
 
     # ------------------------------------------------------------- opcodes
 
@@ -1775,6 +1841,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise pickle.UnpicklingError("NEWOBJ_EX needs a dict of keyword arguments")
         what = f"an instance of {_name_of(cls)}"
         self._check_class_call(cls, args, kwargs, what)
+        if issubclass(cls, functools.partial) and args:
+            self.partial_calls(args[0], None, what)
         value = self.result(self._call(cls.__new__, (cls, *args), what, kwargs), what)
         self._deeper(value, args if kwargs is None else (*args, kwargs))
         return value
@@ -1786,13 +1854,15 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         what = f"state set on {_name_of(type(inst))} object"
         if isinstance(inst, type):
             raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
-        if type(inst) is functools.partial:
+        no_attribute_swap(self, state, what)
+        if getattr(type(inst), "__setstate__", None) is _PARTIAL_SETSTATE:
             # A partial's state is the arguments of the calls it makes.
-            self._no_module_in((state,), f"the arguments of {what}", True)
+            self.no_module_in((state,), f"the arguments of {what}", True)
             if type(state) is tuple and len(state) == 4:
                 func, args, kwds = state[:3]
                 if type(args) is tuple and (kwds is None or type(kwds) is dict):
                     self._check_construction(func, args, kwds, what)
+                self.partial_calls(func, inst, what)
         self._grown(inst, (state,))
         setstate = getattr(inst, "__setstate__", None)
         if setstate is not None:
@@ -2240,6 +2310,7 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
     target_name = rebuilder.target
     state_name = rebuilder.state
     writes = rebuilder.writes
+    check = STATE_CHECKS.get(rebuilder.name)
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
@@ -2247,6 +2318,8 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         if state_name is not None and not arguments.get(state_name):
             return function(*args)  # nothing to set
         what = f"state set on {_name_of(target)}"
+        if check is not None:
+            check(load, arguments, what)  # what it calls, and no __dict__ or __class__
         if isinstance(target, type) and _tracker.built(target):
             withheld = _withheld_in(arguments.get(state_name))  # type: ignore[arg-type]
             if withheld is not None:
@@ -2353,15 +2426,20 @@ def _guard_call(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
     by this process's own code for an admitted object, it is the payload's."""
     function = rebuilder.function
     made_for = rebuilder.made_for
-    if made_for is None:
-        return function
+    check = CALL_CHECKS.get(rebuilder.name)
+    if made_for is None and check is None:
+        return function  # it stores what it is given (a cell, a module in memory...)
+    what = f"{rebuilder.name}(...)"
 
     def guarded(*args: Any) -> Any:
-        owner = _arguments(rebuilder, args).get(made_for)
+        arguments = _arguments(rebuilder, args)
+        if check is not None:
+            check(load, arguments, what)  # what it calls, binds or builds from them
+        if made_for is None:
+            return function(*args)
+        owner = arguments.get(made_for)
         if owner is None or type(owner) in _IMMUTABLE:
-            raise load.policy.refuse(
-                f"{rebuilder.name}(...)", None, f"it is made for no object ({made_for}={owner!r})"
-            )
+            raise load.policy.refuse(what, None, f"it is made for no object ({made_for}={owner!r})")
         return load.made(function(*args))
 
     return guarded

@@ -28,7 +28,7 @@ __all__ = [
 
 # The key under which a list's or a dict's items ride among an object's
 # attributes: not a str, so that no attribute can have it.
-ITEMS = ("items",)
+ITEMS: Any = ("items",)
 
 _NOT_SLOTS = frozenset({"__dict__", "__weakref__"})
 

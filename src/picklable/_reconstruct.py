@@ -543,16 +543,21 @@ def _known_class(
     """The class this process already has for a by-value class: one it made or
     sent under ``tracker_id``, or the original a spawned child sends back."""
     known = _tracker.known(tracker_id)
+    own = False
     if known is None:
         known = _tracker.main_original(origin)
         if known is not None:
+            own = True
             _tracker.track(known, tracker_id)
     if known is not None:
         cell = namespace.get("__classdictcell__")
         if type(cell) is types.CellType:
             # What type() does for a class it makes: the copies of the class's
-            # annotation scopes that this payload brings read its namespace.
-            cell.cell_contents = class_namespace(known)
+            # annotation scopes that this payload brings read its namespace;
+            # read-only where it is this process's own script's class, never
+            # the payload's to change (a class built from payloads is).
+            found = class_namespace(known)
+            cell.cell_contents = types.MappingProxyType(found) if own else found
     return known
 
 
@@ -803,8 +808,8 @@ def _differing(obj: Any, state: dict[str, Any]) -> dict[str, Any]:
         if key == "__dict__":
             continue
         if key == ITEMS:  # a list's or dict's items
-            current = container_items(obj)
-            if current is None or not _same(current, value):
+            items = container_items(obj)
+            if items is None or not _same(items, value):
                 differ[key] = value
             continue
         try:

@@ -62,7 +62,7 @@ def held_state(obj: Any) -> dict[str, Any]:
         state.update(slot_values(obj))
         items = container_items(obj)
         if items is not None:
-            state[ITEMS] = items  # type: ignore[index]
+            state[ITEMS] = items
     return state
 
 

@@ -1,0 +1,224 @@
+"""What picklable's rebuilders do with what a payload gives them, checked before
+they run under an allow-list (``picklable._allow``).
+
+A rebuilder is picklable's own code, but some of them call, bind or build from
+their arguments: a copy's builder with its arguments, a state setter, a
+descriptor's ``__get__``, a class's ``__init__``, ``singledispatch``'s
+``register`` (which evaluates the annotations of what it is given when that is
+no class). Each such use is held to what the unpickler allows any call: what
+is called with what the payload chose is checked as a ``REDUCE`` of it would be
+(``GuardedUnpickler.check_call``), no module is handed to code that may write
+into it, and the classes a rebuilder instantiates are the kind it rebuilds. A
+rebuilder missing from :data:`CALL_CHECKS` (a cell, a dict view, a memoryview,
+a module in memory, a traceback, a type variable) stores what it is given or
+checks it itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from . import _decorators, _reconstruct
+from ._compat import wrapt_proxy_roots
+from ._reconstruct import WRAPT_FIELDS
+
+__all__ = ["CALL_CHECKS", "STATE_CHECKS", "no_attribute_swap"]
+
+# (the guarded unpickler, the rebuilder's arguments by name, what is loaded)
+Check = Callable[[Any, dict[str, Any], str], None]
+
+# Attributes whose assignment replaces what an object is (its class) or where
+# its attributes live (its __dict__: one handed out by another object would
+# take the writes meant for this one). No payload of picklable's, pickle's or
+# any class's own reduction sets them.
+_SWAPS = frozenset({"__dict__", "__class__"})
+
+# What binding leaves as it is, or makes a bound method of: nothing runs.
+_BINDS_ONLY = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    classmethod,
+    staticmethod,
+)
+
+
+_wrapped = operator.attrgetter("__wrapped__")
+
+
+def _refuse(load: Any, what: str, why: str) -> Exception:
+    exc: Exception = load.policy.refuse(what, None, why)
+    return exc
+
+
+def _no_module(*names: str) -> Check:
+    """No module among the arguments ``names`` (nor in containers in them)."""
+
+    def check(load: Any, arguments: dict[str, Any], what: str) -> None:
+        load.no_module_in([arguments.get(name) for name in names], f"the arguments of {what}")
+
+    return check
+
+
+def _subclass_of(name: str, base: Callable[[], tuple[type, ...] | type]) -> Check:
+    """The argument ``name`` is a class deriving from what ``base()`` gives."""
+
+    def check(load: Any, arguments: dict[str, Any], what: str) -> None:
+        cls = arguments.get(name)
+        bases = base()
+        if not (isinstance(cls, type) and bases and issubclass(cls, bases)):
+            raise _refuse(load, what, f"it builds a {_named(bases)} from {cls!r}, which is none")
+
+    return check
+
+
+def _named(bases: tuple[type, ...] | type) -> str:
+    if isinstance(bases, type):
+        bases = (bases,)
+    return " or ".join(f"{b.__module__}.{b.__qualname__}" for b in bases) or "wrapt proxy"
+
+
+def _both(*checks: Check) -> Check:
+    def check(load: Any, arguments: dict[str, Any], what: str) -> None:
+        for each in checks:
+            each(load, arguments, what)
+
+    return check
+
+
+def _script_or_build(load: Any, arguments: dict[str, Any], what: str) -> None:
+    """The copy's ``builder(*args)``: as a REDUCE of it is checked."""
+    builder, args = arguments.get("builder"), arguments.get("args")
+    if type(args) is not tuple:
+        raise _refuse(load, what, "its builder's arguments are not a tuple")
+    load.check_call(builder, args, f"the copy {what} builds")
+    no_attribute_swap(load, arguments.get("carried"), what)
+
+
+def _bind_descriptor(load: Any, arguments: dict[str, Any], what: str) -> None:
+    """``descriptor.__get__(instance, owner)``: only a wrapper (picklable's or
+    wrapt's) bound again, whose innermost object binds without running
+    anything (a function, a method, a classmethod), and no module bound."""
+    load.no_module_in([arguments.get("instance"), arguments.get("owner")], what)
+    descriptor = arguments.get("descriptor")
+    roots = wrapt_proxy_roots()
+    inner: Any = descriptor
+    for _ in range(16):
+        if not (isinstance(inner, _decorators.Wrapper) or (roots and isinstance(inner, roots))):
+            break
+        inner = _wrapped(inner)
+    if inner is descriptor:
+        raise _refuse(
+            load, what, f"it binds a {type(descriptor).__qualname__}: only wrappers are bound again"
+        )
+    if not isinstance(inner, _BINDS_ONLY) and hasattr(type(inner), "__get__"):
+        raise _refuse(
+            load,
+            what,
+            f"the wrapper wraps a {type(inner).__qualname__}, whose binding runs code "
+            "(a property's getter, a cached_property's write into the instance)",
+        )
+
+
+def _function_wrapper(load: Any, arguments: dict[str, Any], what: str) -> None:
+    fields = arguments.get("fields")
+    if type(fields) is not dict or not set(fields) <= set(WRAPT_FIELDS):
+        raise _refuse(load, what, f"its fields are not wrapt's ({', '.join(WRAPT_FIELDS)})")
+
+
+def _is_dispatch_key(cls: Any) -> bool:
+    """What ``singledispatch`` registers without reading annotations: a class,
+    or a union of classes."""
+    if isinstance(cls, type):
+        return True
+    if isinstance(cls, types.UnionType) or typing.get_origin(cls) is typing.Union:
+        return all(isinstance(arg, type) for arg in typing.get_args(cls))
+    return False
+
+
+def _singledispatch(load: Any, arguments: dict[str, Any], what: str) -> None:
+    """``register(cls, implementation)`` evaluates the string annotations of
+    ``cls`` when it is no class (``typing.get_type_hints``): only classes and
+    unions of them, each with its implementation."""
+    registrations: Any = arguments.get("registrations")
+    if type(registrations) not in (list, tuple):
+        raise _refuse(load, what, "its registrations are not a list")
+    for entry in registrations:
+        if type(entry) is not tuple or len(entry) != 2:
+            raise _refuse(load, what, "a registration is not a (class, function) pair")
+        cls, implementation = entry
+        if not _is_dispatch_key(cls) or not callable(implementation):
+            raise _refuse(
+                load,
+                what,
+                f"it registers {cls!r}: singledispatch registers classes (and unions of "
+                "them) with a function; anything else has its annotations evaluated",
+            )
+
+
+CALL_CHECKS: dict[str, Check] = {
+    "_script_or_build": _script_or_build,
+    "_bind_descriptor": _bind_descriptor,
+    "_make_wrapt_proxy": _both(_subclass_of("cls", wrapt_proxy_roots), _no_module("wrapped")),
+    "_make_wrapt_function_wrapper": _both(
+        _subclass_of("cls", wrapt_proxy_roots),
+        _function_wrapper,
+        _no_module("wrapped", "fields"),
+    ),
+    "_make_lru_cache": _no_module("wrapped"),
+    "_make_recursive_repr": _no_module("wrapped"),
+    "_make_singledispatch": _both(_singledispatch, _no_module("base", "registrations")),
+    "_make_cached_property": _subclass_of("cls", lambda: functools.cached_property),
+    "_make_property": _subclass_of("cls", lambda: property),
+}
+
+
+def no_attribute_swap(load: Any, state: Any, what: str) -> None:
+    """Refuse a state (a ``__dict__``, a ``(__dict__, slots)`` pair, a dict of
+    fields) that sets ``__dict__`` or ``__class__``: set on an object, they make
+    it write into another's dict, or be another class."""
+    dicts = state if type(state) is tuple else (state,)
+    for mapping in dicts:
+        if type(mapping) is dict and not _SWAPS.isdisjoint(mapping):
+            key = next(k for k in mapping if k in _SWAPS)
+            raise _refuse(load, what, f"it sets {key}, which no object's state holds")
+
+
+def _setter_state(target: str) -> Check:
+    """``(inner, setter, ...)``: ``setter(target, inner)`` checked as a REDUCE of
+    it is, and ``inner`` and the fields set no ``__dict__`` nor ``__class__``."""
+
+    def check(load: Any, arguments: dict[str, Any], what: str) -> None:
+        state = arguments.get("state")
+        if type(state) is not tuple or len(state) != 3:
+            return  # the rebuilder refuses a malformed state itself
+        inner, setter, rest = state
+        if setter is not None:
+            load.check_call(setter, (arguments.get(target), inner), f"the state setter of {what}")
+        no_attribute_swap(load, inner, what)
+        no_attribute_swap(load, rest, what)
+
+    return check
+
+
+def _instance_state(load: Any, arguments: dict[str, Any], what: str) -> None:
+    no_attribute_swap(load, arguments.get("state"), what)
+
+
+STATE_CHECKS: dict[str, Check] = {
+    "_exception_setstate": _setter_state("exc"),
+    "_built_setstate": _setter_state("obj"),
+    "_set_instance_state": _instance_state,
+    "_set_proxy_state": _instance_state,
+    "_set_state_and_dict": _instance_state,
+}
+
+assert set(CALL_CHECKS) | set(STATE_CHECKS) <= set(_reconstruct.REBUILDERS), "rebuilders"
