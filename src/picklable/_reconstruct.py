@@ -617,17 +617,30 @@ def _make_enum(
     target="cls",
     state="state",
 )
-def _class_setstate(cls: type, state: tuple[dict[str, Any], list[type]]) -> type:
+def _class_setstate(cls: type, state: tuple[Any, ...]) -> type:
     """Give a class built from payloads the sender's attributes (again, if it was
     built by an earlier payload: the sender may have changed it since); leave a
-    class that originates in this process untouched."""
+    class that originates in this process untouched.
+
+    ``state`` is ``(attributes, registered)``, and for an Enum
+    ``(attributes, registered, members)``: the attributes of each member other
+    than enum's own (what the class's ``__init__`` or ``__new__`` set on it, or
+    the program later), by member name.
+
+    .. versionchanged:: 0.2.0
+       An Enum's members get their attributes.
+    """
     if not _tracker.built(cls):
         return cls
-    attributes, registered = state
+    attributes, registered, *rest = state
     for key, value in attributes.items():
         setattr(cls, key, value)
     for subclass in registered:
         cls.register(subclass)  # type: ignore[attr-defined]
+    if rest:
+        members = vars(cls).get("_member_map_", {})
+        for name, values in rest[0].items():
+            vars(members[name]).update(values)
     return cls
 
 

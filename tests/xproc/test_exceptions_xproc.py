@@ -45,6 +45,22 @@ def _after_construction():
     return exc
 
 
+def _fields_set_later():
+    """C fields set after the exception was made (``e.errno = ...``): what its
+    arguments make differs, and str() shows them."""
+    refused = OSError("connect failed")
+    refused.errno, refused.strerror = 111, "refused"
+    syntax = SyntaxError("bad config")
+    syntax.filename, syntax.lineno = "app.cfg", 3
+    stop, own_stop, leaving = StopIteration(), errors.OwnStop(), SystemExit()
+    stop.value, own_stop.value, leaving.code = 42, 7, 2
+    decode = UnicodeDecodeError("utf-8", b"\xff\xfe", 0, 1, "invalid start byte")
+    decode.start, decode.end = 1, 2
+    blocked = BlockingIOError(11, "busy")
+    blocked.characters_written = 5
+    return [refused, syntax, stop, own_stop, leaving, decode, blocked]
+
+
 def _group():
     members = [
         _chained(),
@@ -66,6 +82,7 @@ CASES = {
     "frozen": lambda: errors.FrozenError("m", field="f"),
     "oserror_subclass": lambda: errors.MissingConfigError("/etc/app.toml", hint="create it"),
     "group": _group,
+    **{f"fields_set_later[{i}]": (lambda i=i: _fields_set_later()[i]) for i in range(7)},
 }
 
 

@@ -88,6 +88,25 @@ def test_main_objects_are_exact_copies(tmp_path):
             return f"{a}{b}{c}"
         annotated.marker = "kept"
 
+        class Planet(enum.Enum):  # the enum docs' example: __init__ sets fields
+            EARTH = (5.976e24, 6.37814e6)
+            def __init__(self, mass, radius):
+                self.mass = mass
+                self.radius = radius
+            @property
+            def gravity(self):
+                return round(6.673e-11 * self.mass / (self.radius * self.radius), 2)
+
+        class Status(str, enum.Enum):  # __new__ sets the value and a label
+            def __new__(cls, code, label):
+                member = str.__new__(cls, code)
+                member._value_ = code
+                member.label = label
+                return member
+            MISSING = ("404", "not found")
+
+        Status.MISSING.seen = 2  # set by the program after the class
+
         if __name__ == "__main__":
             child = Child()
             run = lambda fn, *a: child.run(fn, *a)
@@ -107,6 +126,13 @@ def test_main_objects_are_exact_copies(tmp_path):
             assert run(checks.call_method, d(Slotted), "helper", 5) == 4
             assert run(checks.call_method, d(Dynamic()), "get") == 7
             assert run(checks.call_method, d(Shade.DARK), "flip") is Shade.LIGHT
+            # What an enum's __init__, its __new__ and the program set on members
+            assert run(checks.attribute, d(Planet.EARTH), "gravity") == 9.8
+            missing = d(Status.MISSING)
+            assert [run(checks.attribute, missing, n) for n in ("value", "label", "seen")] == [
+                "404", "not found", 2
+            ]
+            assert run(checks.call_method, missing, "upper") == "404"
             assert run(checks.call, d(Item), "a", 2) == Item("a", 2)
             # Instances made in the child come back as instances of *our* classes.
             back = picklable.loads(run(checks.echo, d(Slotted(3))))

@@ -248,6 +248,9 @@ _ENUM_SKIP = frozenset(
     }
 )
 
+# What enum itself keeps on a member (3.11 to 3.15).
+_MEMBER_OWN = frozenset({"_value_", "_name_", "__objclass__", "_sort_order_"})
+
 
 def _class_attributes(
     cls: type, payload: PayloadState, skip: frozenset[str] = frozenset()
@@ -372,6 +375,14 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     if enum is not None and isinstance(cls, enum.EnumMeta):
         members = {name: member._value_ for name, member in cls.__members__.items()}
         attributes = _class_attributes(cls, payload, _ENUM_SKIP | set(members))
+        # Made from their values alone (the class's __init__ and __new__ come
+        # after, with its other attributes): what those set on each member, or
+        # the program since, comes with the class's state.
+        own = {
+            name: extra
+            for name, member in cls.__members__.items()
+            if (extra := {k: v for k, v in vars(member).items() if k not in _MEMBER_OWN})
+        }
         return (
             _reconstruct._make_enum,
             (
@@ -383,7 +394,7 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
                 tracker_id,
                 origin,
             ),
-            (attributes, _abc_registry(cls)),
+            (attributes, _abc_registry(cls), own) if own else (attributes, _abc_registry(cls)),
             None,
             None,
             _reconstruct._class_setstate,

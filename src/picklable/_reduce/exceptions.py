@@ -63,6 +63,7 @@ _KEYWORD_FIELDS: dict[type, tuple[str, ...]] = {
 # Read-only C fields, set by __new__ from its arguments.
 _READ_ONLY = frozenset({"message", "exceptions"})
 _BASE_FIELDS = frozenset(vars(BaseException))
+_UNSET: Any = object()
 _STATE_HOOKS = ("__setattr__", "__getstate__", "__setstate__")
 
 
@@ -229,7 +230,32 @@ class _Plan:
             return False
         if exc.__suppress_context__:
             return False
-        return all(getattr(exc, name, None) is None for name in self.keyword_fields)
+        if any(getattr(exc, name, None) is not None for name in self.keyword_fields):
+            return False
+        return not self.changed_fields(exc)
+
+    def changed_fields(self, exc: BaseException) -> dict[str, Any]:
+        """The C fields of ``exc`` (``errno``, ``lineno``, ``value``, ``code``...)
+        that differ from what its arguments make: set after it was made
+        (``e.errno = ECONNREFUSED``), which the builtin's own reduction, its
+        class and arguments, leaves out. Only where the class's constructor is
+        the builtin's (its plan is ``builtin``, or ``simple``)."""
+        if not self.c_fields or not (self.kind == "builtin" or self.simple):
+            return {}
+        try:
+            fresh: Any = type(exc)(*exc.args)
+        except Exception:  # arguments it no longer takes: every field set travels
+            fresh = None
+        changed = {}
+        for name in self.c_fields:
+            try:
+                value = getattr(exc, name)
+            except AttributeError:  # BlockingIOError.characters_written when unset
+                continue
+            made = getattr(fresh, name, _UNSET)
+            if value is not made and (value is None or value != made):
+                changed[name] = value
+        return changed
 
     # --------------------------------------------------------------- reducers
 
@@ -255,6 +281,7 @@ class _Plan:
             value = getattr(exc, name, None)
             if value is not None:
                 state[name] = value
+        state.update(self.changed_fields(exc))
         state.update(chain(exc))
         return (reduced[0], reduced[1], state)
 

@@ -20,6 +20,10 @@ class PlainError(Exception):
     """Defines nothing: stdlib pickle is exact for it."""
 
 
+class OwnStop(StopIteration):
+    """A plain subclass of a builtin with a C field (``value``)."""
+
+
 class KwOnlyError(Exception):
     """``__init__`` with a keyword-only argument: ``cls(*args)`` fails."""
 
@@ -230,7 +234,10 @@ def summary(exc: BaseException | None, depth: int = 0) -> dict[str, Any]:
         "suppress_context": exc.__suppress_context__,
         "tb_names": [frame.name for frame in traceback.extract_tb(exc.__traceback__)],
     }
-    for name in ("detail", "hidden", "errno", "strerror", "filename", "stage"):
+    for name in (
+        *("detail", "hidden", "errno", "strerror", "filename", "stage"),
+        *("lineno", "offset", "value", "code", "start", "end", "reason", "characters_written"),
+    ):
         if hasattr(exc, name):
             out[name] = repr(getattr(exc, name))
     if depth < 4:
