@@ -299,7 +299,7 @@ def _dumps_out_of_band(obj: Any, buffer_callback: Callable[[pickle.PickleBuffer]
 
 
 def _retry(
-    obj: Any, exc: Exception, context: DumpContext, again: Callable[[bool], object]
+    obj: Any, exc: Exception, context: DumpContext, again: Callable[[bool, bool], object]
 ) -> BaseException | None:
     """The one retry of a failed dump (``context`` the failed pickler's): the
     error to raise, or None when ``again(check_copies)`` made the payload.
@@ -308,19 +308,38 @@ def _retry(
     answer gone stale (a module attribute reassigned, which makes the C
     pickler refuse the reference: the cache is forgotten), or from a copied
     object of the script that cannot be copied (``check_copies``: the second
-    try sends those as references alone; see ``DumpContext.retry``). Any other
-    failure is not retried: an object's failing ``__reduce__`` runs once, as
-    with pickle (the error's walk to it pickles nothing).
+    try sends those as references alone; see ``DumpContext.retry``); and once
+    more when what fails sits in an exception's ``__cause__`` or
+    ``__context__`` (``stand_ins``). Any other failure is not retried: an
+    object's failing ``__reduce__`` runs once, as with pickle (the error's
+    walk to it pickles nothing).
     """
     check_copies = context.copied_scripts()
-    if _is_located(exc) or (not _stale_reference(exc) and not check_copies):
-        return _dump_error(obj, exc)
-    _locator.forget_by_name()
+    if not _is_located(exc) and (_stale_reference(exc) or check_copies):
+        _locator.forget_by_name()
+        try:
+            again(check_copies, False)
+        except Exception as failed:
+            exc = failed
+        else:
+            return None
+    error = _dump_error(obj, exc)
+    if not _in_a_chain(error):
+        return error
+    # What fails is in an exception's __cause__ or __context__: the exception
+    # travels with a stand-in for that link (pickle ships it without any
+    # chain); the error is raised if that fails too.
     try:
-        again(check_copies)
-    except Exception as failed:
-        return _dump_error(obj, failed)
+        again(check_copies, True)
+    except Exception:
+        return error
     return None
+
+
+def _in_a_chain(error: BaseException) -> bool:
+    """Whether the culprit of a failed dump sits in an exception's chain."""
+    path = getattr(error, "path", None)
+    return type(path) is str and (".__cause__" in path or ".__context__" in path)
 
 
 def _dump_failed(
@@ -336,14 +355,14 @@ def _dump_failed(
                 return deeper
         return _dump_error(obj, exc)
 
-    def again(check_copies: bool) -> None:
+    def again(check_copies: bool, stand_ins: bool) -> None:
         chunks.clear()
         pickler.clear_memo()
-        context.retry(check_copies)
+        context.retry(check_copies, stand_ins)
         try:
             pickler.dump(obj)
         finally:
-            context.check_copies = False
+            context.check_copies = context.stand_ins = False
 
     error = _retry(obj, exc, context, again)
     if error is not None:
@@ -543,13 +562,13 @@ def _dump_fresh(
             file.write(made)
             return None
 
-        def again(check_copies: bool) -> None:
+        def again(check_copies: bool, stand_ins: bool) -> None:
             nonlocal held, pickler
             if on_retry is not None:
                 on_retry()
             held = _Held()
             pickler = make_pickler(held)
-            pickler.context.retry(check_copies)
+            pickler.context.retry(check_copies, stand_ins)
             pickler.dump(obj)
 
         error = _retry(obj, exc, pickler.context, again)

@@ -152,14 +152,17 @@ class PicklerContext(DumpContext):
         return None
 
     def round_trips(self, value: Any) -> bool:
+        return self.trial_failure(value) is None
+
+    def trial_failure(self, value: Any) -> str | None:
         buffer = io.BytesIO()
         trial = self._trial_pickler(buffer, self.scripts)
         try:
             trial.dump(value)
             pickle.loads(buffer.getvalue())
-        except Exception:
-            return False
-        return True
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}".partition("\n")[0]
+        return None
 
     def _trial_pickler(self, file: Any, scripts: str) -> Pickler:
         """A pickler that tries (see ``DumpContext.trial``), with this one's

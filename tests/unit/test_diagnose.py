@@ -578,7 +578,8 @@ class TestPaths:
         assert error_of({"key": holder}).path == "obj['key'].attr[3]"
 
     def test_exception_cause(self):
-        """A lock hidden in an exception's __cause__ gets a real path."""
+        """A lock hidden in an exception's __cause__ gets a real path: the link
+        stays behind (a RemoteError stands in for it), and explain says where."""
         cause = ValueError("inner")
         cause.lock = threading.Lock()
         try:
@@ -587,8 +588,13 @@ class TestPaths:
             except ValueError as inner:
                 raise RuntimeError("outer") from inner
         except RuntimeError as outer:
-            err = error_of({"error": outer})
-        assert err.path == "obj['error'].__cause__.lock"
+            report = picklable.explain({"error": outer})
+            loaded = picklable.loads(picklable.dumps({"error": outer}))["error"]
+        node = report.find("obj['error'].__cause__.lock")
+        assert report.ships and node is not None and node.how == "behind"
+        assert "STAYS BEHIND" in str(report) and "locks hold OS state" in str(report)
+        assert type(loaded) is RuntimeError and type(loaded.__cause__) is picklable.RemoteError
+        assert loaded.__cause__.type_name == "builtins.ValueError"
 
     def test_partial_keywords_namedtuple_fields_defaultdict(self):
         """partial arguments, namedtuple fields and defaultdict factories read as attributes."""

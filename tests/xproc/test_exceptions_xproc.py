@@ -218,3 +218,43 @@ def test_main_exception_comes_back_as_the_original_class(tmp_path):
         in out
     )
     assert "child: caught as JobError" in out and out.strip().endswith("OK")
+
+
+class TestUnshippableChain:
+    """A cause that cannot travel (it holds a lock) stays behind as a stand-in,
+    where pickle ships the exception without any chain: the exception itself
+    still arrives as itself, so ``except RuntimeError`` catches it."""
+
+    def _raised(self) -> BaseException:
+        try:
+            errors.fail_with_unshippable_cause()
+        except RuntimeError as exc:
+            return exc
+        raise AssertionError("it did not raise")
+
+    def test_loads_in_a_child_with_a_stand_in_cause(self, child):
+        seen = child.run(errors.describe, picklable.dumps(self._raised()))
+        assert seen["type"] == "builtins.RuntimeError" and seen["str"] == "task failed"
+        cause = seen["cause"]
+        assert cause["type"] == "picklable.RemoteError"
+        assert "picklable_testpkg.errors.HoldsLock: db down" in cause["str"]
+        assert "cannot pickle '_thread.lock' object" in cause["str"]
+        assert seen["context"] == cause  # the context is the cause: one stand-in
+
+    def test_a_pool_raises_it_as_itself(self):
+        with (
+            picklable.ProcessPoolExecutor(1) as pool,
+            pytest.raises(RuntimeError, match="task failed") as caught,
+        ):
+            pool.submit(errors.fail_with_unshippable_cause).result()
+        remote = caught.value.__cause__
+        assert type(remote) is picklable.RemoteTraceback
+        assert "HoldsLock: db down" in remote.text  # the worker's whole chain
+        assert type(remote.cause) is picklable.RemoteError
+        assert remote.cause.type_name == "picklable_testpkg.errors.HoldsLock"
+
+    def test_dumps_still_names_a_culprit_outside_the_chain(self):
+        exc = self._raised()
+        exc.conn = errors.HoldsLock("outer").conn  # on the exception itself
+        with pytest.raises(picklable.PicklingError, match=r"at obj\.conn"):
+            picklable.dumps(exc)

@@ -84,8 +84,11 @@ class Node:
         What it is: ``function mod.qualname``, ``class mod.Name``, ``module name``
         or the qualified name of its type.
     how:
-        ``reference``, ``value``, ``wrapper``, ``data``, ``fails`` or ``shared``
-        (met before, at ``via``: pickle's memo sends it once).
+        ``reference``, ``value``, ``wrapper``, ``data``, ``fails``, ``shared``
+        (met before, at ``via``: pickle's memo sends it once) or ``behind``
+        (it cannot ship, and sits in an exception's ``__cause__`` or
+        ``__context__``: that link travels as a :class:`picklable.RemoteError`
+        naming it).
     via:
         ``module:path`` the receiver imports (``reference``), or the path of the
         first occurrence (``shared``).
@@ -255,6 +258,8 @@ def _how_text(node: Node) -> str:
         return "taken apart"
     if node.how == "fails":
         return "CANNOT SHIP"
+    if node.how == "behind":
+        return "STAYS BEHIND"
     if node.how == "shared":
         return f"same object as {node.via}"
     return ""
@@ -268,9 +273,13 @@ def _details(node: Node) -> list[str]:
         out.append(f"ships {node.why}")
     elif node.how == "reference" and node.why:
         out.append(node.why)
-    if node.how == "fails":
+    if node.how in ("fails", "behind"):
         out.append(f"at:  {node.path}")
         out.append(f"why: {node.why}")
+        if node.how == "behind":
+            out.append(
+                "the exception's link to it travels as a picklable.RemoteError that names it"
+            )
         if node.fix:
             out.append(f"fix: {node.fix}")
     if node.state_left_behind:
@@ -287,7 +296,7 @@ def _label(node: Node, parent_size: int | None, top: bool) -> str:
     how = _how_text(node)
     if how:
         parts.append(how)
-    if node.how not in ("fails", "shared") and node.size is not None:
+    if node.how not in ("fails", "behind", "shared") and node.size is not None:
         size = human_size(node.size)
         if not top and parent_size and node.size * 100 >= parent_size and parent_size >= 1024:
             size += f" ({100 * node.size / parent_size:.0f}%)"
@@ -433,8 +442,16 @@ class _SkipPickler(Pickler):
         return None
 
 
-def _measure(obj: Any, replace: dict[int, Any] | None) -> int:
-    """Payload bytes of ``obj``, with the objects in ``replace`` left out."""
+def _in_a_chain(path: str, label: str) -> bool:
+    """Whether ``path`` passes through an exception's ``__cause__`` or ``__context__``."""
+    rest = path[len(label) :]
+    return ".__cause__" in rest or ".__context__" in rest
+
+
+def _measure(obj: Any, replace: dict[int, Any] | None, *, stand_ins: bool = False) -> int:
+    """Payload bytes of ``obj``, with the objects in ``replace`` left out;
+    ``stand_ins``: as dumps's last try makes it (links of a chain that cannot
+    travel stood in for)."""
     counter = _Counter()
     buffers = [0]
 
@@ -447,6 +464,7 @@ def _measure(obj: Any, replace: dict[int, Any] | None) -> int:
     else:
         pickler = Pickler(counter, buffer_callback=out_of_band)  # type: ignore[arg-type]
     pickler.context.check_copies = True  # decide as dumps does in the end (its second try)
+    pickler.context.stand_ins = stand_ins
     pickler.dump(obj)
     return counter.size + buffers[0]
 
@@ -610,12 +628,12 @@ def _sort_and_prune(node: Node, total: int | None) -> None:
         else:
             node.omitted += 1 + child.omitted
             node.omitted_size += child.size or 0
-    kept.sort(key=lambda c: (c.how != "fails", -(c.size or 0)))
+    kept.sort(key=lambda c: (c.how not in ("fails", "behind"), -(c.size or 0)))
     node.children = kept
 
 
 def _worth_telling(node: Node, total: int | None) -> bool:
-    if node.how in ("reference", "value", "wrapper", "fails") or node.state_left_behind:
+    if node.how in ("reference", "value", "wrapper", "fails", "behind") or node.state_left_behind:
         return True
     if node.children:
         return True
@@ -661,11 +679,20 @@ def explain(obj: Any, name: str | None = None, *, max_nodes: int = 2000) -> Expl
     builder = _Builder(max_nodes)
     root = builder.build(obj, label)
     problems = [node for node in root.walk() if node.how == "fails"]
+    if problems and all(_in_a_chain(node.path, label) for node in problems):
+        try:
+            _measure(obj, None, stand_ins=True)
+        except Exception:
+            pass
+        else:  # dumps ships it, each of these links stood in for (see chain())
+            for node in problems:
+                node.how = "behind"
+            problems = []
     ships = not problems
     error = ""
     if ships and (root.size or 0) <= 32 << 20:
         try:
-            root.size = _measure(obj, None)  # exact, and cheap at this size
+            root.size = _measure(obj, None, stand_ins=True)  # exact, and cheap at this size
         except Exception as exc:  # the parts pickled alone but not together
             ships = False
             error = str(pickling_error(obj, exc, label))

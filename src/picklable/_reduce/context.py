@@ -53,6 +53,12 @@ class DumpContext(abc.ABC):
         objects that cannot be copied then travel as references alone (see
         :mod:`.scripts`). The diagnostics set it from the start, to decide as
         ``dumps`` does in the end.
+    stand_ins:
+        Set for a second try after a dump failed inside an exception's chain
+        (:meth:`retry`): a ``__cause__`` or ``__context__`` that cannot travel
+        is stood in for by a :class:`picklable.RemoteError` naming it and why
+        (see ``exceptions.chain``), so that the exception itself still does,
+        as pickle ships it (without any chain).
     trial:
         Whether this is the context of a pickler that only tries whether
         something pickles (:meth:`copy_failure`, :meth:`round_trips`): it tries
@@ -81,6 +87,7 @@ class DumpContext(abc.ABC):
         "protocol",
         "scripts",
         "check_copies",
+        "stand_ins",
         "trial",
         "canonical",
         "table",
@@ -94,6 +101,7 @@ class DumpContext(abc.ABC):
         self.protocol = protocol
         self.scripts = scripts
         self.check_copies = False
+        self.stand_ins = False
         self.trial = False
         self.canonical = canonical
         self.table = table
@@ -115,11 +123,12 @@ class DumpContext(abc.ABC):
         payload = self.payload
         return payload is not None and payload.script_copies and self.scripts == "auto"
 
-    def retry(self, check_copies: bool) -> None:
+    def retry(self, check_copies: bool, stand_ins: bool = False) -> None:
         """Start the payload over, for a second try after a failed dump;
-        ``check_copies``: see the attribute."""
+        ``check_copies``, ``stand_ins``: see the attributes."""
         self.payload = None
         self.check_copies = check_copies
+        self.stand_ins = stand_ins
 
     @abc.abstractmethod
     def reclassify(self, obj: Any) -> Any:
@@ -129,6 +138,11 @@ class DumpContext(abc.ABC):
     @abc.abstractmethod
     def copy_failure(self, obj: Any) -> str | None:
         """Why ``obj`` cannot be copied (a trial dump of its copy), or None."""
+
+    @abc.abstractmethod
+    def trial_failure(self, value: Any) -> str | None:
+        """Why ``value`` does not pickle on its own and load again (a trial),
+        or None when it does."""
 
     @abc.abstractmethod
     def round_trips(self, value: Any) -> bool:

@@ -116,10 +116,12 @@ def reduce_traceback(context: DumpContext, tb: types.TracebackType) -> Any:
     return (_reconstruct._make_traceback, (_traceback.records(tb),))
 
 
-def chain(exc: BaseException) -> dict[str, Any]:
+def chain(exc: BaseException, dump: DumpContext | None = None) -> dict[str, Any]:
     """The chain and traceback of ``exc`` that differ from a new exception's.
 
     ``__suppress_context__`` follows ``__cause__``: setting a cause sets it.
+    In a dump's second try after a failure inside a chain (``dump.stand_ins``),
+    a link that cannot travel is stood in for (see :func:`_stand_in`).
     """
     out: dict[str, Any] = {}
     cause = exc.__cause__
@@ -128,6 +130,13 @@ def chain(exc: BaseException) -> dict[str, Any]:
     context = exc.__context__
     if context is not None:
         out["__context__"] = context
+    if dump is not None and dump.stand_ins:
+        made: dict[int, BaseException] = {}  # a cause that is the context too: one
+        for key, link in tuple(out.items()):
+            if id(link) not in made:
+                why = dump.trial_failure(link)
+                made[id(link)] = link if why is None else _stand_in(link, why)
+            out[key] = made[id(link)]
     if exc.__suppress_context__ or cause is not None:
         out["__suppress_context__"] = exc.__suppress_context__
     tb = exc.__traceback__
@@ -268,7 +277,7 @@ class _Plan:
             return _stdlib_reduction(context, exc)
         registered = _registered(type(exc))
         if registered is not None:
-            return _add_chain(registered(exc), chain(exc))
+            return _add_chain(registered(exc), chain(exc, context))
         reduced: Any = exc.__reduce_ex__(context.protocol)
         state = dict(reduced[2] or {}) if len(reduced) > 2 else {}
         if self.group:
@@ -282,7 +291,7 @@ class _Plan:
             if value is not None:
                 state[name] = value
         state.update(self.changed_fields(exc))
-        state.update(chain(exc))
+        state.update(chain(exc, context))
         return (reduced[0], reduced[1], state)
 
     def reduce_own(self, context: DumpContext, exc: BaseException) -> Any:
@@ -290,7 +299,7 @@ class _Plan:
             return context.reclassify(exc)
         registered = _registered(type(exc))
         reduced = registered(exc) if registered is not None else exc.__reduce_ex__(context.protocol)
-        return _add_chain(reduced, chain(exc))
+        return _add_chain(reduced, chain(exc, context))
 
     def reduce_instance(self, context: DumpContext, exc: BaseException) -> Any:
         if self._stale(exc):
@@ -298,7 +307,7 @@ class _Plan:
         cls = type(exc)
         registered = _registered(cls)
         if registered is not None:
-            return _add_chain(registered(exc), chain(exc))
+            return _add_chain(registered(exc), chain(exc, context))
         if self.simple and self._plain(exc):
             return _stdlib_reduction(context, exc)
         if self.group:
@@ -334,11 +343,33 @@ class _Plan:
             else:
                 inner = None
                 fields.update(own)
-        fields.update(chain(exc))
+        fields.update(chain(exc, context))
         if not hooks:
             # One dict, set key by key by BaseException.__setstate__ in C.
             return (*head, fields)
         return (*head, (inner, None, fields), None, None, _reconstruct._exception_setstate)
+
+
+def _stand_in(link: BaseException, why: str) -> BaseException:
+    """A :class:`picklable.RemoteError` for a link of a chain that cannot
+    travel (an exception holding a lock, an open response): its type, message
+    and traceback text (its own chain's too), and why it stayed behind."""
+    import traceback
+
+    from .._remote import RemoteError, RemoteTraceback
+
+    name = f"{type(link).__module__}.{type(link).__qualname__}"
+    try:
+        message = str(link)
+    except Exception as exc:  # a broken __str__
+        message = f"<str() failed: {type(exc).__name__}>"
+    try:
+        text = "".join(traceback.format_exception(link))
+    except Exception as exc:
+        text = f"{name}: <traceback could not be formatted: {type(exc).__name__}>\n"
+    stand_in = RemoteError(name, message, f"it cannot be pickled ({why})", text)
+    stand_in.__cause__ = RemoteTraceback(text)
+    return stand_in
 
 
 def _add_chain(reduced: Any, extra: dict[str, Any]) -> Any:

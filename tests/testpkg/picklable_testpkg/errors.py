@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 import traceback
 from typing import Any
 
@@ -246,3 +247,20 @@ def summary(exc: BaseException | None, depth: int = 0) -> dict[str, Any]:
         if isinstance(exc, BaseExceptionGroup):
             out["members"] = [summary(e, depth + 1) for e in exc.exceptions]
     return out
+
+
+class HoldsLock(Exception):
+    """An exception that holds what cannot travel (a connection, a lock)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.conn = threading.Lock()
+
+
+def fail_with_unshippable_cause() -> None:
+    """Raise a RuntimeError whose cause cannot be pickled (pickle ships the
+    RuntimeError without its chain)."""
+    try:
+        raise HoldsLock("db down")
+    except HoldsLock as exc:
+        raise RuntimeError("task failed") from exc
