@@ -205,6 +205,29 @@ class TestGetattrClasses:
         assert picklable.dumps(obj, protocol=protocol) == stdlib(obj, protocol)
 
 
+class _RaisingLookups:
+    """A callable whose ``__getattr__`` raises another error than
+    ``AttributeError`` for every name it lacks (a context-bound proxy used
+    outside its context). Without state: pickle's BUILD would look up its
+    ``__setstate__`` there, and fail."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"working outside of a context ({name})")
+
+    def __call__(self) -> str:
+        return "called"
+
+
+class TestLookupsThatRaise:
+    def test_a_callable_whose_lookups_raise_ships_as_pickle_ships_it(self):
+        """pickle looks nothing up on the instance but ``__reduce_ex__``: no lookup
+        picklable makes to find it may fail the dump either."""
+        obj = _RaisingLookups()
+        assert pickle.loads(pickle.dumps(obj))() == "called"
+        loaded = picklable.loads(picklable.dumps(obj))
+        assert type(loaded) is _RaisingLookups and loaded() == "called"
+
+
 class TestCustomisationsStillHonoured:
     def test_instance_level_reduce_ex(self):
         """pickle looks __reduce_ex__ up on the instance: an instance attribute wins."""

@@ -468,3 +468,54 @@ class TestPurePythonWrapt:
         assert pure_child.run(
             wrapper_checks.call_each, picklable.dumps(objs), [("wrapt", (2,)), ("proxy", (1,))]
         ) == [("shifted", 9), ("Q", 1)]
+
+
+class _BoundCall:
+    """What a dispatcher's descriptor binds: a new one at each access, holding
+    what cannot travel (plum's bound functions, compiled by mypyc, cannot be
+    rebuilt from their state either)."""
+
+    def __init__(self) -> None:
+        self.__name__ = "scale"  # the name it is bound under, as a function's
+        self.lock = threading.Lock()
+
+    def __call__(self, instance: object, x: int) -> tuple[str, int]:
+        return ("called", x)
+
+
+class _Dispatcher:
+    def __get__(self, instance: object, owner: type | None = None) -> object:
+        if instance is None:
+            return self
+        import types
+
+        return types.MethodType(_BoundCall(), instance)
+
+
+class _Shape:
+    scale = _Dispatcher()
+
+
+class _ModuleName(str):  # noqa: SLOT000 - as the library it stands for
+    """A ``__module__`` that is a str subclass (plum's ``_ModuleDescriptor``)."""
+
+
+class _OddlyNamed:
+    pass
+
+
+_OddlyNamed.__module__ = _ModuleName(__name__)
+
+
+class TestMethodsAsPickleShipsThem:
+    def test_a_method_a_descriptor_makes_anew_goes_by_its_name(self):
+        """getattr(self, name) makes another bound callable of the same kind: where
+        the one given cannot travel, pickle's own reduction (getattr) is used."""
+        method = _Shape().scale
+        assert pickle.loads(pickle.dumps(method))(2) == ("called", 2)
+        assert picklable.loads(picklable.dumps(method))(2) == ("called", 2)
+
+    def test_a_class_whose_module_is_a_str_subclass(self):
+        """Its reference names its module with an exact str (STACK_GLOBAL needs one)."""
+        assert picklable.loads(picklable.dumps(_OddlyNamed)) is _OddlyNamed
+        assert picklable.loads(picklable.dumps([_OddlyNamed()]))[0].__class__ is _OddlyNamed

@@ -42,22 +42,36 @@ def reference(context: DumpContext, obj: Any, module: str, path: Path) -> Any:
 
     When the path is plain attributes inside ``obj.__module__``, return the dotted
     name: pickle then writes a STACK_GLOBAL that loads in C. Otherwise load
-    through :func:`_reconstruct._resolve`.
+    through :func:`_reconstruct._resolve`. Names travel as exact strings: a
+    class whose ``__module__`` is a ``str`` subclass (plum's, compiled by mypyc)
+    would have pickle write an instance of it where STACK_GLOBAL needs a str.
     """
+    own = getattr(obj, "__module__", None)
     if (
         context.protocol >= 4
         and all(type(step) is str for step in path)
-        and getattr(obj, "__module__", None) == module
+        and type(own) is str
+        and own == module
     ):
         return ".".join(path)
-    return (_reconstruct._resolve, (module, path))
+    exact = tuple(str.__str__(step) if isinstance(step, str) else step for step in path)
+    return (_reconstruct._resolve, (str.__str__(module), exact))
 
 
 def locate_anywhere(context: DumpContext, obj: Any) -> tuple[str, str, Path] | None:
     """Where the receiver finds ``obj`` itself: ``("name", module, path)`` (its
     own name), ``("located", module, path)`` (a path the locator found) or
     ``("script", module, path)`` (in the sender's script; see
-    :mod:`.scripts`), or None."""
+    :mod:`.scripts`), or None; None too where looking it up raises (a
+    ``__getattr__`` that raises something else than ``AttributeError`` for
+    every name it lacks): then it ships as pickle ships it."""
+    try:
+        return _locate_anywhere(context, obj)
+    except Exception:
+        return None
+
+
+def _locate_anywhere(context: DumpContext, obj: Any) -> tuple[str, str, Path] | None:
     try:
         module = obj.__module__
     except Exception:

@@ -95,7 +95,10 @@ def reduce_method(context: DumpContext, method: types.MethodType) -> Any:
     That is pickle's own reduction, and the only one that works for methods of
     compiled classes (a Cython classmethod's function fails pickle's identity
     check though ``getattr(cls, name)`` rebuilds it exactly). Where the name does
-    not lead back (name-mangled, stored under another name), ship the pieces.
+    not lead back (name-mangled, stored under another name), ship the pieces;
+    where it leads to another callable of the same kind bound to the same object
+    (a dispatcher whose descriptor makes a new bound function at each access,
+    plum's) and the pieces cannot travel, ``getattr`` as pickle does.
     """
     func = method.__func__
     owner = method.__self__
@@ -109,9 +112,25 @@ def reduce_method(context: DumpContext, method: types.MethodType) -> Any:
             again = getattr(owner, name)
         except Exception:
             again = None
-        if type(again) is types.MethodType and again.__func__ is func and again.__self__ is owner:
+        if _same_method(context, again, func, owner):
             return (getattr, (_owner(context, owner, func), name))
     return (types.MethodType, (func, _owner(context, owner, func)))
+
+
+def _same_method(context: DumpContext, again: Any, func: Any, owner: Any) -> bool:
+    """Whether ``again`` (``getattr(owner, name)``) stands for the method of
+    ``func`` bound to ``owner``: the very function, or, where a descriptor
+    makes a new callable of the same kind at each access and ``func`` cannot
+    travel by itself, one like it (what pickle's reduction loads)."""
+    if type(again) is not types.MethodType or again.__self__ is not owner:
+        return False
+    if again.__func__ is func:
+        return True
+    return (
+        type(again.__func__) is type(func)
+        and type(func) is not types.FunctionType
+        and not context.round_trips(func)
+    )
 
 
 def _owner(context: DumpContext, owner: Any, method_function: Any = None) -> Any:
