@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 import types
 import typing
 from collections.abc import Callable
 from typing import Any
 
-from . import _decorators, _reconstruct
+from . import _reconstruct
 from ._compat import wrapt_proxy_roots
 from ._reconstruct import WRAPT_FIELDS
 
@@ -109,10 +110,15 @@ def _bind_descriptor(load: Any, arguments: dict[str, Any], what: str) -> None:
     anything (a function, a method, a classmethod), and no module bound."""
     load.no_module_in([arguments.get("instance"), arguments.get("owner")], what)
     descriptor = arguments.get("descriptor")
-    roots = wrapt_proxy_roots()
+    # Wrapper classes: wrapt's proxies, picklable.decorator's (none exists before
+    # that module is imported; it sits above this one).
+    wrappers = wrapt_proxy_roots()
+    decorators = sys.modules.get("picklable._decorators")
+    if decorators is not None:
+        wrappers = (*wrappers, decorators.Wrapper)
     inner: Any = descriptor
     for _ in range(16):
-        if not (isinstance(inner, _decorators.Wrapper) or (roots and isinstance(inner, roots))):
+        if not (wrappers and isinstance(inner, wrappers)):
             break
         inner = _wrapped(inner)
     if inner is descriptor:

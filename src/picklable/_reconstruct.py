@@ -1349,10 +1349,16 @@ def _make_memoryview(data: Any, format: str, shape: tuple[int, ...]) -> memoryvi
 
 
 # What _make_typevar builds: an object made of a name and options, one per
-# process (sentinel: Python 3.15).
+# process (sentinel: Python 3.15; NewType(name, supertype) from 0.2.0).
 _TYPE_VARIABLES = tuple(
     t
-    for t in (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple, SENTINEL_TYPE)
+    for t in (
+        typing.TypeVar,
+        typing.ParamSpec,
+        typing.TypeVarTuple,
+        SENTINEL_TYPE,
+        typing.NewType,
+    )
     if t is not None
 )
 

@@ -16,7 +16,10 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "picklable"
 
 # Leaves first. A module may import from its own layer and the ones above it here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("compat, caches, paths", ("exceptions", "_remote", "_compat", "_caches", "_paths")),
+    (
+        "compat, caches, paths",
+        ("exceptions", "_remote", "_compat", "_caches", "_paths", "_layout"),
+    ),
     (
         "payload format",
         (
@@ -34,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reducers", ("_reduce",)),
     ("pickler", ("_pickler",)),
     ("deterministic", ("_deterministic",)),
-    ("loading", ("_capability", "_allow", "_unpickler")),
+    ("loading", ("_capability", "_allow_calls", "_allow", "_unpickler")),
     ("diagnostics", ("_diagnostics",)),
     ("api", ("_loading", "_api")),
     (

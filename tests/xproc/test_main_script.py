@@ -14,7 +14,7 @@ from support.child import run_script
 
 PRELUDE = textwrap.dedent(
     """
-    import dataclasses, enum, functools, multiprocessing, pickle, sys
+    import dataclasses, enum, functools, multiprocessing, pickle, sys, typing
     import picklable
     from support import checks
     from support.child import Child
@@ -107,6 +107,11 @@ def test_main_objects_are_exact_copies(tmp_path):
 
         Status.MISSING.seen = 2  # set by the program after the class
 
+        UserId = typing.NewType("UserId", int)
+
+        def make_user(n):
+            return UserId(n)
+
         if __name__ == "__main__":
             child = Child()
             run = lambda fn, *a: child.run(fn, *a)
@@ -133,6 +138,10 @@ def test_main_objects_are_exact_copies(tmp_path):
                 "404", "not found", 2
             ]
             assert run(checks.call_method, missing, "upper") == "404"
+            # A NewType of the script: a copy there, itself again here
+            assert run(checks.attribute, d(UserId), "__supertype__") is int
+            assert run(checks.call, d(make_user), 5) == 5
+            assert picklable.loads(run(checks.echo, d(UserId))) is UserId
             assert run(checks.call, d(Item), "a", 2) == Item("a", 2)
             # Instances made in the child come back as instances of *our* classes.
             back = picklable.loads(run(checks.echo, d(Slotted(3))))

@@ -68,9 +68,11 @@ __all__ = [
     "lazy_import_pieces",
     "lazy_import_spec",
     "memoryview_pieces",
+    "newtype_pieces",
     "reduce_dict_view",
     "reduce_lazy_import",
     "reduce_memoryview",
+    "reduce_newtype",
     "reduce_sentinel",
     "reduce_stream",
     "reduce_type_alias",
@@ -305,6 +307,33 @@ def _evaluated(obj: Any, attribute: str) -> Any:
             reason=reason,
             hint=hint,
         ) from None
+
+
+def reduce_newtype(context: DumpContext, new_type: Any) -> Any:
+    """``typing.NewType``: by reference where its module holds it under its
+    name (pickle's own reduction, its qualified name), else made again from its
+    name and supertype (a script's, one made in a function), the original
+    again where it was made."""
+    name = new_type.__name__
+    found = _by_own_name(context, new_type, name, getattr(new_type, "__qualname__", None))
+    if found is not None:
+        return found
+    reduction: tuple[Any, ...] = (
+        _reconstruct._make_typevar,
+        (
+            typing.NewType,
+            name,
+            (new_type.__supertype__,),
+            {},
+            getattr(new_type, "__module__", None),
+            _tracker_id(context, new_type),
+        ),
+    )
+    return _with_script_origin(context, new_type, reduction)
+
+
+def newtype_pieces(new_type: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:
+    yield ".__supertype__", new_type.__supertype__
 
 
 def typevar_pieces(variable: Any, reduction: Any = None) -> Iterator[tuple[str, Any]]:

@@ -33,6 +33,7 @@ import copyreg
 import functools
 import io
 import types
+import typing
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -265,6 +266,16 @@ _STATIC: dict[type, Kind] = {
                 "its module does not hold it under its name (made in a function, or in a "
                 "module shipped by value): a copy, and the original again where it was made"
             ),
+        ),
+    ),
+    typing.NewType: Kind(
+        "new type",
+        builtins.reduce_newtype,
+        builtins.newtype_pieces,
+        why_value=(
+            "its module does not hold it under its name (a script's, or made in a "
+            "function): a copy made from its name and supertype, and the original again "
+            "where it was made"
         ),
     ),
     # New in Python 3.12 (type aliases) and 3.15 (sentinels, lazy imports):

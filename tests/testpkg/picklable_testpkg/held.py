@@ -164,6 +164,7 @@ NUMBER = 1
 BUFFER = bytearray(b"import")
 MEMORYVIEW = memoryview(BUFFER)
 T = typing.TypeVar("T")
+UserId = typing.NewType("UserId", int)
 WEAKSET = weakref.WeakSet([Point])
 WEAKKEYS = weakref.WeakKeyDictionary({Point: "point"})
 BUILTIN = len
