@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _capability, _reconstruct, _tracker, exceptions
-from ._allow_calls import CALL_CHECKS, STATE_CHECKS, no_attribute_swap
+from ._allow_calls import CALL_CHECKS, STATE_CHECKS, called_dunders, no_attribute_swap
 from ._compat import (
     FROZENDICT,
     LAZY_IMPORT_TYPE,
@@ -419,6 +419,18 @@ MAX_DEPTH = 10_000
 # program's partials holds more than a few.
 MAX_PARTIAL_CHAIN = 1_000
 _PARTIAL_FUNC: Any = functools.partial.func  # the C field, past a subclass's attribute
+
+
+def _called_through(obj: Any) -> Any:
+    """What calling ``obj`` calls in C without a recursion check: a partial's
+    function, a bound method's or a staticmethod's; None for anything else."""
+    if isinstance(obj, functools.partial):
+        return _PARTIAL_FUNC.__get__(obj)
+    if type(obj) is types.MethodType or type(obj) is staticmethod:
+        return obj.__func__
+    return None
+
+
 _PARTIAL_SETSTATE: Any = functools.partial.__setstate__  # type: ignore[attr-defined]
 """How deep the objects a guarded load builds may nest (a tuple in a tuple ...,
 or an object built from arguments built from ...). Deeper is refused: CPython
@@ -1252,6 +1264,18 @@ def _builtin_owned(obj: Any) -> bool:
     )
 
 
+def _new_owner(new: Any, cls: Any) -> type | None:
+    """The class of ``cls``'s MRO whose ``__new__`` is ``new``, or None."""
+    if not isinstance(cls, type):
+        return None
+    klass: type
+    for klass in _TYPE_MRO.__get__(cls, type):
+        raw = vars(klass).get("__new__")
+        if raw is new or (type(raw) is staticmethod and raw.__func__ is new):
+            return klass
+    return None
+
+
 def _is_constructor(obj: Any) -> bool:
     """A class's ``__new__`` (``numpy.ndarray.__new__``): making an instance, as
     naming the class does."""
@@ -1480,6 +1504,15 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 "through picklable's class rebuilder, which checks the claim)",
             )
 
+    def named_or_made(self, obj: Any) -> bool:
+        """Whether ``obj`` was reached by name, or made by this payload."""
+        key = id(obj)
+        return self._named.get(key) is obj or self._made.get(key) is obj
+
+    def built_class(self, cls: Any) -> bool:
+        """Whether ``cls`` is a class this payload (or an earlier one) built."""
+        return isinstance(cls, type) and (self._classes.get(id(cls)) is cls or _tracker.built(cls))
+
     def made(self, value: T) -> T:
         """Record a new object a rebuilder made for the payload (see ``made_for``)."""
         self._made[id(value)] = value
@@ -1577,7 +1610,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 # (by whatever calls the partial: a defaultdict, a map).
                 self._check_construction(given[0], given[1:], keywords, what)
             if not self._stores_only(target):
-                self._no_constructor_in(given, keywords, target, what)
+                self.no_constructor_in(given, keywords, target, what)
             if isinstance(target, type) and issubclass(target, functools.partial) and given:
                 self.partial_calls(given[0], None, what)
 
@@ -1587,7 +1620,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         the chain in C without a recursion check: a crash, not an exception),
         and a partial that another partial already calls made to call a partial
         (a chain built from the outside in, whose depth no count would see)."""
-        if not isinstance(func, functools.partial):
+        if _called_through(func) is None:
             return
         if holder is not None and self._called_partials.get(id(holder)) is holder:
             raise self.policy.refuse(
@@ -1598,8 +1631,12 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             )
         inner: Any = func
         depth = 0
-        while isinstance(inner, functools.partial):
+        while (then := _called_through(inner)) is not None:
             depth += 1
+            if inner is holder:
+                raise self.policy.refuse(
+                    what, None, "the partial would call itself (calling it would crash)"
+                )
             if depth > MAX_PARTIAL_CHAIN:
                 raise self.policy.refuse(
                     what,
@@ -1608,7 +1645,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                     "calling the next (calling it would overflow the C stack: a crash, "
                     "not an exception)",
                 )
-            inner = _PARTIAL_FUNC.__get__(inner)
+            inner = then
         self._called_partials[id(func)] = func
 
     def _stores_only(self, target: Any) -> bool:
@@ -1625,7 +1662,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             or any(target is f for f in _STORING_FUNCTIONS)
         )
 
-    def _no_constructor_in(self, given: Any, keywords: Any, target: Any, what: str) -> None:
+    def no_constructor_in(self, given: Any, keywords: Any, target: Any, what: str) -> None:
         """Refuse a class among the arguments of a call that may call it (``map``,
         ``sorted``'s key, a ``defaultdict``'s factory, ``itertools.starmap``, a
         ``GenericAlias``, ``MethodType``, the functional Enum API ...) if that class
@@ -1651,7 +1688,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 raise self.policy.refuse(
                     what,
                     None,
-                    f"{_name_of(current)} is handed to {_name_of(target)}, which may call "
+                    f"{_name_of(current)} is handed to "
+                    f"{target if type(target) is str else _name_of(target)}, which may call "
                     "it with arguments the payload chose, and that is not how its instances "
                     "are rebuilt: its constructor would run on them (and may open files)",
                 )
@@ -1673,6 +1711,16 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 self._check_class_call(base, (state,), None, what)
         elif _is_constructor(func) and args:
             self._check_class_call(args[0], args[1:], kwargs, what)
+            owner = _new_owner(func, args[0])
+            if owner is None:
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    f"{_name_of(func)} is called to make a {_name_of(args[0])}, which does not "
+                    "derive from its class (pickle's own way calls a class's own __new__)",
+                )
+            if owner is not args[0]:
+                self._check_class_call(owner, args[1:], kwargs, what)
 
     def _check_class_call(self, cls: Any, args: Any, kwargs: Any, what: str) -> None:
         """Refuse to run the constructor of ``cls`` with arguments the payload chose
@@ -2293,6 +2341,10 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         withheld = _withheld_in((namespace, arguments.get("members")))
         if withheld is not None:
             raise policy.refuse_code(f"{withheld.name} in class {name!r}", None)
+        if type(namespace) is dict:
+            load.no_constructor_in(
+                called_dunders(namespace), None, f"class {name!r}", f"class {name!r}"
+            )
         if not policy.allows("__main__") and len(args) > origin_at:
             # The receiver's own __main__ classes stay out of reach.
             args = (*args[:origin_at], None, *args[origin_at + 1 :])

@@ -28,7 +28,7 @@ from . import _reconstruct
 from ._compat import wrapt_proxy_roots
 from ._reconstruct import WRAPT_FIELDS
 
-__all__ = ["CALL_CHECKS", "STATE_CHECKS", "no_attribute_swap"]
+__all__ = ["CALL_CHECKS", "STATE_CHECKS", "called_dunders", "no_attribute_swap"]
 
 # (the guarded unpickler, the rebuilder's arguments by name, what is loaded)
 Check = Callable[[Any, dict[str, Any], str], None]
@@ -87,12 +87,40 @@ def _named(bases: tuple[type, ...] | type) -> str:
     return " or ".join(f"{b.__module__}.{b.__qualname__}" for b in bases) or "wrapt proxy"
 
 
+def _no_refused_class(*names: str) -> Check:
+    """No class that may not be called with arguments the payload chose (see
+    ``GuardedUnpickler.no_constructor_in``) among the arguments ``names``: what
+    the rebuilder makes calls them (a cache wrapper its function, a property
+    its getter, a copy its attributes' methods)."""
+
+    def check(load: Any, arguments: dict[str, Any], what: str) -> None:
+        given = [arguments.get(name) for name in names]
+        load.no_constructor_in(given, None, what, what)
+
+    return check
+
+
 def _both(*checks: Check) -> Check:
     def check(load: Any, arguments: dict[str, Any], what: str) -> None:
         for each in checks:
             each(load, arguments, what)
 
     return check
+
+
+def _own_or_copy(load: Any, arguments: dict[str, Any], what: str) -> None:
+    """This process's own object compared with the sender's state, or copied
+    with it: only an object the payload reached by name or made (never one a
+    call returned), a state that sets no ``__dict__`` or ``__class__`` and
+    holds no class its copy's methods may not call."""
+    obj = arguments.get("obj")
+    if not load.named_or_made(obj):
+        raise _refuse(
+            load, what, "what it compares and copies was neither reached by name nor made here"
+        )
+    state = arguments.get("state")
+    no_attribute_swap(load, state, what)
+    load.no_constructor_in([state], None, what, what)
 
 
 def _script_or_build(load: Any, arguments: dict[str, Any], what: str) -> None:
@@ -153,10 +181,14 @@ def _is_dispatch_key(cls: Any) -> bool:
 def _singledispatch(load: Any, arguments: dict[str, Any], what: str) -> None:
     """``register(cls, implementation)`` evaluates the string annotations of
     ``cls`` when it is no class (``typing.get_type_hints``): only classes and
-    unions of them, each with its implementation."""
+    unions of them, each with its implementation; what it calls (the base
+    function, the implementations) is no class it may not call."""
     registrations: Any = arguments.get("registrations")
     if type(registrations) not in (list, tuple):
         raise _refuse(load, what, "its registrations are not a list")
+    called = [arguments.get("base")]
+    called += [entry[1] for entry in registrations if type(entry) is tuple and len(entry) == 2]
+    load.no_constructor_in(called, None, what, what)
     for entry in registrations:
         if type(entry) is not tuple or len(entry) != 2:
             raise _refuse(load, what, "a registration is not a (class, function) pair")
@@ -173,17 +205,25 @@ def _singledispatch(load: Any, arguments: dict[str, Any], what: str) -> None:
 CALL_CHECKS: dict[str, Check] = {
     "_script_or_build": _script_or_build,
     "_bind_descriptor": _bind_descriptor,
-    "_make_wrapt_proxy": _both(_subclass_of("cls", wrapt_proxy_roots), _no_module("wrapped")),
+    "_make_wrapt_proxy": _both(
+        _subclass_of("cls", wrapt_proxy_roots), _no_module("wrapped"), _no_refused_class("wrapped")
+    ),
     "_make_wrapt_function_wrapper": _both(
         _subclass_of("cls", wrapt_proxy_roots),
         _function_wrapper,
         _no_module("wrapped", "fields"),
+        _no_refused_class("wrapped", "fields"),
     ),
-    "_make_lru_cache": _no_module("wrapped"),
-    "_make_recursive_repr": _no_module("wrapped"),
+    "_make_lru_cache": _both(_no_module("wrapped"), _no_refused_class("wrapped")),
+    "_make_recursive_repr": _both(_no_module("wrapped"), _no_refused_class("wrapped")),
     "_make_singledispatch": _both(_singledispatch, _no_module("base", "registrations")),
     "_make_cached_property": _subclass_of("cls", lambda: functools.cached_property),
-    "_make_property": _subclass_of("cls", lambda: property),
+    "_make_property": _both(
+        _subclass_of("cls", lambda: property), _no_refused_class("fget", "fset", "fdel")
+    ),
+    "_make_partialmethod": _no_refused_class("func", "args", "keywords"),
+    "_own_or_copy": _own_or_copy,
+    "_with_state": _own_or_copy,
 }
 
 
@@ -219,7 +259,68 @@ def _instance_state(load: Any, arguments: dict[str, Any], what: str) -> None:
     no_attribute_swap(load, arguments.get("state"), what)
 
 
+# A class's dunders that hold data, never called by Python on its own.
+_DATA_DUNDERS = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__slots__",
+        "__annotations__",
+        "__orig_bases__",
+        "__parameters__",
+        "__type_params__",
+        "__match_args__",
+        "__static_attributes__",
+        "__firstlineno__",
+        "__dataclass_fields__",
+        "__dataclass_params__",
+        "__abstractmethods__",
+        "__classdictcell__",
+        "__weakref__",
+        "__dict__",
+    }
+)
+
+
+def called_dunders(namespace: dict[str, Any]) -> list[Any]:
+    """The values of a class's namespace that Python calls on its own (its
+    ``__init__``, ``__call__``, ``__getattr__``, operators...): a class there
+    runs its constructor with arguments no one chose to give it."""
+    return [
+        value
+        for key, value in namespace.items()
+        if type(key) is str
+        and key.startswith("__")
+        and key.endswith("__")
+        and key not in _DATA_DUNDERS
+    ]
+
+
+def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
+    """A payload's class gets its attributes (no class in a dunder it calls),
+    its virtual subclasses and its Enum members' attributes: a class of this
+    process registered with it would answer ``isinstance`` for its bases
+    (``collections.abc.Mapping`` would take ``int``) in every module here."""
+    state = arguments.get("state")
+    if type(state) is not tuple or len(state) not in (2, 3):
+        return  # the rebuilder refuses a malformed state itself
+    attributes, registered = state[0], state[1]
+    if type(attributes) is dict:
+        load.no_constructor_in(called_dunders(attributes), None, what, what)
+    for subclass in registered if type(registered) in (list, tuple) else ():
+        if not load.built_class(subclass):
+            raise _refuse(
+                load,
+                what,
+                f"it registers {subclass!r} as a virtual subclass: only classes the payload "
+                "builds are (a class of this process would then count as an instance of "
+                "its bases for everyone here)",
+            )
+
+
 STATE_CHECKS: dict[str, Check] = {
+    "_class_setstate": _class_state,
     "_exception_setstate": _setter_state("exc"),
     "_built_setstate": _setter_state("obj"),
     "_set_instance_state": _instance_state,

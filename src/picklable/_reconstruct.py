@@ -640,7 +640,15 @@ def _class_setstate(cls: type, state: tuple[Any, ...]) -> type:
     if rest:
         members = vars(cls).get("_member_map_", {})
         for name, values in rest[0].items():
-            vars(members[name]).update(values)
+            member = members.get(name)
+            if not isinstance(member, cls):  # only this class's own members
+                raise UnpicklingError(
+                    f"Cannot load the members of {cls.__qualname__}: {name!r} is not one. "
+                    "The payload is damaged or was not made by picklable.",
+                    reason="damaged payload: not an Enum member",
+                    hint="check that the bytes arrive unchanged",
+                )
+            vars(member).update(values)
     return cls
 
 
@@ -834,7 +842,24 @@ def _differing(obj: Any, state: dict[str, Any]) -> dict[str, Any]:
     return differ
 
 
-def _same(current: Any, value: Any, depth: int = 0) -> bool:
+class _Comparison:
+    """One comparison of :func:`_same`: the pairs found the same (shared parts
+    are compared once), and how many comparisons it may still make (a state
+    made of shared parts could otherwise make it compare for days)."""
+
+    __slots__ = ("left", "same")
+
+    def __init__(self) -> None:
+        self.left = _SAME_STEPS
+        self.same: set[tuple[int, int]] = set()
+
+
+# Past this many comparisons, a state is not the same (the receiver makes a
+# copy: right, if not its own object).
+_SAME_STEPS = 100_000
+
+
+def _same(current: Any, value: Any, depth: int = 0, comparison: _Comparison | None = None) -> bool:
     """Whether ``value`` (shipped) is what ``current`` (here) is, as far as a copy
     could tell: this very value; an equal one; containers of such values; an
     instance of the same class without an ``__eq__`` of its own whose
@@ -842,21 +867,37 @@ def _same(current: Any, value: Any, depth: int = 0) -> bool:
     function of the same code, defaults and closure (a per-instance helper
     such as ``cache_parameters``, copied); objects whose pickle reductions are
     the same so (an array's bytes, a random generator's state). Deeper than a
-    dozen levels, or not comparable: not the same.
+    dozen levels, beyond :data:`_SAME_STEPS` comparisons, or not comparable:
+    not the same.
     """
     if current is value:
         return True
     t = type(current)
     if t is not type(value) or depth > 12:
         return False
-    depth += 1
+    if comparison is None:
+        comparison = _Comparison()
+    key = (id(current), id(value))  # both alive while the comparison runs
+    if key in comparison.same:
+        return True
+    comparison.left -= 1
+    if comparison.left < 0:
+        return False
+    if _same_parts(current, value, t, depth + 1, comparison):
+        comparison.same.add(key)
+        return True
+    return False
+
+
+def _same_parts(current: Any, value: Any, t: type, depth: int, comparison: _Comparison) -> bool:
+    """:func:`_same` for two objects of the same type ``t``, part by part."""
     if t is list or t is tuple:
         return len(current) == len(value) and all(
-            _same(a, b, depth) for a, b in zip(current, value)
+            _same(a, b, depth, comparison) for a, b in zip(current, value)
         )
     if t is dict:
         return current.keys() == value.keys() and all(
-            _same(current[k], value[k], depth) for k in current
+            _same(current[k], value[k], depth, comparison) for k in current
         )
     if t is types.FunctionType:
         if current.__code__ != value.__code__:
@@ -871,7 +912,7 @@ def _same(current: Any, value: Any, depth: int = 0) -> bool:
         pairs = [(current.__defaults__, value.__defaults__), *cells]
         pairs.append((current.__kwdefaults__, value.__kwdefaults__))
         pairs.append((current.__dict__, value.__dict__))
-        return all(_same(a, b, depth) for a, b in pairs)
+        return all(_same(a, b, depth, comparison) for a, b in pairs)
     if getattr(t, "__eq__", None) is not object.__eq__:
         try:
             return bool(current == value)
@@ -886,7 +927,9 @@ def _same(current: Any, value: Any, depth: int = 0) -> bool:
         return False
     if type(mine) is not tuple or type(theirs) is not tuple:
         return type(mine) is str and mine == theirs
-    return len(mine) == len(theirs) and all(_same(a, b, depth) for a, b in zip(mine, theirs))
+    return len(mine) == len(theirs) and all(
+        _same(a, b, depth, comparison) for a, b in zip(mine, theirs)
+    )
 
 
 def _keeps_own(obj: Any, state: dict[str, Any] | None) -> bool:

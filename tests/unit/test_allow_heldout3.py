@@ -53,6 +53,7 @@ from support.child import child_env
 from support.opcodes import (
     BUILD,
     EMPTY_DICT,
+    FALSE,
     MARK,
     NONE,
     POP,
@@ -65,7 +66,9 @@ from support.opcodes import (
     getattr_,
     integer,
     list_,
+    newobj,
     newobj_ex,
+    pairs,
     payload,
     put,
     rebuilder,
@@ -544,6 +547,165 @@ def test_partial_chain_is_refused_not_a_crash(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------ the controls
+
+
+# ------------------------------------------------ a second review's routes
+#
+# 9. ``memmap.__new__`` (reached by getattr) called to make another class: the
+#    check looked at the class it was given, not at the one whose __new__ runs;
+# 10. wrapping rebuilders (lru_cache, singledispatch) around a refused class, and a
+#    payload's class whose __call__ is one: calling the result runs it;
+# 11. _class_setstate's Enum members, taken from the payload's own namespace:
+#     any object's __dict__ written (logging.root);
+# 12. _class_setstate registering a class of this process with a payload's ABC
+#     that derives from collections.abc.Mapping: isinstance(5, Mapping) is True;
+# 13. a partial made to call a bound method of itself: C recursion, a crash;
+# 14. _own_or_copy comparing two states made of shared parts: exponential time.
+
+
+def new_of_another_class(target: Path) -> bytes:
+    """getattr(numpy.memmap, "__new__")(numpy.ndarray, path, uint8, "w+", 0, (16,))."""
+    new = getattr_(stack_global("numpy", "memmap"), "__new__")
+    return payload(
+        call(
+            new,
+            stack_global("numpy", "ndarray"),
+            text(str(target)),
+            stack_global("numpy", "uint8"),
+            text("w+"),
+            integer(0),
+            tuple_(integer(16)),
+        )
+    )
+
+
+@pytest.mark.parametrize("allowed", [NUMPY, PANDAS], ids=_id)
+def test_a_new_of_another_class_makes_no_file(allowed: list[str], tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(new_of_another_class(target), allowed)
+    assert not target.exists() and refused
+
+
+def wrapped_class_called(wrapper: str, target: Path) -> bytes:
+    """A wrapper rebuilder around logging.FileHandler, then called with a path."""
+    handler = stack_global("logging", "FileHandler")
+    if wrapper == "lru_cache":
+        made = call(rebuilder("_make_lru_cache"), handler, NONE, FALSE)
+    elif wrapper == "singledispatch":
+        made = call(rebuilder("_make_singledispatch"), handler, list_())
+    else:  # a payload's class whose __call__ is the handler class, an instance called
+        cls = call(
+            rebuilder("_make_class"),
+            stack_global("builtins", "type"),
+            text("X"),
+            tuple_(stack_global("builtins", "object")),
+            dict_(__module__=text("logging"), __call__=handler),
+            text(_tracker_id()),
+            NONE,
+        )
+        made = newobj(cls)
+    return payload(call(made, text(str(target))))
+
+
+@pytest.mark.parametrize("wrapper", ["lru_cache", "singledispatch", "class __call__"])
+def test_a_wrapped_class_makes_no_file(wrapper: str, tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(wrapped_class_called(wrapper, target), LOGGING)
+    assert not target.exists() and refused
+
+
+def class_state_writes(victim: bytes) -> bytes:
+    """_class_setstate of a payload's class whose _member_map_ holds ``victim``."""
+    namespace = pairs(
+        (text("__module__"), text("logging")),
+        (text("_member_map_"), pairs((text("A"), victim))),
+    )
+    cls = call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("X"),
+        tuple_(stack_global("builtins", "object")),
+        namespace,
+        text(_tracker_id()),
+        NONE,
+    )
+    members = pairs((text("A"), dict_(disabled=TRUE)))
+    return payload(call(rebuilder("_class_setstate"), cls, tuple_(EMPTY_DICT, list_(), members)))
+
+
+def test_class_state_writes_no_other_object() -> None:
+    with _plain_root() as root:
+        refused = _refused(class_state_writes(stack_global("logging", "root")), LOGGING)
+        assert root.disabled is False and refused
+
+
+def abc_registration() -> bytes:
+    """A payload's class deriving from collections.abc.Mapping registers int."""
+    cls = call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("X"),
+        tuple_(stack_global("collections.abc", "Mapping")),
+        dict_(__module__=text("collections")),
+        text(_tracker_id()),
+        NONE,
+    )
+    registered = list_(stack_global("builtins", "int"))
+    return payload(call(rebuilder("_class_setstate"), cls, tuple_(EMPTY_DICT, registered)))
+
+
+def test_no_class_of_this_process_is_registered() -> None:
+    import collections.abc
+
+    refused = _refused(abc_registration(), ["collections"])
+    assert not isinstance(5, collections.abc.Mapping) and refused
+
+
+def partial_calls_itself(through_method: bool) -> bytes:
+    """partial(len) (memo 0) whose func is set by BUILD to itself, or to a method
+    bound to 0 whose function is the partial; then called."""
+    func = (
+        call(stack_global("types", "MethodType"), get(0), integer(0)) if through_method else get(0)
+    )
+    return payload(
+        call(stack_global("functools", "partial"), stack_global("builtins", "len")) + put(0),
+        MARK + func + tuple_() + EMPTY_DICT + NONE + TUPLE + BUILD,
+        POP + call(get(0)),
+    )
+
+
+@pytest.mark.parametrize("through_method", [False, True], ids=["itself", "through a method"])
+def test_a_partial_calling_itself_is_refused_not_a_crash(
+    through_method: bool, tmp_path: Path
+) -> None:
+    done = load_in_child(partial_calls_itself(through_method), tmp_path, "guarded")
+    assert done.returncode == 0 and done.stdout.strip() == "UnpicklingError", done
+
+
+def shared_parts(k: int, depth: int = 12) -> bytes:
+    """Two chains of ``depth`` lists, each holding ``k`` times the next one, compared
+    by _own_or_copy (a payload's namespace holding one, the state the other)."""
+
+    def chain(base: int) -> bytes:
+        out = list_(*[integer(0)] * k) + put(base) + POP
+        for level in range(1, depth):
+            out += list_(*[get(base + level - 1)] * k) + put(base + level) + POP
+        return out
+
+    holder = build(call(stack_global("types", "SimpleNamespace")), dict_(x=get(100 + depth - 1)))
+    state = dict_(x=get(200 + depth - 1))
+    return payload(chain(100), chain(200), call(rebuilder("_own_or_copy"), holder, state))
+
+
+def test_shared_parts_are_compared_once() -> None:
+    """10 ** 12 comparisons before; loads at once now (the pairs found the same
+    are remembered, and a comparison stops after 100,000 steps)."""
+    import time
+
+    start = time.perf_counter()
+    loaded = picklable.loads(shared_parts(10), allowed=[])
+    assert time.perf_counter() - start < 5
+    assert type(loaded) is types.SimpleNamespace and len(loaded.x) == 10
 
 
 class TestTheAttacksAreReal:
