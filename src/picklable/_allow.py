@@ -421,6 +421,16 @@ MAX_PARTIAL_CHAIN = 1_000
 _PARTIAL_FUNC: Any = functools.partial.func  # the C field, past a subclass's attribute
 
 
+def _calls_what_it_holds(cls: type) -> bool:
+    """Whether instances of ``cls`` may call what their state holds: descriptors
+    (``__get__``, ``__set__``) and callables."""
+    return any(
+        name in vars(klass)
+        for klass in _TYPE_MRO.__get__(cls, type)[:-1]  # not object's
+        for name in ("__get__", "__set__", "__call__")
+    )
+
+
 def _called_through(obj: Any) -> Any:
     """What calling ``obj`` calls in C without a recursion check: a partial's
     function, a bound method's or a staticmethod's; None for anything else."""
@@ -1450,6 +1460,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         self._depth: dict[int, tuple[Any, int]] = {} if _shared is None else _shared._depth
         # Partials that another partial calls (see partial_calls).
         self._called_partials: dict[int, Any] = {} if _shared is None else _shared._called_partials
+        # What _own_or_copy returned (see note_copy).
+        self._copies: dict[int, Any] = {} if _shared is None else _shared._copies
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -1503,6 +1515,14 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 "hold it under its name (classes travel by reference, or by value "
                 "through picklable's class rebuilder, which checks the claim)",
             )
+
+    def note_copy(self, obj: Any) -> None:
+        """Record what ``_own_or_copy`` returned: the objects a copy's links name."""
+        self._copies[id(obj)] = obj
+
+    def made_copy(self, obj: Any) -> bool:
+        """Whether ``obj`` is what ``_own_or_copy`` returned in this load."""
+        return self._copies.get(id(obj)) is obj
 
     def named_or_made(self, obj: Any) -> bool:
         """Whether ``obj`` was reached by name, or made by this payload."""
@@ -1890,6 +1910,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         what = f"an instance of {_name_of(cls)}"
         self._check_class_call(cls, args, kwargs, what)
         if issubclass(cls, functools.partial) and args:
+            # What it binds, as for partial(...) by REDUCE.
+            self._check_construction(args[0], args[1:], kwargs, what)
             self.partial_calls(args[0], None, what)
         value = self.result(self._call(cls.__new__, (cls, *args), what, kwargs), what)
         self._deeper(value, args if kwargs is None else (*args, kwargs))
@@ -1903,6 +1925,10 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if isinstance(inst, type):
             raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
         no_attribute_swap(self, state, what)
+        if _calls_what_it_holds(type(inst)):
+            # A descriptor or a callable (a cached_property's func, a wrapper's
+            # function) calls what its state gives it, outside these checks.
+            self.no_constructor_in((state,), None, type(inst), what)
         if getattr(type(inst), "__setstate__", None) is _PARTIAL_SETSTATE:
             # A partial's state is the arguments of the calls it makes.
             self.no_module_in((state,), f"the arguments of {what}", True)
@@ -2488,13 +2514,21 @@ def _guard_call(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
         if check is not None:
             check(load, arguments, what)  # what it calls, binds or builds from them
         if made_for is None:
-            return function(*args)
+            made = function(*args)
+            if rebuilder.name in _COPYING:
+                load.note_copy(made)
+            return made
         owner = arguments.get(made_for)
         if owner is None or type(owner) in _IMMUTABLE:
             raise load.policy.refuse(what, None, f"it is made for no object ({made_for}={owner!r})")
         return load.made(function(*args))
 
     return guarded
+
+
+# Rebuilders whose result stands for an object of this process with the
+# sender's state (its own, or a copy): what a copy's links may name.
+_COPYING = frozenset({"_own_or_copy", "_with_state"})
 
 
 def _guard(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:

@@ -8,10 +8,14 @@ descriptor's ``__get__``, a class's ``__init__``, ``singledispatch``'s
 no class). Each such use is held to what the unpickler allows any call: what
 is called with what the payload chose is checked as a ``REDUCE`` of it would be
 (``GuardedUnpickler.check_call``), no module is handed to code that may write
-into it, and the classes a rebuilder instantiates are the kind it rebuilds. A
-rebuilder missing from :data:`CALL_CHECKS` (a cell, a dict view, a memoryview,
-a module in memory, a traceback, a type variable) stores what it is given or
-checks it itself.
+into it, no class that may not be called with the payload's arguments is handed
+to what will call it (a cache wrapper's function, a property's getter, the
+dunders Python calls on a payload's class), and the classes a rebuilder
+instantiates are the kind it rebuilds. The state rebuilders (:data:`STATE_CHECKS`)
+set no ``__dict__`` or ``__class__``, call their setter as a ``REDUCE`` would, and
+register with a payload's class only classes the payload built. A rebuilder
+missing from both (a cell, a dict view, a memoryview, a module in memory, a
+traceback, a type variable) stores what it is given or checks it itself.
 """
 
 from __future__ import annotations
@@ -121,6 +125,32 @@ def _own_or_copy(load: Any, arguments: dict[str, Any], what: str) -> None:
     state = arguments.get("state")
     no_attribute_swap(load, state, what)
     load.no_constructor_in([state], None, what, what)
+    links = arguments.get("links")
+    if links:
+        _links_are_copies(load, obj, links, what)
+
+
+def _links_are_copies(load: Any, obj: Any, links: Any, what: str) -> None:
+    """The globals a copy of ``obj``'s function reads instead of its module's:
+    only copies this payload made of the module's own objects (what the sender's
+    state made of them), never another object under the name (any admitted
+    callable would run where the module's code calls its own)."""
+    func = _reconstruct.home_function(obj)
+    home = func.__globals__ if func is not None else {}
+    if type(links) is not dict:
+        raise _refuse(load, what, "its links are not a dict of names")
+    for name, value in links.items():
+        if type(name) is not str or not (home.get(name) is value or load.made_copy(value)):
+            raise _refuse(
+                load,
+                what,
+                f"it makes {_name_of_function(func)} read {name!r} from the payload, and what "
+                "the payload gives there is no copy it made of the module's own object",
+            )
+
+
+def _name_of_function(func: Any) -> str:
+    return "a copy of its function" if func is None else f"a copy of {func.__qualname__}"
 
 
 def _script_or_build(load: Any, arguments: dict[str, Any], what: str) -> None:

@@ -708,6 +708,84 @@ def test_shared_parts_are_compared_once() -> None:
     assert type(loaded) is types.SimpleNamespace and len(loaded.x) == 10
 
 
+# ------------------------------------------------ a third review's routes
+#
+# 15. BUILD gives a cached_property made by REDUCE (checked) a refused class as its
+#     func; a payload class holds it under a plain name, and getattr runs it;
+# 16. NEWOBJ makes a partial bound to a refused class (REDUCE refused it);
+# 17. _own_or_copy's links make a copy of an admitted function read the
+#     payload's objects as its globals (logging.getLogger calling FileHandler).
+
+
+def cached_property_func_set(target: Path) -> bytes:
+    """cached_property(str) whose func BUILD sets to FileHandler, held by a payload
+    class (a str) as ``cp``; an instance made with ``target`` reads ``cp``."""
+    holder = build(
+        call(stack_global("functools", "cached_property"), stack_global("builtins", "str")),
+        dict_(func=stack_global("logging", "FileHandler")),
+    )
+    cls = call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("X"),
+        tuple_(stack_global("builtins", "str")),
+        dict_(__module__=text("logging"), cp=holder),
+        text(_tracker_id()),
+        NONE,
+    )
+    return payload(getattr_(newobj(cls, text(str(target))), "cp"))
+
+
+def test_a_descriptors_state_holds_no_refused_class(tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(cached_property_func_set(target), LOGGING)
+    assert not target.exists() and refused
+
+
+def partial_by_newobj(target: Path) -> bytes:
+    """partial.__new__(partial, numpy.memmap, path, "uint8", "w+", 0, (4,))."""
+    return payload(
+        newobj(
+            stack_global("functools", "partial"),
+            stack_global("numpy", "memmap"),
+            text(str(target)),
+            text("uint8"),
+            text("w+"),
+            integer(0),
+            tuple_(integer(4)),
+        )
+    )
+
+
+@pytest.mark.parametrize("allowed", [NUMPY, PANDAS], ids=_id)
+def test_a_partial_made_by_newobj_binds_no_refused_class(
+    allowed: list[str], tmp_path: Path
+) -> None:
+    assert _refused(partial_by_newobj(tmp_path / "made"), allowed)
+
+
+def copy_reading_the_payload(target: Path) -> bytes:
+    """_own_or_copy(logging.getLogger, None, True, {"Logger": a namespace whose
+    manager.getLogger is FileHandler}), then the copy called with ``target``:
+    getLogger runs Logger.manager.getLogger(name), FileHandler(target)."""
+
+    def namespace(**items: bytes) -> bytes:
+        return build(call(stack_global("types", "SimpleNamespace")), dict_(**items))
+
+    links = dict_(
+        Logger=namespace(manager=namespace(getLogger=stack_global("logging", "FileHandler")))
+    )
+    copy = call(rebuilder("_own_or_copy"), stack_global("logging", "getLogger"), NONE, TRUE, links)
+    return payload(call(copy, text(str(target))))
+
+
+def test_a_copy_reads_no_global_from_the_payload(tmp_path: Path) -> None:
+    """Refused: links name only copies the payload made of the module's objects."""
+    target = tmp_path / "made"
+    refused = _refused(copy_reading_the_payload(target), LOGGING)
+    assert not target.exists() and refused
+
+
 class TestTheAttacksAreReal:
     """Without an allow-list (plain ``pickle.loads``) each payload reaches its goal."""
 
