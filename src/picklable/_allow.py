@@ -1462,6 +1462,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         self._called_partials: dict[int, Any] = {} if _shared is None else _shared._called_partials
         # What _own_or_copy returned (see note_copy).
         self._copies: dict[int, Any] = {} if _shared is None else _shared._copies
+        # Containers an iterator reads (see _into).
+        self._lazy_inputs: dict[int, Any] = {} if _shared is None else _shared._lazy_inputs
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -1624,6 +1626,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 target, given = func.func, (*func.args, *args)
                 keywords = {**func.keywords, **(kwargs or {})}
             self.no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
+            self._note_lazy_inputs(target, arguments)
             self._check_construction(target, given, keywords, what)
             if target is functools.partial and given:
                 # A partial binding arguments to a class is that call, made later
@@ -1812,9 +1815,36 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 todo.extend(i for i in items if type(i) in _SCANNED)
 
     def _into(self, target: Any, values: Any, what: str) -> None:
-        """Items put into ``target``: no module into a container a call was given."""
+        """Items put into ``target``: into a container a call was given, no
+        module and no class that may not be called with the payload's arguments
+        (what it was given to may call its items); into one an iterator reads
+        (``map``, ``zip``...), nothing: what it makes when iterated, and how deep
+        it goes in C, would escape every check made when it was made."""
         if self._passed.get(id(target)) is target:
             self.no_module_in(values, what, True)
+            self.no_constructor_in(list(values), None, "what the container was given to", what)
+        if self._lazy_inputs.get(id(target)) is target:
+            raise self.policy.refuse(
+                what,
+                None,
+                "the container is read by an iterator made before (map, zip, ...): "
+                "what it holds is given before the iterator is made",
+            )
+
+    def _note_lazy_inputs(self, target: Any, values: Any) -> None:
+        """Record the containers an iterator made by ``target`` reads (see _into)."""
+        if not (target is iter or (isinstance(target, type) and hasattr(target, "__next__"))):
+            return
+        todo, seen = [values], set()
+        while todo:
+            current = todo.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if type(current) in _MUTABLE_BUILTINS:
+                self._lazy_inputs[id(current)] = current
+            if type(current) in _SCANNED:
+                todo.extend(current.values() if type(current) is dict else current)
 
     # ------------------------------------------------------------- opcodes
 
@@ -1924,19 +1954,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         what = f"state set on {_name_of(type(inst))} object"
         if isinstance(inst, type):
             raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
-        no_attribute_swap(self, state, what)
-        if _calls_what_it_holds(type(inst)):
-            # A descriptor or a callable (a cached_property's func, a wrapper's
-            # function) calls what its state gives it, outside these checks.
-            self.no_constructor_in((state,), None, type(inst), what)
-        if getattr(type(inst), "__setstate__", None) is _PARTIAL_SETSTATE:
-            # A partial's state is the arguments of the calls it makes.
-            self.no_module_in((state,), f"the arguments of {what}", True)
-            if type(state) is tuple and len(state) == 4:
-                func, args, kwds = state[:3]
-                if type(args) is tuple and (kwds is None or type(kwds) is dict):
-                    self._check_construction(func, args, kwds, what)
-                self.partial_calls(func, inst, what)
+        self.check_state(inst, state, what)
         self._grown(inst, (state,))
         setstate = getattr(inst, "__setstate__", None)
         if setstate is not None:
@@ -1965,6 +1983,27 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 setattr(inst, k, v)
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def check_state(self, inst: Any, state: Any, what: str) -> None:
+        """What BUILD and picklable's state rebuilders may set on ``inst``: no
+        ``__dict__`` or ``__class__``; for a descriptor or a callable (a
+        cached_property's func, a wrapper's function), which calls what its
+        state gives it outside these checks, no class that may not be called
+        with the payload's arguments; for a partial, the calls it will make."""
+        no_attribute_swap(self, state, what)
+        if _calls_what_it_holds(type(inst)):
+            self.no_constructor_in((state,), None, type(inst), what)
+        if getattr(type(inst), "__setstate__", None) is _PARTIAL_SETSTATE:
+            # A partial's state is the arguments of the calls it makes (BUILD's, or
+            # the inner state _set_state_and_dict gives its __setstate__).
+            self.no_module_in((state,), f"the arguments of {what}", True)
+            inner = state[0] if type(state) is tuple and len(state) == 2 else None
+            for candidate in (state, inner):
+                if type(candidate) is tuple and len(candidate) == 4:
+                    func, args, kwds = candidate[:3]
+                    if type(args) is tuple and (kwds is None or type(kwds) is dict):
+                        self._check_construction(func, args, kwds, what)
+                    self.partial_calls(func, inst, what)
 
     def _own_setstate(self, inst: Any) -> bool:
         """Whether ``inst``'s ``__setstate__`` is an allowed module's own code."""
@@ -2398,6 +2437,7 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         what = f"state set on {_name_of(target)}"
         if check is not None:
             check(load, arguments, what)  # what it calls, and no __dict__ or __class__
+        load.check_state(target, arguments.get(state_name), what)  # type: ignore[arg-type]
         if isinstance(target, type) and _tracker.built(target):
             withheld = _withheld_in(arguments.get(state_name))  # type: ignore[arg-type]
             if withheld is not None:

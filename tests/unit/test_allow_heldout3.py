@@ -53,12 +53,14 @@ from support.child import child_env
 from support.opcodes import (
     BUILD,
     EMPTY_DICT,
+    EMPTY_LIST,
     FALSE,
     MARK,
     NONE,
     POP,
     TRUE,
     TUPLE,
+    appends,
     build,
     call,
     dict_,
@@ -784,6 +786,131 @@ def test_a_copy_reads_no_global_from_the_payload(tmp_path: Path) -> None:
     target = tmp_path / "made"
     refused = _refused(copy_reading_the_payload(target), LOGGING)
     assert not target.exists() and refused
+
+
+# ------------------------------------------------ a fourth review's routes
+#
+# 18. picklable's state rebuilders (_set_instance_state, _set_state_and_dict,
+#     _exception_setstate) setting what BUILD may not: a cached_property's func,
+#     a partial's state (its __setstate__ called directly);
+# 19. lists handed to map() empty, filled afterwards: what map calls when iterated
+#     (FileHandler), and a chain of 50,000 maps, each in the list the previous one
+#     reads, that recurses in C when iterated.
+
+
+def state_rebuilder_sets(rebuilder_name: str, target: Path) -> bytes:
+    """``rebuilder_name`` gives a cached_property(str) FileHandler as its func; a
+    payload class (a str) holds it as ``cp``, read on an instance made of ``target``."""
+    holder = call(stack_global("functools", "cached_property"), stack_global("builtins", "str"))
+    handler = stack_global("logging", "FileHandler")
+    if rebuilder_name == "_set_instance_state":
+        state = dict_(func=handler)
+    elif rebuilder_name == "_set_state_and_dict":
+        state = tuple_(NONE, dict_(func=handler))
+    else:  # _exception_setstate on an object that is no exception
+        state = tuple_(NONE, NONE, dict_(func=handler))
+    holder = call(rebuilder(rebuilder_name), holder, state)
+    cls = call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("X"),
+        tuple_(stack_global("builtins", "str")),
+        dict_(__module__=text("logging"), cp=holder),
+        text(_tracker_id()),
+        NONE,
+    )
+    return payload(getattr_(newobj(cls, text(str(target))), "cp"))
+
+
+@pytest.mark.parametrize(
+    "name", ["_set_instance_state", "_set_state_and_dict", "_exception_setstate"]
+)
+def test_a_state_rebuilder_sets_no_refused_class(name: str, tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(state_rebuilder_sets(name, target), LOGGING)
+    assert not target.exists() and refused
+
+
+def partial_state_through_a_rebuilder(target: Path) -> bytes:
+    """partial(str) (memo 0), held by a cached_property (checked while harmless),
+    its state then set by _set_state_and_dict to (memmap, (), {mode, shape}, None);
+    a payload class (a str) holds the cached_property, read on an instance made
+    of ``target``: the partial runs outside the checks."""
+    state = tuple_(
+        stack_global("numpy", "memmap"),
+        tuple_(),
+        dict_(mode=text("w+"), shape=tuple_(integer(4))),
+        NONE,
+    )
+    made = call(stack_global("functools", "partial"), stack_global("builtins", "str")) + put(0)
+    holder = call(stack_global("functools", "cached_property"), get(0)) + put(1)
+    cls = call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("X"),
+        tuple_(stack_global("builtins", "str")),
+        dict_(__module__=text("numpy"), cp=get(1)),
+        text(_tracker_id()),
+        NONE,
+    )
+    return payload(
+        made + POP,
+        holder + POP,
+        call(rebuilder("_set_state_and_dict"), get(0), tuple_(state, EMPTY_DICT)) + POP,
+        getattr_(newobj(cls, text(str(target))), "cp"),
+    )
+
+
+@pytest.mark.parametrize("allowed", [NUMPY, PANDAS], ids=_id)
+def test_a_partials_state_set_by_a_rebuilder_is_checked(allowed: list[str], tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(partial_state_through_a_rebuilder(target), allowed)
+    assert not target.exists() and refused
+
+
+def map_filled_later(target: Path) -> bytes:
+    """map(map, [], []) made while both lists are empty; FileHandler and [target]
+    appended afterwards; the outer map consumed by list(map(list, ...))."""
+    return payload(
+        EMPTY_LIST + put(0) + POP,
+        EMPTY_LIST + put(1) + POP,
+        call(stack_global("builtins", "map"), stack_global("builtins", "map"), get(0), get(1))
+        + put(2)
+        + POP,
+        appends(get(0), stack_global("logging", "FileHandler")) + POP,
+        appends(get(1), list_(text(str(target)))) + POP,
+        call(
+            stack_global("builtins", "list"),
+            call(stack_global("builtins", "map"), stack_global("builtins", "list"), get(2)),
+        ),
+    )
+
+
+def test_a_list_an_iterator_reads_is_not_filled_later(tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(map_filled_later(target), LOGGING)
+    assert not target.exists() and refused
+
+
+def map_chain(length: int) -> bytes:
+    """Lists L_k (memo 1000 + k) and maps M_k = map(list, L_k), each M_k appended to
+    L_(k-1) after M_(k-1) was made; list(M_0) then recurses ``length`` deep in C."""
+    parts = [EMPTY_LIST + put(1000) + POP]
+    parts.append(call(stack_global("builtins", "map"), stack_global("builtins", "list"), get(1000)))
+    parts.append(put(0) + POP)
+    for k in range(1, length):
+        parts.append(EMPTY_LIST + put(1000 + k) + POP)
+        made = call(
+            stack_global("builtins", "map"), stack_global("builtins", "list"), get(1000 + k)
+        )
+        parts.append(appends(get(1000 + k - 1), made) + POP)
+    parts.append(call(stack_global("builtins", "list"), get(0)))
+    return payload(*parts)
+
+
+def test_a_chain_of_maps_is_refused_not_a_crash(tmp_path: Path) -> None:
+    done = load_in_child(map_chain(50_000), tmp_path, "guarded")
+    assert done.returncode == 0 and done.stdout.strip() == "UnpicklingError", done
 
 
 class TestTheAttacksAreReal:
