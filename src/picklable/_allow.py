@@ -1956,7 +1956,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise self.policy.refuse(what, None, "pickle's BUILD never sets a class's state")
         self.check_state(inst, state, what)
         self._grown(inst, (state,))
-        setstate = getattr(inst, "__setstate__", None)
+        # Its class's (pickle asks the instance: a payload could have set one there).
+        setstate = _reconstruct.class_setstate(inst)
         if setstate is not None:
             # The object's own class decides what its state means (an allowed
             # module's class: numpy's cached dtypes are set so); still never on a

@@ -309,20 +309,30 @@ _DATA_DUNDERS = frozenset(
         "__classdictcell__",
         "__weakref__",
         "__dict__",
+        # Enum's own (the sender leaves them out; a mixin type is data here)
+        "_member_type_",
+        "_member_names_",
+        "_member_map_",
+        "_value2member_map_",
+        "_unhashable_values_",
+        "_ignore_",
+        "_order_",
     }
 )
 
 
 def called_dunders(namespace: dict[str, Any]) -> list[Any]:
-    """The values of a class's namespace that Python calls on its own (its
-    ``__init__``, ``__call__``, ``__getattr__``, operators...): a class there
+    """The values of a class's namespace that Python or a library calls on its
+    own: its dunders (``__init__``, ``__call__``, ``__getattr__``, operators...)
+    and sunders (Enum's ``_missing_``, ``_generate_next_value_``): a class there
     runs its constructor with arguments no one chose to give it."""
     return [
         value
         for key, value in namespace.items()
         if type(key) is str
-        and key.startswith("__")
-        and key.endswith("__")
+        and len(key) > 2
+        and key.startswith("_")
+        and key.endswith("_")
         and key not in _DATA_DUNDERS
     ]
 

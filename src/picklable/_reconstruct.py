@@ -303,7 +303,7 @@ def _built_state_writes(obj: Any, state: tuple[Any, ...]) -> Iterator[tuple[Any,
     if not _tracker.built(obj):
         return  # this process's own: checked, never written
     yield obj, "through"
-    if setter is None and inner is not None and getattr(obj, "__setstate__", None) is None:
+    if setter is None and inner is not None and class_setstate(obj) is None:
         if type(inner) is tuple and len(inner) == 2:
             inner = inner[0]
         if inner:
@@ -346,10 +346,23 @@ def _built_setstate(obj: Any, state: tuple[Any, ...]) -> Any:
     return obj
 
 
+def class_setstate(obj: Any) -> Callable[[Any], Any] | None:
+    """``obj.__setstate__`` as its class defines it, bound to ``obj``; None where
+    its class defines none. Never one the object holds itself: a payload could
+    have put any callable in an instance's ``__dict__`` under that name."""
+    cls = type(obj)
+    for klass in cls.__mro__:
+        raw = vars(klass).get("__setstate__")
+        if raw is not None:
+            bound: Callable[[Any], Any] = raw.__get__(obj, cls)
+            return bound
+    return None
+
+
 def _build(obj: Any, state: Any) -> None:
     """What pickle's BUILD does with ``state`` (``__setstate__``, else the
     ``__dict__`` and the slots of a ``(dict, slots)`` pair)."""
-    setstate = getattr(obj, "__setstate__", None)
+    setstate = class_setstate(obj)
     if setstate is not None:
         setstate(state)
         return
@@ -1337,7 +1350,7 @@ def _set_state_and_dict(obj: Any, state: tuple[Any, dict[str, Any]]) -> Any:
     """
     inner, attributes = state
     if inner is not None:
-        setstate = getattr(obj, "__setstate__", None)
+        setstate = class_setstate(obj)
         if setstate is not None:
             setstate(inner)
         else:
@@ -1695,7 +1708,9 @@ def _exception_setstate(
     if setter is not None:
         setter(exc, inner)
     elif inner is not None:
-        exc.__setstate__(inner)
+        setstate = class_setstate(exc)
+        if setstate is not None:
+            setstate(inner)
     for key, value in fields.items():
         object.__setattr__(exc, key, value)
     return exc

@@ -913,6 +913,51 @@ def test_a_chain_of_maps_is_refused_not_a_crash(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.strip() == "UnpicklingError", done
 
 
+# ------------------------------------------------ a fifth review's routes
+#
+# 20. an Enum by value whose _missing_ (a sunder enum calls, not a dunder) is
+#     FileHandler, called with a value that is no member;
+# 21. BUILD putting a "__setstate__" in a namespace's own __dict__, and a second
+#     BUILD calling it (pickle asks the instance for it).
+
+
+def enum_missing(target: Path) -> bytes:
+    """_make_enum(EnumType, "E", (Enum,), {_missing_: FileHandler}, {A: 1}), then
+    E(target): enum calls E._missing_(target)."""
+    cls = call(
+        rebuilder("_make_enum"),
+        stack_global("enum", "EnumType"),
+        text("E"),
+        tuple_(stack_global("enum", "Enum")),
+        dict_(__module__=text("logging"), _missing_=stack_global("logging", "FileHandler")),
+        dict_(A=integer(1)),
+        text(_tracker_id()),
+        NONE,
+    )
+    return payload(call(cls, text(str(target))))
+
+
+def test_an_enums_hooks_hold_no_refused_class(tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(enum_missing(target), LOGGING)
+    assert not target.exists() and refused
+
+
+def instance_setstate(target: Path) -> bytes:
+    """SimpleNamespace(__setstate__=FileHandler) by BUILD, then BUILD with ``target``."""
+    namespace = build(
+        call(stack_global("types", "SimpleNamespace")),
+        dict_(__setstate__=stack_global("logging", "FileHandler")),
+    )
+    return payload(build(namespace, text(str(target))))
+
+
+def test_build_asks_the_class_for_setstate(tmp_path: Path) -> None:
+    target = tmp_path / "made"
+    refused = _refused(instance_setstate(target), LOGGING)
+    assert not target.exists() and refused
+
+
 class TestTheAttacksAreReal:
     """Without an allow-list (plain ``pickle.loads``) each payload reaches its goal."""
 
