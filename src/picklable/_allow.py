@@ -1992,7 +1992,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         state gives it outside these checks, no class that may not be called
         with the payload's arguments; for a partial, the calls it will make."""
         no_attribute_swap(self, state, what)
-        if _calls_what_it_holds(type(inst)):
+        # (A class's attributes: only those Python calls, see _class_state.)
+        if not isinstance(inst, type) and _calls_what_it_holds(type(inst)):
             self.no_constructor_in((state,), None, type(inst), what)
         if getattr(type(inst), "__setstate__", None) is _PARTIAL_SETSTATE:
             # A partial's state is the arguments of the calls it makes (BUILD's, or
