@@ -354,7 +354,8 @@ def class_setstate(obj: Any) -> Callable[[Any], Any] | None:
     for klass in cls.__mro__:
         raw = vars(klass).get("__setstate__")
         if raw is not None:
-            bound: Callable[[Any], Any] = raw.__get__(obj, cls)
+            get = getattr(type(raw), "__get__", None)  # a callable object binds not
+            bound: Callable[[Any], Any] = raw if get is None else get(raw, obj, cls)
             return bound
     return None
 
