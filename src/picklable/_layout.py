@@ -11,6 +11,7 @@ receiver reads its own object's to compare, and copies them onto a copy
 from __future__ import annotations
 
 import types
+from collections.abc import Iterable
 from typing import Any
 
 from ._compat import is_heap_type
@@ -19,11 +20,14 @@ __all__ = [
     "ITEMS",
     "container_base",
     "container_items",
+    "declared_slots",
     "is_slot",
+    "mangled",
     "pickled_by_layout",
     "replace_items",
     "slot_names",
     "slot_values",
+    "slots_of",
 ]
 
 # The key under which a list's or a dict's items ride among an object's
@@ -33,22 +37,38 @@ ITEMS: Any = ("items",)
 _NOT_SLOTS = frozenset({"__dict__", "__weakref__"})
 
 
-def slot_names(cls: type) -> list[str]:
-    """The names of the slots ``__slots__`` gives instances of ``cls``, as Python
-    mangles them (``__secret`` in ``class A`` is ``_A__secret``; a dunder is not
-    mangled), along the MRO; not ``__dict__`` nor ``__weakref__``."""
+def mangled(klass: type, name: str) -> str:
+    """``name`` declared in ``klass``'s body as Python stores it: ``__secret`` in
+    ``class A`` is ``_A__secret``; a dunder is not mangled."""
+    if name.startswith("__") and not name.endswith("__"):
+        return f"_{klass.__name__.lstrip('_')}{name}"
+    return name
+
+
+def declared_slots(klass: type) -> tuple[str, ...]:
+    """The names ``klass``'s own ``__slots__`` declares (a str is one name)."""
+    declared = vars(klass).get("__slots__", ())
+    return (declared,) if type(declared) is str else tuple(declared)
+
+
+def slots_of(classes: Iterable[type]) -> list[str]:
+    """The slots that the ``__slots__`` of ``classes`` give an instance, mangled,
+    in order, each once; not ``__dict__`` nor ``__weakref__``."""
     names: list[str] = []
-    for klass in cls.__mro__:
-        declared = vars(klass).get("__slots__", ())
-        for declared_name in (declared,) if type(declared) is str else declared:
-            if type(declared_name) is not str or declared_name in _NOT_SLOTS:
+    for klass in classes:
+        for declared in declared_slots(klass):
+            if type(declared) is not str or declared in _NOT_SLOTS:
                 continue
-            name = declared_name
-            if name.startswith("__") and not name.endswith("__"):
-                name = f"_{klass.__name__.lstrip('_')}{name}"
+            name = mangled(klass, declared)
             if name not in names:
                 names.append(name)
     return names
+
+
+def slot_names(cls: type) -> list[str]:
+    """The slots ``__slots__`` gives instances of ``cls``, along its MRO (see
+    :func:`slots_of`)."""
+    return slots_of(cls.__mro__)
 
 
 def slot_values(obj: Any) -> dict[str, Any]:

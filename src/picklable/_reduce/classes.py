@@ -32,6 +32,7 @@ from .._compat import (
     is_heap_type,
     written_in_c,
 )
+from .._layout import declared_slots, mangled
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
@@ -278,17 +279,8 @@ def _class_attributes(
 def slot_names(cls: type) -> set[str]:
     """The names under which ``cls``'s own ``__slots__`` put their descriptors in
     its namespace (which the copy leaves out: its ``__slots__`` makes them)."""
-    slots = cls.__dict__.get("__slots__", ())
-    if isinstance(slots, str):
-        slots = (slots,)
-    names = set()
-    for slot in slots:
-        # Private slot names are mangled in the class dict.
-        if slot.startswith("__") and not slot.endswith("__"):
-            names.add(f"_{cls.__name__.lstrip('_')}{slot}")
-        else:
-            names.add(slot)
-    return names
+    # Private slot names are mangled in the class dict.
+    return {mangled(cls, slot) for slot in declared_slots(cls)}
 
 
 def copyreg_cache(cls: type) -> bool:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _reconstruct, _traceback
 from .._compat import is_heap_type
+from .._layout import slots_of
 
 if TYPE_CHECKING:
     from .context import DumpContext
@@ -389,19 +390,7 @@ def _add_chain(reduced: Any, extra: dict[str, Any]) -> Any:
 
 
 def _slot_names(classes: list[type]) -> tuple[str, ...]:
-    names: dict[str, None] = {}
-    for klass in classes:
-        slots = vars(klass).get("__slots__", ())
-        if isinstance(slots, str):
-            slots = (slots,)
-        for slot in slots:
-            if slot in ("__dict__", "__weakref__"):
-                continue
-            if slot.startswith("__") and not slot.endswith("__"):
-                names[f"_{klass.__name__.lstrip('_')}{slot}"] = None
-            else:
-                names[slot] = None
-    return tuple(names)
+    return tuple(slots_of(classes))
 
 
 def _builtin_new(t: type) -> Any:
