@@ -105,6 +105,31 @@ def _tracker_id() -> str:
     return f"heldout3-{uuid.uuid4().hex}"
 
 
+def payload_class(name: bytes, bases: bytes, namespace: bytes, origin: bytes = NONE) -> bytes:
+    """_make_class(type, name, bases, namespace, a new tracker id, origin): a class
+    the payload builds (with no code, unless its namespace holds some)."""
+    return call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        name,
+        bases,
+        namespace,
+        text(_tracker_id()),
+        origin,
+    )
+
+
+def read_on_a_str(holder: bytes, module: str, target: Path) -> bytes:
+    """A payload class X(str) of ``module`` holding ``holder`` (a descriptor) as
+    ``cp``; ``getattr(X(target), "cp")`` runs its ``__get__`` on that str."""
+    cls = payload_class(
+        text("X"),
+        tuple_(stack_global("builtins", "str")),
+        dict_(__module__=text(module), cp=holder),
+    )
+    return getattr_(newobj(cls, text(str(target))), "cp")
+
+
 def _close(result: Any) -> None:
     """Close what a load that should have been refused opened (a handler's file)."""
     if isinstance(result, logging.Handler):
@@ -400,13 +425,10 @@ def main_class_write() -> bytes:
     """_make_class finds the script's Config and fills the payload's cell (memo 1) with
     its namespace; cell_contents bound to the cell reads it (memo 2), a ValueError
     (memo 3) takes it as its __dict__ and sets ADMIN and is_admin in it."""
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
+    cls = payload_class(
         text("Config"),
         tuple_(),
         dict_(__module__=text("__main__"), __classdictcell__=get(1)),
-        text(_tracker_id()),
         tuple_(text("__main__"), text("Config"), text(SCRIPT_FILE)),
     )
     contents = getattr_(stack_global("types", "CellType"), "cell_contents")
@@ -435,15 +457,7 @@ def test_main_class_namespace_is_not_written(script: type) -> None:
 
 def subclass_called(base: bytes, module: str, *args: bytes) -> bytes:
     """_make_class(type, "Sub", (base,), {"__module__": module}, ...) called with args."""
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        text("Sub"),
-        tuple_(base),
-        dict_(__module__=text(module)),
-        text(_tracker_id()),
-        NONE,
-    )
+    cls = payload_class(text("Sub"), tuple_(base), dict_(__module__=text(module)))
     return payload(call(cls, *args))
 
 
@@ -596,14 +610,10 @@ def wrapped_class_called(wrapper: str, target: Path) -> bytes:
     elif wrapper == "singledispatch":
         made = call(rebuilder("_make_singledispatch"), handler, list_())
     else:  # a payload's class whose __call__ is the handler class, an instance called
-        cls = call(
-            rebuilder("_make_class"),
-            stack_global("builtins", "type"),
+        cls = payload_class(
             text("X"),
             tuple_(stack_global("builtins", "object")),
             dict_(__module__=text("logging"), __call__=handler),
-            text(_tracker_id()),
-            NONE,
         )
         made = newobj(cls)
     return payload(call(made, text(str(target))))
@@ -622,15 +632,7 @@ def class_state_writes(victim: bytes) -> bytes:
         (text("__module__"), text("logging")),
         (text("_member_map_"), pairs((text("A"), victim))),
     )
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        text("X"),
-        tuple_(stack_global("builtins", "object")),
-        namespace,
-        text(_tracker_id()),
-        NONE,
-    )
+    cls = payload_class(text("X"), tuple_(stack_global("builtins", "object")), namespace)
     members = pairs((text("A"), dict_(disabled=TRUE)))
     return payload(call(rebuilder("_class_setstate"), cls, tuple_(EMPTY_DICT, list_(), members)))
 
@@ -643,14 +645,10 @@ def test_class_state_writes_no_other_object() -> None:
 
 def abc_registration() -> bytes:
     """A payload's class deriving from collections.abc.Mapping registers int."""
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
+    cls = payload_class(
         text("X"),
         tuple_(stack_global("collections.abc", "Mapping")),
         dict_(__module__=text("collections")),
-        text(_tracker_id()),
-        NONE,
     )
     registered = list_(stack_global("builtins", "int"))
     return payload(call(rebuilder("_class_setstate"), cls, tuple_(EMPTY_DICT, registered)))
@@ -726,16 +724,7 @@ def cached_property_func_set(target: Path) -> bytes:
         call(stack_global("functools", "cached_property"), stack_global("builtins", "str")),
         dict_(func=stack_global("logging", "FileHandler")),
     )
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        text("X"),
-        tuple_(stack_global("builtins", "str")),
-        dict_(__module__=text("logging"), cp=holder),
-        text(_tracker_id()),
-        NONE,
-    )
-    return payload(getattr_(newobj(cls, text(str(target))), "cp"))
+    return payload(read_on_a_str(holder, "logging", target))
 
 
 def test_a_descriptors_state_holds_no_refused_class(tmp_path: Path) -> None:
@@ -810,16 +799,7 @@ def state_rebuilder_sets(rebuilder_name: str, target: Path) -> bytes:
     else:  # _exception_setstate on an object that is no exception
         state = tuple_(NONE, NONE, dict_(func=handler))
     holder = call(rebuilder(rebuilder_name), holder, state)
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        text("X"),
-        tuple_(stack_global("builtins", "str")),
-        dict_(__module__=text("logging"), cp=holder),
-        text(_tracker_id()),
-        NONE,
-    )
-    return payload(getattr_(newobj(cls, text(str(target))), "cp"))
+    return payload(read_on_a_str(holder, "logging", target))
 
 
 @pytest.mark.parametrize(
@@ -844,20 +824,11 @@ def partial_state_through_a_rebuilder(target: Path) -> bytes:
     )
     made = call(stack_global("functools", "partial"), stack_global("builtins", "str")) + put(0)
     holder = call(stack_global("functools", "cached_property"), get(0)) + put(1)
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        text("X"),
-        tuple_(stack_global("builtins", "str")),
-        dict_(__module__=text("numpy"), cp=get(1)),
-        text(_tracker_id()),
-        NONE,
-    )
     return payload(
         made + POP,
         holder + POP,
         call(rebuilder("_set_state_and_dict"), get(0), tuple_(state, EMPTY_DICT)) + POP,
-        getattr_(newobj(cls, text(str(target))), "cp"),
+        read_on_a_str(get(1), "numpy", target),
     )
 
 
