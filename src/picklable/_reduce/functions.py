@@ -109,7 +109,9 @@ def reduce_function(context: DumpContext, func: types.FunctionType) -> Any:
                 # first looked the index up): one lookup, as below.
                 paths = payload.script_paths[module]
                 if paths is None or id(func) not in paths:
-                    return copy_function(context, func)
+                    if _dataclasses_pending or id(func.__code__) in _REBUILT_CODE_IDS:
+                        return copy_function(context, func)
+                    return function_by_value(context, func)  # copy_function's plain case
         if context.scripts == "auto" and not context.check_copies:
             # Decided at an earlier dump of this script version (see .scripts):
             # checked by identity, no index needed (a top-level lambda).
@@ -518,6 +520,7 @@ def function_by_value(
     _id: Any = id,
     _type: Any = type,
     _module: Any = types.ModuleType,
+    _str: Any = str,
 ) -> tuple[Any, ...]:
     """Reduce a function by value, keeping every piece of its metadata.
 
@@ -544,7 +547,9 @@ def function_by_value(
     if payload is None:
         payload = context.state()
     if _type(data) is tuple:
-        data = _code_for(payload, code, default_qualname, data)
+        seen = payload.code_qualnames
+        if seen is None or seen.get(default_qualname) is not code:  # else: as before
+            data = _code_for(payload, code, default_qualname, data)
     first = not payload.bound
     payload.bound = True
     plain = first  # whether loading its arguments runs nothing (see below)
@@ -657,7 +662,14 @@ def function_by_value(
             slots["__annotate__"] = annotate
     quiet = False  # annotations in the arguments that load without running anything
     if annotations:
-        carried = _annotations_in_arguments(annotations)
+        # Strings alone (``from __future__ import annotations``, 1,000 closures
+        # of one code) answered here: the call would cost as much as the loop.
+        for value in annotations.values():
+            if _type(value) is not _str:
+                carried = _annotations_in_arguments(annotations)
+                break
+        else:
+            carried = _QUIET
         if carried:
             quiet = carried is _QUIET
             args: tuple[Any, ...] = (
