@@ -84,6 +84,28 @@ class StateRefuses:
         raise RuntimeError("no state for you")
 
 
+class StampedItems(dict):
+    """Its __setitem__ reads an attribute: pickle gives it its items first."""
+
+    def __init__(self, stamp):
+        super().__init__()
+        self.stamp = stamp
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, (value, self.stamp))
+
+
+class BoundedList(list):
+    """Its extend reads an attribute, as its append would."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+
+    def extend(self, items):
+        super().extend(list(items)[: self.limit])
+
+
 class Worker:
     def __init__(self):
         self._lock = threading.Lock()
@@ -1122,6 +1144,36 @@ class TestLoadErrors:
             f"{__name__}.ReadsAGoneName.__setstate__ raised AttributeError: module 'os' has no "
             "attribute 'no_such_name_here'"
         )
+
+    @pytest.mark.parametrize(
+        ("make", "method", "attribute"),
+        [(StampedItems, "__setitem__", "stamp"), (BoundedList, "extend", "limit")],
+    )
+    def test_item_setter_reading_an_attribute_set_later(self, make, method, attribute):
+        """pickle's protocol gives a dict or list subclass its items before its
+        attributes: an item setter reading one fails whatever made the payload.
+        Said so, with the fix, not blamed on another version of the package."""
+        obj = make(3)
+        if method == "extend":
+            obj.extend([1, 2])
+        else:
+            obj["a"] = 1
+        owner = make.__qualname__
+        for data in (pickle.dumps(obj), picklable.dumps(obj)):
+            err = load_error(data)
+            assert str(err) == (
+                f"Cannot load: {__name__}.{owner}.{method} raised AttributeError: "
+                f"'{owner}' object has no attribute '{attribute}'. pickle's protocol gives a "
+                f"{'dict' if method == '__setitem__' else 'list'} subclass its items (through "
+                f"{method}) before its attributes, and {owner}.{method} reads .{attribute}, "
+                f"which is set only after: a {owner} with items loads from no payload here, "
+                "whether pickle, cloudpickle or picklable made it. Fix: ship what holds the "
+                f"{owner} by reference (define it in a module both sides import), or give "
+                f"{owner} a __reduce__ that sets its attributes first."
+            )
+            assert err.hint == (
+                f"ship what holds the {owner} by reference, or give {owner} a __reduce__"
+            )
 
     def test_module_missing_crafted(self):
         """A crafted payload naming a module that exists nowhere."""

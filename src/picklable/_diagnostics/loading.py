@@ -130,6 +130,55 @@ def _builder_frame(exc: BaseException) -> types.FrameType | None:
     return candidates[0] if candidates else None
 
 
+# The methods through which pickle hands a list or dict subclass its items.
+_ITEM_SETTERS = {"__setitem__": "dict", "append": "list", "extend": "list"}
+
+
+def _item_setter_reads_unset(
+    frame: types.FrameType, exc: BaseException
+) -> tuple[type, str, str] | None:
+    """``(class, method, attribute)`` when ``exc`` is the ``AttributeError`` of
+    a list or dict subclass's item setter reading an attribute of the very
+    object it fills: pickle's protocol gives the items (SETITEMS, APPENDS)
+    before the attributes (BUILD), so such a class loads from no payload."""
+    method = frame.f_code.co_name
+    base = _ITEM_SETTERS.get(method)
+    if base is None or not isinstance(exc, AttributeError):
+        return None
+    names = frame.f_code.co_varnames
+    if not names or frame.f_code.co_argcount < 1:
+        return None
+    instance = frame.f_locals.get(names[0])
+    attribute = getattr(exc, "name", None)
+    if (
+        instance is None
+        or getattr(exc, "obj", None) is not instance
+        or type(attribute) is not str
+        or not isinstance(instance, dict if base == "dict" else list)
+    ):
+        return None
+    return type(instance), method, attribute
+
+
+def _items_before_attributes(
+    name: str, said: str, cls: type, method: str, attribute: str
+) -> tuple[str, str, str]:
+    kind = "dict" if method == "__setitem__" else "list"
+    owner = cls.__qualname__
+    return (
+        (
+            f"Cannot load: {name} raised {said}. pickle's protocol gives a {kind} subclass "
+            f"its items (through {method}) before its attributes, and {owner}.{method} "
+            f"reads .{attribute}, which is set only after: a {owner} with items loads "
+            "from no payload here, whether pickle, cloudpickle or picklable made it. "
+            f"Fix: ship what holds the {owner} by reference (define it in a module both "
+            f"sides import), or give {owner} a __reduce__ that sets its attributes first."
+        ),
+        f"{name} raised {said} (items are set before attributes)",
+        f"ship what holds the {owner} by reference, or give {owner} a __reduce__",
+    )
+
+
 def _frame_name(frame: types.FrameType) -> str:
     code = frame.f_code
     qualname = getattr(code, "co_qualname", code.co_name)
@@ -304,6 +353,9 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
     frame = _builder_frame(exc)
     if frame is not None:
         name = _frame_name(frame)
+        unset = _item_setter_reads_unset(frame, exc)
+        if unset is not None:
+            return _items_before_attributes(name, said, *unset)
         module = frame.f_globals.get("__name__", "")
         module = module if isinstance(module, str) else ""
         top = module.partition(".")[0]
