@@ -72,7 +72,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, ClassVar, TypeVar
 
 from . import _capability, _reconstruct, _tracker, exceptions
-from ._allow_calls import CALL_CHECKS, STATE_CHECKS, called_dunders, no_attribute_swap
+from ._allow_calls import (
+    CALL_CHECKS,
+    STATE_CHECKS,
+    called_dunders,
+    no_attribute_swap,
+    refuse_composed_dunder,
+)
 from ._compat import (
     FROZENDICT,
     LAZY_IMPORT_TYPE,
@@ -477,6 +483,21 @@ _IMMUTABLE = frozenset({type(None), bool, int, float, complex, str, bytes, range
 # Intermediate steps of a path that run no code when walked (item and index steps).
 _PATH_CONTAINERS = (tuple, list, dict, types.MappingProxyType, types.CellType)
 _MUTABLE_BUILTINS = (dict, list, set, bytearray)
+
+# Methods written in C: what a subscription of a receiver's object may run.
+_C_METHODS = frozenset({types.WrapperDescriptorType, types.MethodDescriptorType})
+
+
+def _class_lookup(kind: type, name: str) -> Any:
+    """``name`` as the interpreter finds it on ``kind`` (the first class of its
+    MRO that defines it), or None."""
+    for klass in kind.__mro__:
+        found = vars(klass).get(name)
+        if found is not None:
+            return found
+    return None
+
+
 # Builtin types whose methods may write to their object: only these methods are admitted.
 _WRITABLE_BUILTINS = (dict, list, set, bytearray, memoryview, BaseException)
 _READ_ONLY_METHODS = frozenset(
@@ -1586,11 +1607,18 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                     "the payload did not make it (a call returned an object that something "
                     "else holds: a member, a cached object, a module's)",
                 )
-            # Writes through a proxy or a memoryview land on what it wraps.
+            # Writes through a proxy, a memoryview or an array view land on what
+            # it wraps.
             if not through:
                 return
+            numpy = sys.modules.get("numpy")
             if type(obj) is memoryview:
                 obj = obj.obj
+            elif numpy is not None and isinstance(obj, numpy.ndarray):
+                # A view writes into its base's memory (a module's array, read
+                # through operator.getitem): the base must be the payload's too.
+                self._check_view_base(obj.base, what)
+                return
             elif type(obj) is not getattr(obj, "__class__", type(obj)):
                 obj = getattr(obj, "__wrapped__", None)
                 if obj is None:
@@ -1598,6 +1626,21 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             else:
                 return
         raise self.policy.refuse(what, None, "it wraps objects too deeply to check")
+
+    def _check_view_base(self, base: Any, what: str) -> None:
+        """An array view's ``base`` (the array or buffer whose memory it writes
+        into): made by the payload, or held by the view alone (a masked array's
+        data, made by its rebuilder); never one of this process's own."""
+        if base is None or self._made.get(id(base)) is base:
+            return
+        if self._named.get(id(base)) is not base and _refs(base) <= _FRESH_REFS + 1:
+            return  # the view's reference, and this frame's
+        raise self.policy.refuse(
+            what,
+            None,
+            "it is a view of an array the payload did not make (a module's, or held "
+            "elsewhere): a write into it would change that array",
+        )
 
     def _call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> Any:
         """Call ``func`` (admitted: it is on the stack) once :meth:`check_call`
@@ -1614,6 +1657,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         what a rebuilder calls with what the payload gave it (a state setter,
         a copy's builder) is checked here, before the rebuilder runs."""
         t = type(func)
+        if func is operator.getitem and args:
+            self._check_subscript(args[0], what)
         if t in _DESCRIPTORS and issubclass(func.__objclass__, _MUTABLE_BUILTINS) and args:
             self.check_target(args[0], f"{func.__qualname__}(...) on an object")
         elif t in _BOUND_BUILTINS and isinstance(func.__self__, _MUTABLE_BUILTINS):
@@ -1636,6 +1681,30 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 self.no_constructor_in(given, keywords, target, what)
             if isinstance(target, type) and issubclass(target, functools.partial) and given:
                 self.partial_calls(given[0], None, what)
+
+    def _check_subscript(self, obj: Any, what: str) -> None:
+        """``obj[key]`` runs ``obj``'s ``__getitem__`` and ``__missing__``: on an
+        object the payload did not make, only those of C code that reads (a
+        ``defaultdict``'s ``__missing__`` writes the key into the receiver's
+        registry; ``numpy.r_``'s ``__getitem__`` evaluates a string in its
+        caller's frame). A class is subscripted as ``list[int]`` is, and typing's
+        special forms as ``Union[int, T]`` is (their reduction: typing's own code,
+        which makes a new alias)."""
+        if isinstance(obj, type) or self._made.get(id(obj)) is obj:
+            return
+        kind = type(obj)
+        getitem = _class_lookup(kind, "__getitem__")
+        if _class_lookup(kind, "__missing__") is None and (
+            type(getitem) in _C_METHODS
+            or (type(getitem) is types.FunctionType and getitem.__module__ == "typing")
+        ):
+            return
+        raise self.policy.refuse(
+            what,
+            None,
+            f"it reads an item of a {_name_of(kind)} the payload did not make, whose "
+            "__getitem__ or __missing__ would run code (and may write into it)",
+        )
 
     def partial_calls(self, func: Any, holder: Any, what: str) -> None:
         """A partial (``holder``, or one being made) is to call ``func``: refuse a
@@ -1721,17 +1790,19 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         """A class called with arguments (directly, through its ``__new__``, a
         ``partial`` or ``copyreg``'s reconstructors) only as its instances are rebuilt."""
         if isinstance(func, type):
-            self._check_class_call(func, args, kwargs, what)
+            self._check_class_call(func, args, kwargs, what, initialized=True)
         elif func is copyreg.__newobj__ and args:  # type: ignore[attr-defined]
             self._check_class_call(args[0], args[1:], kwargs, what)
         elif func is copyreg.__newobj_ex__ and len(args) == 3:  # type: ignore[attr-defined]
             self._check_class_call(args[0], args[1], args[2], what)
         elif func is copyreg._reconstructor and len(args) == 3:  # type: ignore[attr-defined]
             base, state = args[1], args[2]
-            if base is not object and state is not None:
+            if base is not object:
                 # copyreg's own reductions name a builtin base (list, dict ...) here,
-                # called as it is; an extension type's constructor is checked.
-                self._check_class_call(base, (state,), None, what)
+                # called as it is; an extension type's constructor is checked (its
+                # __init__ runs, even on a None state).
+                given = () if state is None else (state,)
+                self._check_class_call(base, given, None, what, initialized=True)
         elif _is_constructor(func) and args:
             self._check_class_call(args[0], args[1:], kwargs, what)
             owner = _new_owner(func, args[0])
@@ -1745,7 +1816,9 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             if owner is not args[0]:
                 self._check_class_call(owner, args[1:], kwargs, what)
 
-    def _check_class_call(self, cls: Any, args: Any, kwargs: Any, what: str) -> None:
+    def _check_class_call(
+        self, cls: Any, args: Any, kwargs: Any, what: str, *, initialized: bool = False
+    ) -> None:
         """Refuse to run the constructor of ``cls`` with arguments the payload chose
         unless that is how its instances are rebuilt: it (or a base) declares a
         reduction (``__reduce__``, ``__reduce_ex__``, ``__getnewargs(_ex)__``,
@@ -1755,11 +1828,24 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         ``__new__`` overrides a builtin or extension base that declares the reduction
         (``numpy.memmap``: ``ndarray``'s names ``_reconstruct``). Extension types
         count as classes do (``_io.TextIOWrapper(buffer)`` would close the buffer it
-        wraps when collected); only the types of ``builtins`` are called as they are."""
-        if not args and not kwargs:
+        wraps when collected); only the types of ``builtins`` are called as they are.
+
+        ``initialized``: the call runs ``__init__`` too (``cls()``, not
+        ``cls.__new__(cls)``): refused even without arguments, since pickle
+        never writes it for such a class (``SysLogHandler()`` opens a socket)."""
+        if not args and not kwargs and not initialized:
             return
         if not self._refuses_arguments(cls):
             return
+        if not args and not kwargs:
+            raise self.policy.refuse(
+                what,
+                None,
+                f"{_name_of(cls)} is called, and that is not how its instances are "
+                "rebuilt (its classes declare no __reduce__ that would: pickle makes one "
+                "with its __new__ alone): its constructor would run (and may open files "
+                "or sockets)",
+            )
         raise self.policy.refuse(
             what,
             None,
@@ -2402,6 +2488,18 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         name = arguments.get("name")
         module = namespace.get("__module__") if type(namespace) is dict else None
         policy.by_value(module, f"class {name!r}")
+        metaclass = arguments.get("metaclass")
+        kind = enum.EnumType if rebuilder.name == "_make_enum" else type
+        if not (isinstance(metaclass, type) and issubclass(metaclass, kind)):
+            # The rebuilder calls it with (name, bases, namespace): any other
+            # class would be constructed with them (a log handler opening a file).
+            raise policy.refuse(
+                f"class {name!r}",
+                None,
+                f"its metaclass {_name_of(metaclass)} is not a subclass of "
+                f"{kind.__module__}.{kind.__qualname__}: it would be called with the "
+                "class's name, bases and namespace as a constructor's arguments",
+            )
         if type(namespace) is dict and "__classdictcell__" in namespace:
             # Making the class fills this cell with its namespace (type() does).
             load.check_target(namespace["__classdictcell__"], f"class {name!r}'s namespace cell")
@@ -2409,9 +2507,9 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         if withheld is not None:
             raise policy.refuse_code(f"{withheld.name} in class {name!r}", None)
         if type(namespace) is dict:
-            load.no_constructor_in(
-                called_dunders(namespace), None, f"class {name!r}", f"class {name!r}"
-            )
+            dunders = called_dunders(namespace)
+            load.no_constructor_in(dunders, None, f"class {name!r}", f"class {name!r}")
+            refuse_composed_dunder(load, dunders, f"class {name!r}")
         if not policy.allows("__main__") and len(args) > origin_at:
             # The receiver's own __main__ classes stay out of reach.
             args = (*args[:origin_at], None, *args[origin_at + 1 :])

@@ -337,6 +337,53 @@ def called_dunders(namespace: dict[str, Any]) -> list[Any]:
     ]
 
 
+# What a class's called dunder may be in a payload without by-value code: C
+# methods and functions (the latter refused there anyway), descriptors of C.
+_PLAIN_DUNDER_TYPES = frozenset(
+    {
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.WrapperDescriptorType,
+        types.MethodDescriptorType,
+        types.ClassMethodDescriptorType,
+        types.MethodWrapperType,
+        types.GetSetDescriptorType,
+        types.MemberDescriptorType,
+    }
+)
+
+
+def composed_dunder(values: list[Any]) -> Any:
+    """The first of a class's called dunders (:func:`called_dunders`) that is a
+    callable or a descriptor made of other objects (a partial, an itemgetter,
+    a property, a bound method, a callable instance), or None. Python calls a
+    dunder from C (``iter()`` calls ``__iter__``): a chain of such objects through
+    the payload's own instances recurses there without a check, a crash."""
+    for held in values:
+        value = held.__func__ if type(held) in (staticmethod, classmethod) else held
+        if value is None or isinstance(value, type) or type(value) in _PLAIN_DUNDER_TYPES:
+            continue
+        if hasattr(type(value), "__get__") or callable(value):
+            return value
+    return None
+
+
+def refuse_composed_dunder(load: Any, values: list[Any], what: str) -> None:
+    """Without by-value code, a class the payload builds has no code of its own:
+    its called dunders are data or C (see :func:`composed_dunder`)."""
+    if load.policy.by_value_code:
+        return  # its functions run whatever they like: nothing more to keep out
+    value = composed_dunder(values)
+    if value is not None:
+        raise _refuse(
+            load,
+            what,
+            f"a special method of the class is a {type(value).__qualname__}, which Python "
+            "would call from C on its instances (such objects chained through the "
+            "payload's own can recurse there without a check: a crash)",
+        )
+
+
 def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
     """A payload's class gets its attributes (no class in a dunder it calls),
     its virtual subclasses and its Enum members' attributes: a class of this
@@ -347,7 +394,9 @@ def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
         return  # the rebuilder refuses a malformed state itself
     attributes, registered = state[0], state[1]
     if type(attributes) is dict:
-        load.no_constructor_in(called_dunders(attributes), None, what, what)
+        dunders = called_dunders(attributes)
+        load.no_constructor_in(dunders, None, what, what)
+        refuse_composed_dunder(load, dunders, what)
     for subclass in registered if type(registered) in (list, tuple) else ():
         if not load.built_class(subclass):
             raise _refuse(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _reconstruct
 from .._compat import MAIN_MODULES, is_heap_type
+from .._layout import slot_names
 from .._locator import importable_by_own_name
 from .._paths import Path
 from ..exceptions import PicklingError
@@ -111,9 +112,12 @@ def is_plain(t: type) -> bool:
     if not _object_defaults(t) or any(_lookup(t, name) is not _MISSING for name in _ABSENT):
         return False
     # The instance dict must be the real one (not a class attribute named
-    # __dict__), and no slots besides it: copyreg._slotnames is what
-    # object.__reduce_ex__ consults (and caches on the class).
-    slotnames = copyreg._slotnames(t)  # type: ignore[attr-defined]
+    # __dict__), and no slots besides it: what object.__reduce_ex__ reads
+    # (copyreg._slotnames), without the cache copyreg writes on the class (an
+    # allow-list's check of a receiver's class must leave it as it was).
+    slotnames = vars(t).get("__slotnames__")
+    if slotnames is None:
+        slotnames = slot_names(t)
     return type(_lookup(t, "__dict__")) is types.GetSetDescriptorType and not slotnames
 
 

@@ -1,0 +1,315 @@
+"""A fourth held-out set: a sixth security review's routes through ``allowed=``.
+
+Each payload is written opcode by opcode (``support.opcodes``), one family per
+section:
+
+1. ``_make_class`` / ``_make_enum`` given an admitted class that is no metaclass
+   (``logging.handlers.TimedRotatingFileHandler``): the rebuilder calls it with the
+   class's name (a path), bases and namespace, and it opens the file;
+2. ``operator.getitem(<a module's array>, slice(None))``, a view, then ``SETITEM``
+   on the view: the write lands in the module's array;
+3. a class the list refuses to call, called with no arguments
+   (``logging.handlers.SysLogHandler()`` opens a socket), directly or through
+   ``copyreg._reconstructor`` with a ``None`` state;
+4. a class built by the payload (no code) whose ``__iter__`` is a
+   ``property(itemgetter(0))``: chained through ``partial(tuple, ...)`` it recurses
+   in C without a check (a crash from 30,000 links);
+5. ``operator.getitem`` on a receiver's ``defaultdict`` (``typing``'s overload
+   registry): its ``__missing__`` writes the key;
+6. ``operator.getitem(numpy.r_, "...")``: its ``__getitem__`` evaluates the string
+   in its caller's frame (a hang, or the guard's own globals in the result).
+
+Each must be refused with an UnpicklingError and leave no effect; the controls
+load what a program's pickles of the same kinds hold. ``TestTheAttacksAreReal``
+loads the payloads with plain ``pickle.loads``: each reaches its goal.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import subprocess
+import sys
+import typing
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import picklable
+from support.child import child_env
+from support.opcodes import (
+    NONE,
+    call,
+    dict_,
+    integer,
+    payload,
+    rebuilder,
+    setitems,
+    stack_global,
+    text,
+    tuple_,
+)
+
+np = pytest.importorskip("numpy")
+
+LOGGING = ["logging"]
+NUMPY = ["numpy"]
+TYPING = ["typing", "collections"]
+
+
+def _refused(data: bytes, allowed: list[str]) -> bool:
+    """Whether loading ``data`` under ``allowed`` raises picklable's UnpicklingError."""
+    try:
+        result = picklable.loads(data, allowed=allowed)
+    except picklable.UnpicklingError:
+        return True
+    if isinstance(result, logging.Handler):
+        result.close()
+    return False
+
+
+def getitem(target: bytes, key: bytes) -> bytes:
+    return call(stack_global("_operator", "getitem"), target, key)
+
+
+# ------------------------------------------------ 1. a class as the metaclass
+
+
+def metaclass_call(path: Path, enum_class: bool) -> bytes:
+    """_make_class (or _make_enum) with TimedRotatingFileHandler as the metaclass
+    and the path as the class's name."""
+    handler = stack_global("logging.handlers", "TimedRotatingFileHandler")
+    namespace = dict_(__module__=text("logging"))
+    tracker = text(f"heldout4-{uuid.uuid4().hex}")
+    if enum_class:
+        return payload(
+            call(
+                rebuilder("_make_enum"),
+                handler,
+                text(str(path)),
+                tuple_(),
+                namespace,
+                dict_(),
+                tracker,
+                NONE,
+            )
+        )
+    return payload(
+        call(rebuilder("_make_class"), handler, text(str(path)), tuple_(), namespace, tracker, NONE)
+    )
+
+
+@pytest.mark.parametrize("enum_class", [False, True], ids=["class", "enum"])
+def test_a_constructor_is_no_metaclass(enum_class: bool, tmp_path: Path) -> None:
+    """Refused before the rebuilder runs: no file."""
+    path = tmp_path / "made-by-the-payload"
+    assert _refused(metaclass_call(path, enum_class), LOGGING)
+    assert not path.exists()
+
+
+# ------------------------------------------------ 2. a view of a module's array
+
+
+@pytest.fixture
+def polyone() -> Any:
+    """numpy's module constant, put back whatever a payload did to it."""
+    from numpy.polynomial import polynomial
+
+    saved = polynomial.polyone.copy()
+    yield polynomial.polyone
+    polynomial.polyone[...] = saved
+
+
+def view_write() -> bytes:
+    """getitem(numpy.polynomial.polynomial.polyone, slice(None))[0] = 999."""
+    view = getitem(
+        stack_global("numpy.polynomial.polynomial", "polyone"),
+        call(stack_global("builtins", "slice"), NONE),
+    )
+    return payload(setitems(view, (integer(0), integer(999))))
+
+
+def test_no_write_through_a_view_of_a_modules_array(polyone: Any) -> None:
+    assert _refused(view_write(), NUMPY)
+    assert polyone.tolist() == [1]
+
+
+def test_control_a_masked_array_whose_data_its_rebuilder_made_loads() -> None:
+    """A masked array's rebuilder makes its data, of which the array is a view, and
+    its state is then set: the payload's own memory."""
+    masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
+    loaded = picklable.loads(pickle.dumps(masked), allowed=NUMPY)
+    assert loaded.tolist() == [1.0, None, 3.0]
+
+
+# ------------------------------------------------ 3. a constructor with no arguments
+
+
+def syslog_call() -> bytes:
+    return payload(call(stack_global("logging.handlers", "SysLogHandler")))
+
+
+def syslog_reconstructor() -> bytes:
+    handler = stack_global("logging.handlers", "SysLogHandler")
+    return payload(call(stack_global("copyreg", "_reconstructor"), handler, handler, NONE))
+
+
+@pytest.mark.parametrize("make", [syslog_call, syslog_reconstructor], ids=["call", "copyreg"])
+def test_no_constructor_runs_without_arguments(make: Any) -> None:
+    """Refused: pickle makes such an instance with its __new__ alone; no handler
+    is made (logging keeps a reference to each handler made)."""
+    before = len(logging._handlerList)  # type: ignore[attr-defined]
+    assert _refused(make(), LOGGING)
+    assert len(logging._handlerList) == before  # type: ignore[attr-defined]
+
+
+def test_control_a_class_whose_reduction_calls_it_loads() -> None:
+    """OrderedDict's reduction calls OrderedDict() without arguments."""
+    import collections
+
+    value = collections.OrderedDict(a=1)
+    assert picklable.loads(pickle.dumps(value, 2), allowed=["collections"]) == value
+
+
+# ------------------------------------------------ 4. a special method made of parts
+
+
+def iter_chain(links: int, callable_dunder: bool) -> bytes:
+    """A payload class C(list) whose __iter__ is property(itemgetter(0)) (or the
+    itemgetter itself), ``links`` instances each holding partial(tuple, next),
+    then tuple(first)."""
+    getter = call(stack_global("operator", "itemgetter"), integer(0))
+    dunder = getter if callable_dunder else call(stack_global("builtins", "property"), getter)
+    cls = call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("C"),
+        tuple_(stack_global("builtins", "list")),
+        dict_(__module__=text("numpy"), __iter__=dunder),
+        text(f"heldout4-{uuid.uuid4().hex}"),
+        NONE,
+    )
+    memoize, pop, empty_tuple, newobj, appends = b"\x94", b"0", b")", b"\x81", b"e"
+    parts = [cls, memoize, pop]  # memo 0: the class
+    # memo 1..links: the instances, empty when made
+    parts.extend(_get(0) + empty_tuple + newobj + memoize + pop for _ in range(links))
+    partial = stack_global("functools", "partial")
+    for k in range(1, links):  # instance k holds partial(tuple, instance k + 1)
+        link = call(partial, stack_global("builtins", "tuple"), _get(k + 1))
+        parts.append(_get(k) + b"(" + link + appends + pop)
+    parts.append(call(stack_global("builtins", "tuple"), _get(1)))
+    return payload(*parts)
+
+
+def _get(index: int) -> bytes:
+    return b"j" + index.to_bytes(4, "little")
+
+
+@pytest.mark.parametrize("callable_dunder", [False, True], ids=["property", "itemgetter"])
+def test_a_special_method_made_of_parts_is_refused(callable_dunder: bool) -> None:
+    assert _refused(iter_chain(20, callable_dunder), NUMPY)
+
+
+CHILD = """
+import sys, picklable
+data = open(sys.argv[1], "rb").read()
+try:
+    picklable.loads(data, allowed=["numpy"])
+except picklable.UnpicklingError:
+    print("UnpicklingError")
+"""
+
+
+def test_the_chain_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """30,000 links (a SIGSEGV when loaded): a clean refusal in a child."""
+    path = tmp_path / "payload"
+    path.write_bytes(iter_chain(30_000, False))
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(),
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "UnpicklingError", done
+
+
+# ------------------------------------------------ 5. and 6. a receiver's object read
+
+
+def registry_read() -> bytes:
+    return payload(getitem(stack_global("typing", "_overload_registry"), text("heldout4")))
+
+
+def test_no_item_added_to_a_receivers_defaultdict() -> None:
+    registry = typing._overload_registry  # type: ignore[attr-defined]
+    try:
+        assert _refused(registry_read(), TYPING)
+        assert "heldout4" not in registry
+    finally:
+        registry.pop("heldout4", None)
+
+
+def test_numpy_r_evaluates_nothing() -> None:
+    """Refused at once (it ran forever on "args", and read the guard's globals)."""
+    data = payload(getitem(stack_global("numpy", "r_"), text("args")))
+    assert _refused(data, NUMPY)
+
+
+def test_control_subscriptions_pickle_writes_load() -> None:
+    """What a program's pickles subscribe: a class (``list[int]``), typing's special
+    forms (``Union[int, str]``), an array reached by name, read."""
+    assert picklable.loads(pickle.dumps(list[int]), allowed=[]) == list[int]
+    union = typing.Union[int, str]  # noqa: UP007 - typing's special form, subscripted
+    assert picklable.loads(pickle.dumps(union), allowed=["typing"]) == union
+    data = payload(getitem(stack_global("numpy.polynomial.polynomial", "polyone"), integer(0)))
+    assert picklable.loads(data, allowed=NUMPY) == 1
+
+
+# ------------------------------------------------ the attacks are real
+
+
+class TestTheAttacksAreReal:
+    """Plain ``pickle.loads`` of the same payloads reaches each goal."""
+
+    # The handler the failed class leaves behind is collected with its file open.
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+    def test_metaclass_makes_the_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "made"
+        with pytest.raises((AttributeError, TypeError)):  # after the file is made
+            pickle.loads(metaclass_call(path, False))
+        assert path.exists()
+
+    def test_view_writes_the_modules_array(self, polyone: Any) -> None:
+        pickle.loads(view_write())
+        assert polyone.tolist() == [999]
+
+    def test_syslog_handler_is_made(self) -> None:
+        handler = pickle.loads(syslog_call())
+        try:
+            assert isinstance(handler, logging.handlers.SysLogHandler)
+        finally:
+            handler.close()
+
+    def test_registry_gets_the_key(self) -> None:
+        registry = typing._overload_registry  # type: ignore[attr-defined]
+        try:
+            pickle.loads(registry_read())
+            assert "heldout4" in registry
+        finally:
+            registry.pop("heldout4", None)
+
+    def test_the_chain_crashes(self, tmp_path: Path) -> None:
+        path = tmp_path / "payload"
+        path.write_bytes(iter_chain(30_000, False))
+        code = "import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read())"
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            timeout=120,
+            env=child_env(),
+        )
+        # A signal on 3.11 (SIGSEGV); where a Python checks that recursion, an error.
+        assert done.returncode != 0, done
