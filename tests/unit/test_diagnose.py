@@ -106,6 +106,14 @@ class BoundedList(list):
         super().extend(list(items)[: self.limit])
 
 
+class KindedBase:
+    """A base whose __init_subclass__ needs the class statement's keyword."""
+
+    def __init_subclass__(cls, *, kind, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.kind = kind
+
+
 class Worker:
     def __init__(self):
         self._lock = threading.Lock()
@@ -1174,6 +1182,24 @@ class TestLoadErrors:
             assert err.hint == (
                 f"ship what holds the {owner} by reference, or give {owner} a __reduce__"
             )
+
+    def test_class_keywords_a_copy_cannot_give_again(self):
+        """A class copied by value whose base's __init_subclass__ needs a keyword
+        of the class statement: Python keeps it nowhere, so the error says so."""
+        from picklable import _tracker
+
+        class Fast(KindedBase, kind="fast"):
+            pass
+
+        data = picklable.dumps(Fast)
+        # Forget it was made here, as a receiver would not know it.
+        _tracker._class_by_id.pop(_tracker._id_by_class.pop(Fast), None)
+        err = load_error(data)
+        assert str(err).startswith(
+            f"Cannot load: {KindedBase.__qualname__}.__init_subclass__() raised TypeError: "
+        )
+        assert "Python keeps them nowhere" in str(err)
+        assert err.hint == "define the class in a module both sides import"
 
     def test_module_missing_crafted(self):
         """A crafted payload naming a module that exists nowhere."""

@@ -350,6 +350,20 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
         )
     kind = type_name(exc)
     said = f"{kind}: {text}" if text else kind
+    if isinstance(exc, TypeError) and ".__init_subclass__()" in text:
+        # Raised by the call itself (no frame of the hook): a keyword missing.
+        hook = text.partition("()")[0]
+        return (
+            (
+                f"Cannot load: {hook}() raised {said}, making a class copied by value. "
+                "A class statement's keywords (class C(Base, key=...)) go to its base's "
+                "__init_subclass__, and Python keeps them nowhere: no copy can give them "
+                "again. Fix: define the class in a module both sides import (it then goes "
+                "by reference)."
+            ),
+            f"{hook}() raised {said}",
+            "define the class in a module both sides import",
+        )
     frame = _builder_frame(exc)
     if frame is not None:
         name = _frame_name(frame)
