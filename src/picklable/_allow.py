@@ -1439,6 +1439,8 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
     """
 
     dispatch: ClassVar[dict[int, Any]] = dict(_PythonUnpickler.dispatch)
+    # Stand-ins a class's dunder may hold: called, they refuse (_allow_calls).
+    inert_types: ClassVar[frozenset[type]] = frozenset({_Withheld})
 
     def __init__(
         self,
@@ -2535,13 +2537,14 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
         if state_name is not None and not arguments.get(state_name):
             return function(*args)  # nothing to set
         what = f"state set on {_name_of(target)}"
-        if check is not None:
-            check(load, arguments, what)  # what it calls, and no __dict__ or __class__
-        load.check_state(target, arguments.get(state_name), what)  # type: ignore[arg-type]
         if isinstance(target, type) and _tracker.built(target):
+            # First: a withheld name is by-value code, whatever else holds it.
             withheld = _withheld_in(arguments.get(state_name))  # type: ignore[arg-type]
             if withheld is not None:
                 raise policy.refuse_code(f"{withheld.name} set on class {_name_of(target)}", None)
+        if check is not None:
+            check(load, arguments, what)  # what it calls, and no __dict__ or __class__
+        load.check_state(target, arguments.get(state_name), what)  # type: ignore[arg-type]
         if writes is None:
             load.check_target(target, what, classes=True)
         else:

@@ -353,15 +353,17 @@ _PLAIN_DUNDER_TYPES = frozenset(
 )
 
 
-def composed_dunder(values: list[Any]) -> Any:
+def composed_dunder(values: list[Any], inert: frozenset[type] = frozenset()) -> Any:
     """The first of a class's called dunders (:func:`called_dunders`) that is a
     callable or a descriptor made of other objects (a partial, an itemgetter,
     a property, a bound method, a callable instance), or None. Python calls a
     dunder from C (``iter()`` calls ``__iter__``): a chain of such objects through
-    the payload's own instances recurses there without a check, a crash."""
+    the payload's own instances recurses there without a check, a crash.
+    ``inert``: types of stand-ins that refuse when called."""
     for held in values:
         value = held.__func__ if type(held) in (staticmethod, classmethod) else held
-        if value is None or isinstance(value, type) or type(value) in _PLAIN_DUNDER_TYPES:
+        kind = type(value)
+        if value is None or isinstance(value, type) or kind in _PLAIN_DUNDER_TYPES or kind in inert:
             continue
         if hasattr(type(value), "__get__") or callable(value):
             return value
@@ -373,7 +375,7 @@ def refuse_composed_dunder(load: Any, values: list[Any], what: str) -> None:
     its called dunders are data or C (see :func:`composed_dunder`)."""
     if load.policy.by_value_code:
         return  # its functions run whatever they like: nothing more to keep out
-    value = composed_dunder(values)
+    value = composed_dunder(values, load.inert_types)
     if value is not None:
         raise _refuse(
             load,
