@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pickle
+import random
 import sys
 import threading
 
@@ -206,6 +207,53 @@ class TestFunctools:
         """An importable singledispatch function goes by reference."""
         assert roundtrip(W.describe) is W.describe
         assert roundtrip(W.describe)([1, "a"]) == ["int", "object"]
+
+    def test_wrappers_of_a_class_with_setstate_load(self):
+        """singledispatch, lru_cache and singledispatchmethod of a class whose
+        namespace defines ``__setstate__`` load (they dumped, then never loaded:
+        update_wrapper copies the class's ``__dict__`` into the rebuilt wrapper,
+        and pickle's BUILD called that ``__setstate__`` with the wrapper's state)."""
+
+        class Slotted:  # an attrs slots class has these in its namespace
+            __slots__ = ("x",)
+
+            def __init__(self, x=0):
+                self.x = x
+
+            def __getstate__(self):
+                return (self.x,)
+
+            def __setstate__(self, state):
+                (self.x,) = state
+
+        for cls in (random.Random, Slotted):
+            dispatch = functools.singledispatch(cls)
+            dispatch.register(str, lambda s: ("str", s))
+            dispatch.tag = "mine"
+            copy = roundtrip(dispatch)
+            assert copy is not dispatch
+            assert copy("a") == ("str", "a")
+            assert type(copy(3)).__qualname__ == cls.__qualname__
+            assert copy.tag == "mine"
+            assert copy.__qualname__ == dispatch.__qualname__
+            assert sorted(vars(copy)) == sorted(vars(dispatch))
+
+            cached = functools.lru_cache(maxsize=None)(cls)
+            cached.tag = "mine"
+            copy = roundtrip(cached)
+            assert copy is not cached
+            assert type(copy(3)).__qualname__ == cls.__qualname__
+            assert copy.tag == "mine"
+            assert sorted(vars(copy)) == sorted(vars(cached))
+
+            class K:
+                m = functools.singledispatchmethod(cls)
+
+            assert type(roundtrip(K).__dict__["m"].dispatcher(3)).__qualname__ == cls.__qualname__
+
+        assert roundtrip(functools.singledispatch(random.Random))(5).random() == (
+            random.Random(5).random()
+        )
 
     def test_cached_property_lock_not_shipped(self):
         """A cached_property copy gets a new lock (3.11) and its name, never the old lock."""

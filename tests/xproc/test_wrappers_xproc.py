@@ -15,6 +15,7 @@ import textwrap
 
 import pytest
 
+import picklable
 from support import wrapper_checks
 from support.child import run_script
 
@@ -231,3 +232,21 @@ def test_pickle_and_dill_fail(payloads, library):
     assert report[library].startswith(
         "error: NotImplementedError: object proxy must define __reduce"
     )
+
+
+def test_wrappers_of_a_class_with_setstate_load_elsewhere(child):
+    """singledispatch and lru_cache of a class whose namespace defines
+    ``__setstate__`` (random.Random's; every attrs slots class's) load in a fresh
+    interpreter: they dumped, then failed to load in any process."""
+    import functools
+    import random
+
+    dispatch = functools.singledispatch(random.Random)
+    dispatch.register(str, lambda s: ("str", s))
+    cached = functools.lru_cache(maxsize=None)(random.Random)
+    data = picklable.dumps({"dispatch": dispatch, "cached": cached})
+    calls = [("dispatch", (5,)), ("dispatch", ("s",)), ("cached", (7,))]
+    made, text, other = child.run(wrapper_checks.call_each, data, calls)
+    assert made.random() == random.Random(5).random()
+    assert text == ("str", "s")
+    assert other.random() == random.Random(7).random()

@@ -382,10 +382,17 @@ def _reduce_singledispatch(context: DumpContext, func: types.FunctionType) -> An
         "__qualname__": func.__qualname__,
         "__doc__": func.__doc__,
     }
+    # Set by _set_instance_state, never by pickle's BUILD: singledispatch(base)
+    # copies base's __dict__ into the rebuilt dispatcher, and a class's
+    # __setstate__ there (random.Random's, an attrs class's) is what BUILD
+    # would call with this state.
     return (
         _reconstruct._make_singledispatch,
         (base, list(registry.items())),
         (attributes or None, metadata),
+        None,
+        None,
+        _reconstruct._set_instance_state,
     )
 
 

@@ -458,11 +458,13 @@ def reduce_lru_cache(context: DumpContext, obj: Any) -> Any:
         return by_reference
     parameters = obj.cache_parameters()
     state = {k: v for k, v in vars(obj).items() if k not in _LRU_MADE}
-    copy = (
-        _reconstruct._make_lru_cache,
-        (obj.__wrapped__, parameters["maxsize"], parameters["typed"]),
-        state or None,
-    )
+    arguments = (obj.__wrapped__, parameters["maxsize"], parameters["typed"])
+    copy: tuple[Any, ...] = (_reconstruct._make_lru_cache, arguments)
+    if state:
+        # Set by _set_instance_state, never by pickle's BUILD: lru_cache copies
+        # what it wraps' __dict__ into the rebuilt wrapper, and a class's
+        # __setstate__ there (random.Random's) is what BUILD would call.
+        copy += (state, None, None, _reconstruct._set_instance_state)
     return with_origin(context, obj, copy)
 
 
