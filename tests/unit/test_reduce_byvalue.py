@@ -467,6 +467,37 @@ class TestAnnotations:
         expected = getattr(_functions, answer) if answer else False
         assert _functions._annotations_in_arguments(annotations) is expected
 
+    @pytest.mark.skipif(
+        sys.version_info < (3, 14), reason="__annotate__ (PEP 649) is new in Python 3.14"
+    )
+    @pytest.mark.parametrize(
+        "change",
+        [
+            "f.__annotations__['x'] = B",  # rewritten in place
+            "f.__annotations__['extra'] = B",  # a key added
+            "f.__annotations__.update(ctx=B)",  # a decorator's update
+            "f.__annotations__; del f.__annotations__['x']",  # a key removed
+            "f.__annotations__; A = B",  # computed, then the name rebound
+            "f.__annotations__; del A",  # computed, then the name deleted
+        ],
+    )
+    def test_annotations_kept_on_the_function_travel(self, change):
+        """Annotations kept on a function (3.14: computed, then kept) that are not
+        what its ``__annotate__`` gives now travel as they are: the copy's
+        ``__annotations__`` are the original's, not computed again from
+        ``__annotate__``. Unchanged ones leave ``__annotate__`` to travel."""
+        source = "class A: pass\nclass B: pass\ndef f(x: A, y: list[A]) -> A | None: ...\n"
+        ns: dict = {"__name__": "scratch"}
+        exec(compile(source, "<scratch>", "exec", dont_inherit=True), ns)
+        f = ns["f"]
+        assert f.__annotations__  # computed and kept: unchanged, __annotate__ travels
+        assert picklable.loads(picklable.dumps(f)).__annotate__ is not None
+        exec(change, ns)
+        expected = dict(f.__annotations__)
+        loaded = picklable.loads(picklable.dumps(f))
+        assert loaded.__annotations__ == expected
+        assert loaded.__annotate__ is None
+
     def test_old_six_argument_payloads_still_load(self):
         """Payloads whose annotations came in the state (before this argument) load."""
         import pickle

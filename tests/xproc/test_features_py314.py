@@ -155,3 +155,116 @@ def test_script_objects(tmp_path):
     rows = found["rows"]
     assert not script_problems(rows), rows
     assert found["own"] == [True, True, True, True]
+
+
+CHANGED_ANNOTATIONS = textwrap.dedent(
+    """
+    import json
+    import subprocess
+    import sys
+    import typing
+
+    import picklable
+    from picklable._reduce import repeat
+
+
+    class A:
+        tag = "A"
+
+
+    class B:
+        tag = "B"
+
+
+    def changed(x: A) -> A:
+        return x
+
+
+    def shown(annotations):
+        return {key: getattr(value, "tag", repr(value)) for key, value in annotations.items()}
+
+
+    def register(fn):  # a decorator that records resolved hints
+        fn.__annotations__.update(typing.get_type_hints(fn) | {"ctx": B})
+        return fn
+
+
+    @register
+    def decorated(y: A): ...
+
+
+    def generic(x: list[A]) -> A | None: ...
+
+
+    class K:
+        def method(self, x: A) -> A: ...
+
+
+    def early(x: A) -> A: ...
+
+
+    def dumped():
+        return [picklable.dumps(obj) for obj in (changed, decorated, generic, K, early)]
+
+
+    if __name__ == "__main__":
+        first = dumped()  # kept payloads, before the changes below
+        for _ in range(3):
+            dumped()
+        kept_before = id(changed) in repeat._kept
+        changed.__annotations__["x"] = B  # changed in place, a key added
+        changed.__annotations__["extra"] = typing.Any
+        K.method.__annotations__["x"] = B
+        generic.__annotations__["x"] = list[B]
+        early.__annotations__  # computed (and kept on early), then A is rebound
+
+
+        class A:
+            tag = "second A"
+
+        payloads = dumped()
+        expected = [
+            shown(changed.__annotations__),
+            shown(decorated.__annotations__),
+            shown(generic.__annotations__),
+            shown(K.method.__annotations__),
+            shown(early.__annotations__),
+        ]
+        load = (
+            "import json, sys, picklable\\n"
+            "from script import shown\\n"
+            "objs = [picklable.loads(bytes.fromhex(h)) for h in json.load(sys.stdin)]\\n"
+            "objs[3] = objs[3].method\\n"
+            "print(json.dumps([shown(o.__annotations__) for o in objs]))\\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", load],
+            input=json.dumps([p.hex() for p in payloads]),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        print(json.dumps({
+            "kept_before": kept_before,
+            "changed": [a != b for a, b in zip(first, payloads)],
+            "expected": expected,
+            "loaded": json.loads(done.stdout),
+        }))
+    """
+)
+
+
+def test_annotations_changed_or_kept_on_the_function_travel(tmp_path):
+    """Annotations changed in place (a key rewritten or added, a decorator's
+    ``update``), or computed before a name they read was rebound, are what the
+    copy's ``__annotations__`` says, as on the sender: the function's dict
+    travels instead of its ``__annotate__`` (which would compute them again).
+    Also after the same function's payload was kept, and for a method of a
+    class copied by value."""
+    found = json.loads(run_script(CHANGED_ANNOTATIONS, tmp_path))
+    assert found["kept_before"]
+    assert found["changed"] == [True, False, True, True, True]
+    assert found["loaded"] == found["expected"]
+    assert found["expected"][0] == {"x": "B", "return": "A", "extra": "typing.Any"}
+    assert found["expected"][1] == {"y": "A", "ctx": "B"}
+    assert found["expected"][4] == {"x": "A", "return": "A"}

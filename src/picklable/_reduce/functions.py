@@ -767,8 +767,11 @@ def _annotations_instead(
 
     They are computed as any first access computes them (and kept on ``func``,
     as then); they travel when they say all ``__annotate__`` would (see
-    :func:`same_in_every_format`), or when ``__annotate__`` reads a class's
-    namespace that the payload does not bring (:func:`_reads_unshipped_class`).
+    :func:`same_in_every_format`), when ``__annotate__`` reads a class's
+    namespace that the payload does not bring (:func:`_reads_unshipped_class`),
+    or when they are not what ``__annotate__`` gives now (:func:`kept_apart`:
+    changed in place, or computed before a name they read was rebound): what
+    ``func.__annotations__`` says is then the copy's too.
     Annotations that cannot be computed yet (a name defined later, or only under
     ``TYPE_CHECKING``) leave ``__annotate__`` to compute them where loaded.
     """
@@ -776,9 +779,32 @@ def _annotations_instead(
         annotations: dict[str, Any] = func.__annotations__
     except Exception:
         return None
-    if same_in_every_format(annotations) or _reads_unshipped_class(annotate, class_cells):
+    if (
+        same_in_every_format(annotations)
+        or _reads_unshipped_class(annotate, class_cells)
+        or kept_apart(annotations, annotate)
+    ):
         return annotations
     return None
+
+
+def kept_apart(annotations: dict[str, Any], annotate: Any) -> bool:
+    """Whether ``annotations``, a function's evaluated annotations as kept on
+    it (3.14+), differ from what its ``annotate`` gives now in the VALUE
+    format: other keys, in another order, or a value neither the same object
+    nor equal to it (evaluating ``list[A]`` again makes a new, equal alias).
+    An ``annotate`` that raises now (a name since deleted) counts as different:
+    the kept dict is what the function says."""
+    try:
+        fresh = annotate(1)  # annotationlib.Format.VALUE
+        if type(fresh) is not dict or len(fresh) != len(annotations):
+            return True
+        for (key, value), (kept_key, kept) in zip(fresh.items(), annotations.items()):
+            if key != kept_key or (value is not kept and not bool(value == kept)):
+                return True
+    except Exception:
+        return True
+    return False
 
 
 def same_in_every_format(annotations: dict[str, Any]) -> bool:

@@ -321,7 +321,7 @@ def _annotations(
 ) -> bool:
     """What a copy carries of the annotations (functions._annotations_instead,
     Python 3.14+: computed once, then kept on ``func``): the dict, or else its
-    ``__annotate__`` by value."""
+    ``__annotate__`` by value, unless the dict is no longer what it gives."""
     annotations = func.__annotations__
     if annotate is None or functions.same_in_every_format(annotations):
         if annotate is None:
@@ -336,6 +336,14 @@ def _annotations(
         return _mapping(annotations, facts, held, seen)
     if type(annotate) is not types.FunctionType or CLASSDICT_CELL in annotate.__code__.co_freevars:
         return False  # a class's namespace, whether the payload brings it: the dump decides
+    # The dump compares the dict with what annotate gives now: asked again here
+    # (what annotate reads may have changed where no fact shows it, a module's
+    # attribute), and the dict's values are facts when they travel instead.
+    if functions.kept_apart(annotations, annotate):
+        facts.append(_HELD)
+        held.append(annotate)
+        return _mapping(annotations, facts, held, seen)
+    facts.append(None)
     return _value(annotate, facts, held, seen)
 
 
