@@ -396,7 +396,11 @@ read their operands. Not the ones that set, delete, reduce, walk or re-initialis
 # Since Python 3.14 a function's and a class's __annotate__ is the code of its
 # annotations (PEP 649), a function of the same module: pickle names it by its
 # qualname ("f.__annotate__"). A class keeps it under another key, its own all the same.
-_PATH_DUNDERS = frozenset({"__func__", "__wrapped__", "__closure__", "__annotate__"})
+# A function's or an alias's __type_params__ (3.12+): a read-only tuple of type
+# variables, each checked as typing's.
+_PATH_DUNDERS = frozenset(
+    {"__func__", "__wrapped__", "__closure__", "__annotate__", "__type_params__"}
+)
 _STORED_AS = {"__annotate__": "__annotate_func__"}
 
 # Plain data: admitted as a value (what a call returns), never by name (a

@@ -1509,7 +1509,7 @@ def _malformed(what: str) -> UnpicklingError:
 def _make_type_alias(
     name: str,
     params: tuple[tuple[str, str, int, bool, str], ...],
-    module: str,
+    module: str | None,
     qualname: str | None,
     tracker_id: str,
     box: list[Any],
@@ -1526,7 +1526,9 @@ def _make_type_alias(
     ``params``: ``(kind, name, shape, has_default, tracker_id)`` per parameter;
     ``shape`` is the number of constraints, -1 for a bound, 0 for neither.
     ``qualname`` (Python 3.15 aliases have one) places the statement inside the
-    classes and functions it names. ``origin``: an alias of the sender's
+    classes and functions it names. ``module`` is None for an alias made where
+    the globals had no ``__name__`` (``exec(source, {})``): so is the copy's
+    ``__module__``. ``origin``: an alias of the sender's
     script, this process's own where it runs the same script.
 
     .. versionadded:: 0.2.0
@@ -1538,7 +1540,9 @@ def _make_type_alias(
     known = _tracker.known_object(tracker_id)
     if known is not None:
         return known
-    if type(params) is not tuple or type(box) is not list or type(module) is not str:
+    if type(params) is not tuple or type(box) is not list:
+        raise _malformed("a type alias")
+    if module is not None and type(module) is not str:
         raise _malformed("a type alias")
     for param in params:
         if (
@@ -1564,11 +1568,13 @@ def _make_type_alias(
             reason=f"type alias {name!r}: its parameter {clash!r} shipped apart first",
             hint="ship the alias before its type parameters",
         )
-    namespace: dict[str, Any] = {"__name__": module, _BOX: box, "__builtins__": builtins}
+    namespace: dict[str, Any] = {_BOX: box, "__builtins__": builtins}
+    if module is not None:  # None: made where the globals had no __name__ (exec(src, {}))
+        namespace["__name__"] = module
     source = _type_alias_source(name, params, ".".join(steps))
     error: UnpicklingError | None = None
     try:
-        code = compile(source, module, "exec")
+        code = compile(source, "<string>" if module is None else module, "exec")
     except SyntaxError as exc:
         if sys.version_info < (3, 12):
             error = _newer_python("a type alias (a type statement)", "3.12")

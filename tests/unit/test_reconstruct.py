@@ -281,6 +281,18 @@ class TestNewerPythonsKinds:
         again = _reconstruct._make_type_alias("Pair", (), __name__, None, "test-alias", [])
         assert again is alias  # one per tracker id
 
+    @pytest.mark.skipif(sys.version_info < (3, 12), reason="type aliases are new in Python 3.12")
+    def test_type_alias_without_module(self):
+        """An alias made where the globals had no ``__name__`` has no module:
+        neither has its copy. Any other module that is not a string is refused."""
+        box: list[object] = []
+        alias = _reconstruct._make_type_alias("Bare", (), None, None, "test-bare", box)
+        box[:] = [int]
+        assert (alias.__name__, alias.__module__, alias.__value__) == ("Bare", None, int)
+        for module in (1, b"mod", ["mod"]):
+            with pytest.raises(picklable.UnpicklingError, match="damaged"):
+                _reconstruct._make_type_alias("Bad", (), module, None, "test-bad-module", [])
+
     def test_type_parameter_default(self):
         """A default of a type parameter needs 3.13: said so before."""
         params = (("TypeVar", "T", 0, True, "test-default-T"),)

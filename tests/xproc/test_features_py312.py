@@ -19,7 +19,7 @@ import pytest
 import picklable
 from picklable_testpkg import py312_features as features
 from support import feature_checks
-from support.child import run_script
+from support.child import run_command, run_script
 from support.feature_checks import local_rows, module_rows, script_problems, table
 
 MODULE = features.__name__
@@ -107,6 +107,61 @@ def test_a_bound_naming_nothing_is_refused():
         "the bound of TypeVar T names something not defined "
         "(name 'NotDefinedAnywhere' is not defined)"
     )
+
+
+def test_type_parameters_of_module_objects_load_as_the_receivers_own(tmp_path):
+    """A type parameter of a module's generic function, class or alias, shipped
+    apart from its owner (or in ``Box[T]``), loads as the receiver's own object
+    (``Box.__type_params__[0]``), not as a new TypeVar: pickle's rule for what
+    the receiver can import. Its ``__module__`` (typing's) does not say where."""
+    objects = [
+        features.Box.__type_params__[0],
+        features.first.__type_params__[0],
+        features.Pair.__type_params__[1],  # type: ignore[attr-defined]
+        features.Box[features.Box.__type_params__[0]],  # type: ignore[name-defined]
+    ]
+    assert all(isinstance(obj, typing.TypeVar) for obj in objects[:3])
+    load = (
+        "import sys, picklable\n"
+        "from picklable_testpkg import py312_features as f\n"
+        "got = picklable.loads(bytes.fromhex(sys.stdin.read()))\n"
+        "own = [f.Box.__type_params__[0], f.first.__type_params__[0], f.Pair.__type_params__[1]]\n"
+        "print(repr([a is b for a, b in zip(got, own)] + [got[3] == f.Box[own[0]]]))\n"
+    )
+    done = run_command(("-c", load), tmp_path, input=picklable.dumps(objects).hex())
+    assert done.returncode == 0, done.stderr
+    assert eval(done.stdout) == [True, True, True, True]
+
+
+def test_type_parameters_of_module_objects_load_under_an_allow_list():
+    """The path to a function's or an alias's type parameter (``__type_params__``,
+    a read-only tuple of type variables) is admitted with the module and typing."""
+    objects = [features.first.__type_params__[0], features.Pair.__type_params__[1]]  # type: ignore[attr-defined]
+    loaded = picklable.loads(picklable.dumps(objects), allowed=[MODULE, "typing"])
+    assert all(a is b for a, b in zip(loaded, objects, strict=True))
+
+
+def test_aliases_made_without_a_module_name_load(tmp_path):
+    """An alias made where the globals have no ``__name__`` (``exec(source, {})``,
+    its ``__module__`` None) loads in a fresh interpreter as an exact copy, its
+    ``__module__`` None too: not refused there as a damaged payload."""
+    namespace: dict[str, object] = {}
+    source = "import typing\nA = typing.TypeAliasType('A', list[int])\ntype B[T] = dict[str, T]\n"
+    exec(source, namespace)
+    aliases = [namespace["A"], namespace["B"]]
+    assert [alias.__module__ for alias in aliases] == [None, None]  # type: ignore[attr-defined]
+    load = (
+        "import sys, picklable\n"
+        "a, b = picklable.loads(bytes.fromhex(sys.stdin.read()))\n"
+        "print(repr([(x.__name__, x.__module__, repr(x.__value__), len(x.__type_params__))"
+        " for x in (a, b)]))\n"
+    )
+    done = run_command(("-c", load), tmp_path, input=picklable.dumps(aliases).hex())
+    assert done.returncode == 0, done.stderr
+    assert eval(done.stdout) == [
+        ("A", None, "list[int]", 0),
+        ("B", None, "dict[str, T]", 1),
+    ]
 
 
 def test_typevar_options_travel():

@@ -33,6 +33,7 @@ why for each mode (:mod:`picklable._reduce.refusals`).
 from __future__ import annotations
 
 import collections
+import contextlib
 import gc
 import pickle
 import sys
@@ -41,9 +42,9 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .. import _locator, _reconstruct, _tracker
+from .. import _caches, _locator, _reconstruct, _tracker
 from .._compat import LAZY_IMPORT_TYPE, MAIN_MODULES
-from .._paths import walk
+from .._paths import Path, walk
 from ..exceptions import PicklingError
 from .reference import reference
 from .registry import ships_by_value
@@ -64,6 +65,7 @@ __all__ = [
     "STANDARD_STREAMS",
     "TYPEVAR_TYPES",
     "WEAK_COLLECTION_TYPES",
+    "copied_parameters",
     "dict_view_pieces",
     "lazy_import_pieces",
     "lazy_import_spec",
@@ -263,11 +265,16 @@ def _with_script_origin(context: DumpContext, obj: Any, reduction: Any) -> Any:
 
 
 def reduce_typevar(context: DumpContext, variable: Any) -> Any:
-    """By reference where its module holds it under its name, else by value."""
+    """By reference where its module holds it under its name, or (a type
+    parameter of a ``def f[T]``, ``class C[T]`` or ``type A[T]`` statement) where
+    an importable module holds it (see :func:`_parameter_home`), else by value."""
     name = variable.__name__
     found = _by_own_name(context, variable, name)
     if found is not None:
         return found
+    home = _parameter_home(variable)
+    if home is not None:
+        return reference(context, variable, *home)
     options: dict[str, Any] = {}
     for option in _OPTIONS:
         value = _evaluated(variable, f"__{option}__")
@@ -288,6 +295,109 @@ def reduce_typevar(context: DumpContext, variable: Any) -> Any:
         ),
     )
     return _with_script_origin(context, variable, reduction)
+
+
+# A type parameter of a statement (3.12+) -> where an importable module holds
+# it, or None (see _parameter_home): found once per parameter, a found path
+# walked again at each use.
+_parameter_homes: weakref.WeakKeyDictionary[Any, tuple[str, Path] | None] = (
+    weakref.WeakKeyDictionary()
+)
+_caches.register("builtins.parameter_homes", _parameter_homes.clear)
+
+
+def copied_parameters(params: Any) -> None:
+    """Note that ``params``, the ``__type_params__`` of a function or class
+    copied by value, have no home to be found by (:func:`_parameter_home`):
+    they go with their owner's copy (one made per call of a generic factory
+    asks no search of the objects that refer to it)."""
+    for param in params:
+        if type(param) in TYPEVAR_TYPES and param not in _parameter_homes:
+            with contextlib.suppress(TypeError):
+                _parameter_homes[param] = None
+
+
+def _parameter_home(variable: Any) -> tuple[str, Path] | None:
+    """``(module, path)`` where an importable module holds ``variable``, a type
+    parameter of a ``def f[T]``, ``class C[T]`` or ``type A[T]`` statement
+    (3.12+), whose ``__module__`` (typing's) does not say where: under a name
+    of the module (``T_ident = ident.__type_params__[0]``), or in the
+    ``__type_params__`` of a function, class or alias the receiver imports.
+    The receiver loads that very object, as pickle's rule for what it can
+    import. None for any other type variable."""
+    if getattr(variable, "__module__", None) != "typing":
+        return None
+    try:
+        if variable in _parameter_homes:
+            home = _parameter_homes[variable]
+            if home is None or _holds_at(home, variable):
+                return home
+    except TypeError:  # no weak reference to it
+        return None
+    found = _search_parameter_home(variable)
+    with contextlib.suppress(TypeError):
+        _parameter_homes[variable] = found
+    return found
+
+
+def _holds_at(home: tuple[str, Path], obj: Any) -> bool:
+    module = sys.modules.get(home[0])
+    try:
+        return module is not None and walk(module, home[1]) is obj
+    except Exception:
+        return False
+
+
+def _search_parameter_home(variable: Any) -> tuple[str, Path] | None:
+    """The objects that refer to ``variable`` (a search of the heap): a module's
+    namespace, or the ``__type_params__`` tuple of its owner."""
+    owners: list[tuple[Any, int]] = []
+    for referrer in gc.get_referrers(variable):
+        if type(referrer) is dict:
+            module = _module_of_namespace(referrer)
+            if module is not None:
+                for key, value in list(referrer.items()):
+                    if value is variable and type(key) is str and key.isidentifier():
+                        return module, (key,)
+        elif type(referrer) is tuple:
+            index = next(i for i, item in enumerate(referrer) if item is variable)
+            for holder in gc.get_referrers(referrer):
+                owner = holder
+                if type(holder) is dict:  # a class's namespace holds its parameters
+                    owner = next((o for o in gc.get_referrers(holder) if isinstance(o, type)), None)
+                if owner is not None and getattr(owner, "__type_params__", None) is referrer:
+                    owners.append((owner, index))
+    for owner, index in owners:
+        found = _owner_home(owner)
+        if found is not None:
+            home = (found[0], (*found[1], "__type_params__", index))
+            if _holds_at(home, variable):
+                return home
+    return None
+
+
+def _module_of_namespace(namespace: dict[str, Any]) -> str | None:
+    """The name of the importable module whose globals ``namespace`` is, or None."""
+    name = namespace.get("__name__")
+    if type(name) is not str or name in MAIN_MODULES or ships_by_value(name):
+        return None
+    module = sys.modules.get(name)
+    if module is None or getattr(module, "__dict__", None) is not namespace:
+        return None
+    return name
+
+
+def _owner_home(owner: Any) -> tuple[str, Path] | None:
+    """Where the receiver imports ``owner``, a function, class or type alias."""
+    module = getattr(owner, "__module__", None)
+    if type(module) is not str or module in MAIN_MODULES or ships_by_value(module):
+        return None
+    qualname = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", None)
+    if type(qualname) is str and "<" not in qualname:
+        path = tuple(qualname.split("."))
+        if _holds_at((module, path), owner):
+            return module, path
+    return _locator.locate(owner)
 
 
 def _evaluated(obj: Any, attribute: str) -> Any:
@@ -380,6 +490,7 @@ def reduce_type_alias(context: DumpContext, alias: Any) -> Any:
     alone, origin = _script_origin(context, alias)
     if alone is not None:
         return alone
+    copied_parameters(alias.__type_params__)
     box: list[Any] = []  # the values, set once the alias is memoized (it may be in them)
     args = (name, tuple(params), alias.__module__, qualname, _tracker_id(context, alias), box)
     return (

@@ -56,6 +56,7 @@ from .._compat import (
     is_heap_type,
 )
 from .._paths import walk
+from .builtins import copied_parameters
 from .reference import reference, with_carried_state
 from .registry import ships_by_value
 from .scripts import (
@@ -704,6 +705,7 @@ def function_by_value(
     if TYPE_PARAMS:
         type_params = func.__type_params__  # type: ignore[attr-defined]
         if type_params:  # def f[T](...) (3.12+); FunctionType makes ()
+            copied_parameters(type_params)  # they go with this copy
             slots = slots or {}
             slots["__type_params__"] = type_params
     attributes = func.__dict__
