@@ -148,7 +148,9 @@ class PicklerContext(DumpContext):
             held = CANNOT_PICKLE.search(str(exc))
             if held is not None:
                 return f"it holds a {held.group(1)}, which cannot be pickled"
-            return f"{type(exc).__name__}: {exc}"
+            path = getattr(exc, "path", "")  # where in the copy: the error names it
+            where = f" (at {path})" if path and type(path) is str else ""
+            return f"{type(exc).__name__}: {str(exc).rstrip('.')}{where}"
         return None
 
     def round_trips(self, value: Any) -> bool:

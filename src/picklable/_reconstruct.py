@@ -267,9 +267,9 @@ def _main_object(origin: Origin, reason: str) -> Any:
     raise UnpicklingError(
         f"Cannot load {where}: it is an object of the sender's script {filename}, which "
         f"this process does not run (or runs another version of), and no copy of it "
-        f"could travel: {reason}. Fix: load it where the same script runs (a spawn "
-        "worker of that script), or make it copyable (create locks and connections "
-        "inside the worker).",
+        f"could travel: {reason.rstrip('.')}. Fix: load it where the same script runs (a "
+        "spawn worker of that script), or make it copyable"
+        + (" (create locks and connections inside the worker)." if "holds a" in reason else "."),
         reason=f"{where}: an object of the sender's script, not copyable",
         hint="run the same script on the receiving side, or make the object copyable",
     )

@@ -140,6 +140,40 @@ class TestClasses:
             picklable.dumps(meta)
         assert info.value.reason == "built-in type that no module exports"
 
+    def test_class_a_c_metaclass_makes_is_refused(self):
+        """A class whose metaclass's __new__ is C code (ctypes' PyCStructType here,
+        msgspec's StructMeta in the wild, which makes __slots__ itself and refuses a
+        namespace with them) is refused at dump, naming it and where it sits: a copy
+        cannot give that metaclass its class statement again (it loaded wrong, or
+        failed to load with "report it")."""
+        import ctypes
+
+        class Point(ctypes.Structure):
+            _fields_ = [("x", ctypes.c_int)]
+
+        with pytest.raises(picklable.PicklingError) as info:
+            picklable.dumps({"k": Point})
+        assert info.value.path == "obj['k']"
+        assert "PyCStructType" in info.value.reason
+        assert "Point" in str(info.value)
+
+    def test_class_without_module_is_refused_by_name(self):
+        """A class type() made where no module name was at hand (no __module__)
+        is refused at dump, naming it and its path (it failed at load with
+        'AttributeError: __module__')."""
+        made = eval("type('Nameless', (), {})", {})
+        assert "__module__" not in made.__dict__
+
+        class Holder:
+            pass
+
+        Holder.reg = {"two": made}
+
+        with pytest.raises(picklable.PicklingError) as info:
+            picklable.dumps({"k": Holder})
+        assert info.value.path == "obj['k'].reg['two']"
+        assert "Nameless" in str(info.value) and "__module__" in str(info.value)
+
     def test_slots_keep_no_dict(self):
         """A slotted class rebuilt by value has no instance __dict__."""
         local = api.make_class()

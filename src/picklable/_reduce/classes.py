@@ -34,6 +34,7 @@ from .._compat import (
 )
 from .._layout import declared_slots, mangled
 from ..exceptions import PicklingError
+from .builtins import copied_parameters
 from .reference import reference
 from .registry import ships_by_value
 from .scripts import note_copy, same_in_workers, script_location, script_reference
@@ -320,14 +321,56 @@ def script_origin(cls: type) -> Any:
     return origin
 
 
+def _made_in_c(metaclass: type) -> type | None:
+    """The class of ``metaclass``'s MRO (``type`` excepted) whose ``__new__`` or
+    ``__init__`` is C code, or None: such a metaclass makes the class from its
+    class statement (its body and keywords) in ways no copy can see or give it
+    again (msgspec's ``StructMeta`` makes ``__slots__`` itself and refuses a
+    namespace with them; ctypes' ``PyCStructType`` lays out ``_fields_``)."""
+    for klass in metaclass.__mro__:
+        if klass is type:
+            return None
+        own = vars(klass)
+        if ("__new__" in own or "__init__" in own) and written_in_c(klass):
+            return klass
+    return None
+
+
 def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
     """Reduce a class by value: skeleton first, attributes once memoized."""
     metaclass = type(cls)
+    module = class_module(cls)
+    if module is None and "__module__" not in cls.__dict__:
+        # type() called where no module name was at hand (an eval or exec whose
+        # globals lack __name__): the copy's type() would give it one.
+        raise PicklingError(
+            f"Cannot pickle class {cls.__qualname__}: it has no __module__ (made by type() "
+            "in an eval or exec whose globals lack __name__), so no copy of it can be exact. "
+            f"Fix: give it one ({cls.__qualname__}.__module__ = 'its_module', or "
+            "'__module__' in type()'s namespace).",
+            type_name=cls.__qualname__,
+            reason="class without __module__",
+            hint="give the class a __module__",
+        )
+    if metaclass is not type:
+        maker = _made_in_c(metaclass)
+        if maker is not None:
+            name = f"{cls.__module__ if module is None else module}.{cls.__qualname__}"
+            meta = f"{maker.__module__}.{maker.__qualname__}"
+            raise PicklingError(
+                f"Cannot pickle class {name} by value: its metaclass {meta} makes the class "
+                "in C code from its class statement (body and keywords), which a copy cannot "
+                f"give it again exactly. Fix: define {cls.__qualname__} in a module the "
+                "receiver imports (it then goes by reference, as with pickle).",
+                type_name=name,
+                reason=f"class made by the C metaclass {meta}",
+                hint=f"define {cls.__qualname__} in an importable module",
+            )
     payload = context.state()
     payload.bound = True  # first_value stays NOT_FIRST: making a class runs code
+    copied_parameters(cls.__dict__.get("__type_params__", ()))  # class C[T]: with this copy
     # The payload's copies (see PayloadState.name): a class loaded from an earlier
     # payload keeps that payload's __module__, its functions this one's.
-    module = class_module(cls)
     origin = script_origin(cls)
     if origin is not None:
         # The origin's module name is the payload's copy of it (the namespace's
