@@ -20,7 +20,7 @@ import textwrap
 
 import picklable
 from picklable_testpkg import py314_features as features
-from support.child import run_script
+from support.child import run_command, run_script
 from support.feature_checks import (
     compare,
     local_rows,
@@ -268,3 +268,25 @@ def test_annotations_changed_or_kept_on_the_function_travel(tmp_path):
     assert found["expected"][0] == {"x": "B", "return": "A", "extra": "typing.Any"}
     assert found["expected"][1] == {"y": "A", "ctx": "B"}
     assert found["expected"][4] == {"x": "A", "return": "A"}
+
+
+def test_an_interpreter_handle_loaded_elsewhere_says_why(tmp_path):
+    """A concurrent.interpreters queue or interpreter is an id of the process that
+    made it: loaded in another, the error says so (not "report it")."""
+    from concurrent import interpreters
+
+    handles = [interpreters.create_queue(), interpreters.create()]
+    load = (
+        "import sys, picklable\n"
+        "try:\n"
+        "    picklable.loads(bytes.fromhex(sys.stdin.read()))\n"
+        "except picklable.UnpicklingError as exc:\n"
+        "    print(exc.hint)\n"
+    )
+    try:
+        for handle in handles:
+            done = run_command(("-c", load), tmp_path, input=picklable.dumps(handle).hex())
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.strip() == "pass interpreter handles within one process"
+    finally:
+        handles[1].close()

@@ -384,6 +384,19 @@ def load_failure(exc: BaseException, data: Any = None) -> tuple[str, str, str]:
                 f"{name} raised {said}",
                 "run the same code on both sides",
             )
+        if module.startswith("concurrent.interpreters"):
+            # An interpreter, a queue: an id of the process that made it (3.14+).
+            return (
+                (
+                    f"Cannot load: {name} raised {said}. The payload holds a handle of "
+                    "concurrent.interpreters (an interpreter or a queue), whose id names "
+                    "an object of the process that made it: this process has no such "
+                    "object. Fix: pass such handles between the interpreters of one "
+                    "process, never to another process."
+                ),
+                f"{name} raised {said}",
+                "pass interpreter handles within one process",
+            )
         if _in_stdlib(top):
             # No package version to blame: the standard library is this Python's,
             # and a payload with code by value is refused on another minor version
