@@ -18,6 +18,8 @@ import functools
 import json
 import textwrap
 
+import pytest
+
 import picklable
 from picklable_testpkg import py314_features as features
 from support.child import run_command, run_script
@@ -290,3 +292,15 @@ def test_an_interpreter_handle_loaded_elsewhere_says_why(tmp_path):
             assert done.stdout.strip() == "pass interpreter handles within one process"
     finally:
         handles[1].close()
+
+
+def test_the_path_into_a_template_string_names_its_fields():
+    """What cannot travel inside a template string is named by the fields that
+    hold it (``interpolations[0].value``), not by its reduction's indices."""
+    import threading
+
+    lock = threading.Lock()
+    template = t"state: {lock}"
+    with pytest.raises(picklable.PicklingError) as caught:
+        picklable.dumps({"job": template})
+    assert caught.value.path == "obj['job'].interpolations[0].value"

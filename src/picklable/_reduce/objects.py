@@ -589,10 +589,7 @@ def instance_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]
     fields = getattr(type(obj), "_fields", None)
     named = isinstance(obj, tuple) and isinstance(fields, tuple) and len(fields) == len(args or ())
     field_names: tuple[Any, ...] = fields if named and isinstance(fields, tuple) else ()
-    try:
-        attributes = dict(vars(obj))
-    except TypeError:
-        attributes = {}
+    attributes = _attributes_for_paths(obj)
     for i, arg in enumerate(args or ()):
         if named:
             yield f".{field_names[i]}", arg
@@ -611,6 +608,34 @@ def instance_pieces(obj: Any, reduction: Any = None) -> Iterator[tuple[str, Any]
             if i >= _MAX_ITEMS:
                 break
             yield f"[{key!r}]", value
+
+
+_FIELD_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
+def _attributes_for_paths(obj: Any) -> dict[str, Any]:
+    """What names ``obj``'s reduction arguments in an error's path: its
+    ``__dict__``, and the fields its class reads in C or declares for ``match``
+    (a template string's ``interpolations``, an ``Interpolation``'s ``value``).
+    Read on errors only."""
+    try:
+        attributes = dict(vars(obj))
+    except TypeError:
+        attributes = {}
+    names: list[Any] = list(getattr(type(obj), "__match_args__", ()) or ())
+    for klass in type(obj).__mro__[:-1]:
+        names += [
+            name
+            for name, member in vars(klass).items()
+            if type(member) in _FIELD_DESCRIPTORS and not name.startswith("__")
+        ]
+    for name in names:
+        if type(name) is str and name not in attributes:
+            try:
+                attributes[name] = getattr(obj, name)
+            except Exception:
+                continue
+    return attributes
 
 
 def _state_pieces(state: Any) -> Iterator[tuple[str, Any]]:
