@@ -34,6 +34,7 @@ from ._reduce.scripts import SCRIPT_MODES
 from ._reduce.state import PayloadState
 from ._reduce.table import CLASS, FUNCTION, handler_for, reclassify
 from ._reduce.type_cache import HANDLERS, LASTING
+from .exceptions import PicklingError
 
 __all__ = [
     "DEFAULT_PROTOCOL",
@@ -150,6 +151,12 @@ class PicklerContext(DumpContext):
                 return f"it holds a {held.group(1)}, which cannot be pickled"
             path = getattr(exc, "path", "")  # where in the copy: the error names it
             where = f" (at {path})" if path and type(path) is str else ""
+            reason, hint = getattr(exc, "reason", ""), getattr(exc, "hint", "")
+            if isinstance(exc, PicklingError) and reason and type(reason) is str:
+                # picklable's own refusal: its reason and fix, not a second "Fix:"
+                name = getattr(exc, "type_name", "")
+                said = reason if not name or name in reason else f"{name}: {reason}"
+                return f"{said}{where}" + (f" (to fix it: {hint})" if hint else "")
             return f"{type(exc).__name__}: {str(exc).rstrip('.')}{where}"
         return None
 

@@ -328,3 +328,33 @@ def test_classes_a_script_drops_are_freed(tmp_path):
     """After dumps of instances of a script's classes, the script drops them and
     dumps other things: nothing of picklable keeps the classes alive (issue 27)."""
     assert run_script(RETENTION, tmp_path) == "['Model', 'Plain', 'Point']\n[]\n"
+
+
+def test_a_script_class_no_copy_can_make_says_why_where_loaded(tmp_path):
+    """A script's class holding a class without ``__module__`` (made by type() in an
+    exec with bare globals): no copy of it can be exact, so its reference alone
+    travels; a receiver that does not run the script says which class, why, and
+    the fix, once each."""
+    source = PRELUDE + textwrap.dedent(
+        """
+        Bare = eval("type('Bare', (), {})", {"__builtins__": __builtins__})
+        assert "__module__" not in Bare.__dict__
+
+        class Holder:
+            kind = Bare
+
+        data = picklable.dumps(Holder)
+        child = Child()
+        try:
+            child.run(picklable.loads, data)
+        except Exception as exc:
+            said = str(exc)
+        else:
+            raise AssertionError("loaded")
+        said = said.strip().splitlines()[-1]  # the error's own line, after the traceback
+        assert "no copy of it could travel: Bare: class without __module__ (to fix it: " in said
+        assert said.count("Fix:") == 1, said
+        print("OK")
+        """
+    )
+    assert run_script(source, tmp_path).strip().endswith("OK")
