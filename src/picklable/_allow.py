@@ -492,6 +492,18 @@ _MUTABLE_BUILTINS = (dict, list, set, bytearray)
 _C_METHODS = frozenset({types.WrapperDescriptorType, types.MethodDescriptorType})
 
 
+def _subscript_runs_code(kind: type) -> bool:
+    """Whether reading an item of a ``kind`` runs code: a ``__missing__``
+    (``defaultdict``'s writes the key), or a ``__getitem__`` that is neither C
+    code nor typing's (its special forms make new aliases)."""
+    if _class_lookup(kind, "__missing__") is not None:
+        return True
+    getitem = _class_lookup(kind, "__getitem__")
+    if getitem is None or type(getitem) in _C_METHODS:
+        return False
+    return not (type(getitem) is types.FunctionType and getitem.__module__ == "typing")
+
+
 def _class_lookup(kind: type, name: str) -> Any:
     """``name`` as the interpreter finds it on ``kind`` (the first class of its
     MRO that defines it), or None."""
@@ -1500,6 +1512,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if not admitted:
             self.policy.admit(obj, what)
         if type(obj) not in _IMMUTABLE:
+            self._no_subscript_code(obj, what)
             self._named[id(obj)] = obj
         return obj
 
@@ -1518,8 +1531,9 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if _refs(value) <= _FRESH_REFS:
             self._made[key] = value  # only this call's caller holds it: new
         else:
-            self._seen[key] = value
             # Something else holds it: the receiver's own, as if reached by name.
+            self._no_subscript_code(value, what)
+            self._seen[key] = value
             self.policy.check_callable(value, what)
         return value
 
@@ -1633,14 +1647,27 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 return
         raise self.policy.refuse(what, None, "it wraps objects too deeply to check")
 
-    def _check_view_base(self, base: Any, what: str) -> None:
-        """An array view's ``base`` (the array or buffer whose memory it writes
-        into): made by the payload, or held by the view alone (a masked array's
-        data, made by its rebuilder); never one of this process's own."""
-        if base is None or self._made.get(id(base)) is base:
-            return
-        if self._named.get(id(base)) is not base and _refs(base) <= _FRESH_REFS + 1:
-            return  # the view's reference, and this frame's
+    def _check_view_base(self, link: Any, what: str) -> None:
+        """An array view's base (``link``), followed to the object that owns the memory
+        (through arrays' ``base`` and memoryviews' ``obj``: a view of a view of a
+        memoryview of a module's array): no link is this process's own, and the
+        owner is made by the payload or held by the chain alone (a masked
+        array's data, made by its rebuilder)."""
+        numpy = sys.modules.get("numpy")
+        for _ in range(64):  # one name for each link: its reference count is read
+            if link is None:
+                return
+            key = id(link)
+            if self._named.get(key) is link or self._seen.get(key) is link:
+                break
+            if numpy is not None and isinstance(link, numpy.ndarray) and link.base is not None:
+                link = link.base
+            elif type(link) is memoryview:
+                link = link.obj
+            elif self._made.get(key) is link or _refs(link) <= _FRESH_REFS + 1:
+                return  # the owner: the payload's, or held by the view alone
+            else:
+                break
         raise self.policy.refuse(
             what,
             None,
@@ -1698,18 +1725,21 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         which makes a new alias)."""
         if isinstance(obj, type) or self._made.get(id(obj)) is obj:
             return
+        self._no_subscript_code(obj, what)
+
+    def _no_subscript_code(self, obj: Any, what: str) -> None:
+        """Refuse ``obj``, an object of this process (reached by name, or returned
+        by a call while something else holds it), if reading an item of it runs
+        code: an itemgetter, a map or a ChainMap would subscript it later, past
+        every check of ``operator.getitem`` (see :meth:`_check_subscript`)."""
         kind = type(obj)
-        getitem = _class_lookup(kind, "__getitem__")
-        if _class_lookup(kind, "__missing__") is None and (
-            type(getitem) in _C_METHODS
-            or (type(getitem) is types.FunctionType and getitem.__module__ == "typing")
-        ):
+        if isinstance(obj, type) or not _subscript_runs_code(kind):
             return
         raise self.policy.refuse(
             what,
             None,
-            f"it reads an item of a {_name_of(kind)} the payload did not make, whose "
-            "__getitem__ or __missing__ would run code (and may write into it)",
+            f"it is a {_name_of(kind)} of this process, whose __getitem__ or "
+            "__missing__ runs code when an item is read (and may write into it)",
         )
 
     def partial_calls(self, func: Any, holder: Any, what: str) -> None:
@@ -2506,6 +2536,18 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
                 f"{kind.__module__}.{kind.__qualname__}: it would be called with the "
                 "class's name, bases and namespace as a constructor's arguments",
             )
+        if issubclass(metaclass, enum.EnumType):
+            # Making an Enum class makes its members: each value goes to its mixin
+            # type's __new__, or to its __init__ (FileHandler's, with a path).
+            for base in arguments.get("bases") or ():
+                if isinstance(base, type) and load._refuses_arguments(base):
+                    raise policy.refuse(
+                        f"class {name!r}",
+                        None,
+                        f"its base {_name_of(base)} would make its members from the "
+                        "payload's values, and that is not how its instances are rebuilt: "
+                        "its constructor would run on them (and may open files)",
+                    )
         if type(namespace) is dict and "__classdictcell__" in namespace:
             # Making the class fills this cell with its namespace (type() does).
             load.check_target(namespace["__classdictcell__"], f"class {name!r}'s namespace cell")

@@ -19,6 +19,15 @@ section:
 6. ``operator.getitem(numpy.r_, "...")``: its ``__getitem__`` evaluates the string
    in its caller's frame (a hang, or the guard's own globals in the result).
 
+A seventh review's, past the fixes of the sixth:
+
+7. an Enum class whose mixin base is such a class (``FileHandler``, ``memmap``):
+   making its members calls the mixin's constructor with the payload's values;
+8. a receiver's registry or ``numpy.r_`` subscripted by an ``itemgetter``, a
+   ``partial`` of ``getitem``, ``map`` or a ``ChainMap`` over it;
+9. ``_frombuffer(memoryview(<a module's array>))``, then ``SETITEM``: the view's
+   base is an array whose base is the memoryview of the module's array.
+
 Each must be refused with an UnpicklingError and leave no effect; the controls
 load what a program's pickles of the same kinds hold. ``TestTheAttacksAreReal``
 loads the payloads with plain ``pickle.loads``: each reaches its goal.
@@ -44,6 +53,7 @@ from support.opcodes import (
     call,
     dict_,
     integer,
+    list_,
     payload,
     rebuilder,
     setitems,
@@ -301,6 +311,28 @@ class TestTheAttacksAreReal:
         finally:
             registry.pop("heldout4", None)
 
+    def test_enum_member_makes_the_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "member-file"
+        members = pickle.loads(enum_mixin(path))
+        try:
+            assert path.exists()
+        finally:
+            for member in members:
+                member.close()
+
+    @pytest.mark.parametrize("route", ["itemgetter", "partial", "map", "chainmap"])
+    def test_registry_gets_the_key_later(self, route: str) -> None:
+        registry = typing._overload_registry  # type: ignore[attr-defined]
+        try:
+            pickle.loads(later_subscripts()[route])
+            assert "heldout4" in registry
+        finally:
+            registry.pop("heldout4", None)
+
+    def test_view_through_a_memoryview_writes_the_modules_array(self, polyone: Any) -> None:
+        pickle.loads(view_through_memoryview())
+        assert polyone.tolist() == [999]
+
     def test_the_chain_crashes(self, tmp_path: Path) -> None:
         path = tmp_path / "payload"
         path.write_bytes(iter_chain(30_000, False))
@@ -313,3 +345,113 @@ class TestTheAttacksAreReal:
         )
         # A signal on 3.11 (SIGSEGV); where a Python checks that recursion, an error.
         assert done.returncode != 0, done
+
+
+# ------------------------------------------------ 7. an Enum's mixin constructor
+
+
+def enum_mixin(path: Path) -> bytes:
+    """_make_enum(EnumType, "E", (FileHandler, Enum), ..., {"A": (path,)})."""
+    return payload(
+        call(
+            rebuilder("_make_enum"),
+            stack_global("enum", "EnumType"),
+            text("E"),
+            tuple_(stack_global("logging", "FileHandler"), stack_global("enum", "Enum")),
+            dict_(__module__=text("logging")),
+            dict_(A=tuple_(text(str(path)))),
+            text(f"heldout4-{uuid.uuid4().hex}"),
+            NONE,
+        )
+    )
+
+
+def test_an_enum_makes_no_member_by_a_refused_constructor(tmp_path: Path) -> None:
+    path = tmp_path / "member-file"
+    assert _refused(enum_mixin(path), LOGGING)
+    assert not path.exists()
+
+
+def test_control_an_enum_with_a_builtin_mixin_loads() -> None:
+    """An Enum of int members shipped by value (no code) loads under its module."""
+    members = dict_(A=integer(1), B=integer(2))
+    data = payload(
+        call(
+            rebuilder("_make_enum"),
+            stack_global("enum", "EnumType"),
+            text("Level"),
+            tuple_(stack_global("builtins", "int"), stack_global("enum", "Enum")),
+            dict_(__module__=text("logging")),
+            members,
+            text(f"heldout4-{uuid.uuid4().hex}"),
+            NONE,
+        )
+    )
+    level = picklable.loads(data, allowed=LOGGING)
+    assert [member.value for member in level] == [1, 2]
+
+
+# ------------------------------------------------ 8. subscripted later
+
+
+def _registry() -> bytes:
+    return stack_global("typing", "_overload_registry")
+
+
+def later_subscripts() -> dict[str, bytes]:
+    key = text("heldout4")
+    getitem_ = stack_global("_operator", "getitem")
+    itemgetter = call(stack_global("_operator", "itemgetter"), key)
+    partial = stack_global("functools", "partial")
+    to_list = stack_global("builtins", "list")
+    return {
+        "itemgetter": payload(call(itemgetter, _registry())),
+        "partial": payload(call(call(partial, getitem_, _registry()), key)),
+        "map": payload(
+            call(
+                to_list,
+                call(stack_global("builtins", "map"), getitem_, list_(_registry()), list_(key)),
+            )
+        ),
+        "chainmap": payload(
+            getitem(call(stack_global("collections", "ChainMap"), _registry()), key)
+        ),
+    }
+
+
+@pytest.mark.parametrize("route", ["itemgetter", "partial", "map", "chainmap"])
+def test_no_item_added_by_a_later_subscription(route: str) -> None:
+    registry = typing._overload_registry  # type: ignore[attr-defined]
+    try:
+        assert _refused(later_subscripts()[route], TYPING)
+        assert "heldout4" not in registry
+    finally:
+        registry.pop("heldout4", None)
+
+
+def test_numpy_r_is_not_reached() -> None:
+    itemgetter = call(stack_global("_operator", "itemgetter"), text("args"))
+    assert _refused(payload(call(itemgetter, stack_global("numpy", "r_"))), NUMPY)
+
+
+# ------------------------------------------------ 9. a view through a memoryview
+
+
+def view_through_memoryview() -> bytes:
+    buffer = call(
+        stack_global("builtins", "memoryview"),
+        stack_global("numpy.polynomial.polynomial", "polyone"),
+    )
+    view = call(
+        stack_global("numpy._core.numeric", "_frombuffer"),
+        buffer,
+        call(stack_global("numpy", "dtype"), text("i8")),  # polyone: int64
+        tuple_(integer(1)),
+        text("C"),
+    )
+    return payload(setitems(view, (integer(0), integer(999))))
+
+
+def test_no_write_through_a_view_of_a_memoryview_of_a_modules_array(polyone: Any) -> None:
+    assert _refused(view_through_memoryview(), NUMPY)
+    assert polyone.tolist() == [1]
