@@ -77,6 +77,7 @@ from ._allow_calls import (
     STATE_CHECKS,
     called_dunders,
     no_attribute_swap,
+    refuse_class_hooks,
     refuse_composed_dunder,
 )
 from ._compat import (
@@ -1528,7 +1529,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             if self._classes.get(key) is not value:
                 self._check_class_result(value, what)
             return value
-        if _refs(value) <= _FRESH_REFS:
+        if self._seen.get(key) is not value and _refs(value) <= _FRESH_REFS:
             self._made[key] = value  # only this call's caller holds it: new
         else:
             # Something else holds it: the receiver's own, as if reached by name.
@@ -1677,9 +1678,49 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
 
     def _call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> Any:
         """Call ``func`` (admitted: it is on the stack) once :meth:`check_call`
-        allows it."""
+        allows it. What it returns around this process's memory is not the
+        payload's (see :meth:`_lends_memory`)."""
         self.check_call(func, args, what, kwargs)
-        return func(*args) if kwargs is None else func(*args, **kwargs)
+        value = func(*args) if kwargs is None else func(*args, **kwargs)
+        if self._lends_memory(func, args, kwargs):
+            self._seen[id(value)] = value  # result() reads it as held elsewhere
+        return value
+
+    def _lends_memory(self, func: Any, args: Any, kwargs: Any) -> bool:
+        """Whether the call is handed memory of this process: an array, a
+        memoryview or a bytearray reached by name or held elsewhere (or a view
+        of one), itself or in a list, tuple or dict it is given. What it returns
+        may write there (pandas' NumpyExtensionArray wraps the array it gets)."""
+        values: list[Any] = [*args, *(kwargs or {}).values()]
+        if type(func) is functools.partial:
+            values += [*func.args, *func.keywords.values()]
+        numpy = sys.modules.get("numpy")
+        for _ in range(2):  # the arguments, then the containers among them
+            inner: list[Any] = []
+            for value in values:
+                if type(value) in (list, tuple):
+                    inner += value
+                elif type(value) is dict:
+                    inner += value.values()
+                elif self._receivers_memory(value, numpy):
+                    return True
+            values = inner
+        return False
+
+    def _receivers_memory(self, link: Any, numpy: Any) -> bool:
+        for _ in range(64):  # the buffer, then what it views
+            key = id(link)
+            if self._named.get(key) is link or self._seen.get(key) is link:
+                return type(link) in (memoryview, bytearray) or (
+                    numpy is not None and isinstance(link, numpy.ndarray)
+                )
+            if numpy is not None and isinstance(link, numpy.ndarray):
+                link = link.base
+            elif type(link) is memoryview:
+                link = link.obj
+            else:
+                return False
+        return True
 
     def check_call(self, func: Any, args: Any, what: str, kwargs: Any = None) -> None:
         """Refuse the call ``func(*args, **kwargs)`` unless it may run: a mutating
@@ -2558,6 +2599,7 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
             dunders = called_dunders(namespace)
             load.no_constructor_in(dunders, None, f"class {name!r}", f"class {name!r}")
             refuse_composed_dunder(load, dunders, f"class {name!r}")
+            refuse_class_hooks(load, namespace, f"class {name!r}")
         if not policy.allows("__main__") and len(args) > origin_at:
             # The receiver's own __main__ classes stay out of reach.
             args = (*args[:origin_at], None, *args[origin_at + 1 :])

@@ -386,6 +386,28 @@ def refuse_composed_dunder(load: Any, values: list[Any], what: str) -> None:
         )
 
 
+# Hooks that code of this process calls on a class's behalf: an ABC's
+# issubclass() asks every subclass's __subclasshook__, and caches the answer.
+_CLASS_HOOKS = ("__subclasshook__", "__instancecheck__", "__subclasscheck__")
+
+
+def refuse_class_hooks(load: Any, namespace: dict[str, Any], what: str) -> None:
+    """Without by-value code, a class the payload builds answers no one's
+    ``issubclass`` or ``isinstance``: a builtin as its ``__subclasshook__``
+    (``callable``) under ``collections.abc.Mapping`` made every class a Mapping
+    for the whole process."""
+    if load.policy.by_value_code:
+        return
+    for name in _CLASS_HOOKS:
+        if name in namespace:
+            raise _refuse(
+                load,
+                what,
+                f"the class defines {name}, which this process's issubclass() and "
+                "isinstance() would call for its bases (an ABC caches the answers)",
+            )
+
+
 def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
     """A payload's class gets its attributes (no class in a dunder it calls),
     its virtual subclasses and its Enum members' attributes: a class of this
@@ -399,6 +421,7 @@ def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
         dunders = called_dunders(attributes)
         load.no_constructor_in(dunders, None, what, what)
         refuse_composed_dunder(load, dunders, what)
+        refuse_class_hooks(load, attributes, what)
     for subclass in registered if type(registered) in (list, tuple) else ():
         if not load.built_class(subclass):
             raise _refuse(

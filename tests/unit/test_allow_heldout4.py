@@ -28,6 +28,14 @@ A seventh review's, past the fixes of the sixth:
 9. ``_frombuffer(memoryview(<a module's array>))``, then ``SETITEM``: the view's
    base is an array whose base is the memoryview of the module's array.
 
+And an eighth's:
+
+10. a payload class deriving from ``collections.abc.Mapping`` whose
+    ``__subclasshook__`` is the builtin ``callable``: every class became a Mapping
+    for the whole process (the ABC caches the answers);
+11. ``pandas.arrays.NumpyExtensionArray(<a module's array>)``, then ``SETITEM``:
+    the wrapper writes into the array it was handed.
+
 Each must be refused with an UnpicklingError and leave no effect; the controls
 load what a program's pickles of the same kinds hold. ``TestTheAttacksAreReal``
 loads the payloads with plain ``pickle.loads``: each reaches its goal.
@@ -333,6 +341,29 @@ class TestTheAttacksAreReal:
         pickle.loads(view_through_memoryview())
         assert polyone.tolist() == [999]
 
+    def test_every_class_becomes_a_mapping(self, tmp_path: Path) -> None:
+        """In a child: the ABC's caches would stay changed for this test run."""
+        code = (
+            "import pickle, sys, collections.abc as abc\n"
+            "pickle.loads(open(sys.argv[1], 'rb').read())\n"
+            "print(issubclass(complex, abc.Mapping))\n"
+        )
+        path = tmp_path / "payload"
+        path.write_bytes(subclass_hook())
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=child_env(),
+        )
+        assert done.stdout.strip() == "True", done
+
+    def test_wrapper_writes_the_modules_array(self, polyone: Any) -> None:
+        pytest.importorskip("pandas")
+        pickle.loads(wrapped_array_write())
+        assert polyone.tolist() == [999]
+
     def test_the_chain_crashes(self, tmp_path: Path) -> None:
         path = tmp_path / "payload"
         path.write_bytes(iter_chain(30_000, False))
@@ -455,3 +486,54 @@ def view_through_memoryview() -> bytes:
 def test_no_write_through_a_view_of_a_memoryview_of_a_modules_array(polyone: Any) -> None:
     assert _refused(view_through_memoryview(), NUMPY)
     assert polyone.tolist() == [1]
+
+
+# ------------------------------------------------ 10. a subclass hook
+
+
+def subclass_hook() -> bytes:
+    return payload(
+        call(
+            rebuilder("_make_class"),
+            stack_global("builtins", "type"),
+            text("C"),
+            tuple_(stack_global("collections.abc", "Mapping")),
+            dict_(
+                __module__=text("collections"),
+                __subclasshook__=stack_global("builtins", "callable"),
+            ),
+            text(f"heldout4-{uuid.uuid4().hex}"),
+            NONE,
+        )
+    )
+
+
+def test_no_class_answers_for_an_abc_of_this_process() -> None:
+    from collections.abc import Mapping
+
+    assert _refused(subclass_hook(), ["collections"])
+    assert not issubclass(complex, Mapping)
+
+
+# ------------------------------------------------ 11. memory lent to a wrapper
+
+
+def wrapped_array_write() -> bytes:
+    wrapper = call(
+        stack_global("pandas.arrays", "NumpyExtensionArray"),
+        stack_global("numpy.polynomial.polynomial", "polyone"),
+    )
+    return payload(setitems(wrapper, (integer(0), integer(999))))
+
+
+def test_no_write_through_a_wrapper_of_a_modules_array(polyone: Any) -> None:
+    pytest.importorskip("pandas")
+    assert _refused(wrapped_array_write(), ["pandas", "numpy"])
+    assert polyone.tolist() == [1]
+
+
+def test_control_a_dataframe_loads() -> None:
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"a": [1, 2]})
+    loaded = picklable.loads(pickle.dumps(frame), allowed=["pandas", "numpy"])
+    assert loaded.equals(frame)
