@@ -493,6 +493,11 @@ _MUTABLE_BUILTINS = (dict, list, set, bytearray)
 _C_METHODS = frozenset({types.WrapperDescriptorType, types.MethodDescriptorType})
 
 
+def _is_metaclass(obj: Any) -> bool:
+    """Whether ``obj`` is ``type`` or a subclass of it: calling it makes a class."""
+    return isinstance(obj, type) and issubclass(obj, type)
+
+
 def _subscript_runs_code(kind: type) -> bool:
     """Whether reading an item of a ``kind`` runs code: a ``__missing__``
     (``defaultdict``'s writes the key), or a ``__getitem__`` that is neither C
@@ -1853,6 +1858,14 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 todo.append(current.__func__)
             elif t is types.GenericAlias:
                 todo.append(current.__origin__)
+            elif _is_metaclass(current):
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    f"{_name_of(current)} is handed to "
+                    f"{target if type(target) is str else _name_of(target)}, which may call "
+                    "it to make a class, past the checks of picklable's class rebuilders",
+                )
             elif isinstance(current, type) and self._refuses_arguments(current):
                 raise self.policy.refuse(
                     what,
@@ -1865,7 +1878,12 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
 
     def _check_construction(self, func: Any, args: Any, kwargs: Any, what: str) -> None:
         """A class called with arguments (directly, through its ``__new__``, a
-        ``partial`` or ``copyreg``'s reconstructors) only as its instances are rebuilt."""
+        ``partial`` or ``copyreg``'s reconstructors) only as its instances are rebuilt;
+        a metaclass never makes a class here (see :meth:`_no_class_made`)."""
+        if _is_metaclass(func) and len(args) + len(kwargs or ()) > 1:
+            self._no_class_made(func, what)
+        if _is_constructor(func) and args and _is_metaclass(args[0]) and len(args) > 2:
+            self._no_class_made(args[0], what)
         if isinstance(func, type):
             self._check_class_call(func, args, kwargs, what, initialized=True)
         elif func is copyreg.__newobj__ and args:  # type: ignore[attr-defined]
@@ -1892,6 +1910,19 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 )
             if owner is not args[0]:
                 self._check_class_call(owner, args[1:], kwargs, what)
+
+    def _no_class_made(self, metaclass: Any, what: str) -> None:
+        """Refuse a class made by calling a metaclass (``type(name, bases, ns)``):
+        making it registers it with its bases and runs their hooks, before any
+        check of its namespace could run. A payload's classes are made by
+        picklable's class rebuilders, whose guard checks the namespace first."""
+        raise self.policy.refuse(
+            what,
+            None,
+            f"{_name_of(metaclass)} would make a class, past the checks of picklable's "
+            "class rebuilders (a class made registers with its bases, and runs their "
+            "hooks, as it is made)",
+        )
 
     def _check_class_call(
         self, cls: Any, args: Any, kwargs: Any, what: str, *, initialized: bool = False

@@ -36,6 +36,12 @@ And an eighth's:
 11. ``pandas.arrays.NumpyExtensionArray(<a module's array>)``, then ``SETITEM``:
     the wrapper writes into the array it was handed.
 
+And a ninth's, past those:
+
+12. the same hooked class made by ``builtins.type(name, bases, namespace)``
+    (always admitted), directly or through ``map``: a class made registers with
+    its bases as it is made, before any check of its namespace.
+
 Each must be refused with an UnpicklingError and leave no effect; the controls
 load what a program's pickles of the same kinds hold. ``TestTheAttacksAreReal``
 loads the payloads with plain ``pickle.loads``: each reaches its goal.
@@ -359,6 +365,23 @@ class TestTheAttacksAreReal:
         )
         assert done.stdout.strip() == "True", done
 
+    def test_type_makes_every_class_a_mapping(self, tmp_path: Path) -> None:
+        code = (
+            "import pickle, sys, collections.abc as abc\n"
+            "pickle.loads(open(sys.argv[1], 'rb').read())\n"
+            "print(issubclass(bytes, abc.Mapping))\n"
+        )
+        path = tmp_path / "payload"
+        path.write_bytes(type_call())
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=child_env(),
+        )
+        assert done.stdout.strip() == "True", done
+
     def test_wrapper_writes_the_modules_array(self, polyone: Any) -> None:
         pytest.importorskip("pandas")
         pickle.loads(wrapped_array_write())
@@ -537,3 +560,50 @@ def test_control_a_dataframe_loads() -> None:
     frame = pandas.DataFrame({"a": [1, 2]})
     loaded = picklable.loads(pickle.dumps(frame), allowed=["pandas", "numpy"])
     assert loaded.equals(frame)
+
+
+# ------------------------------------------------ 12. a class made by type()
+
+
+def _hooked_namespace() -> bytes:
+    return dict_(
+        __module__=text("collections"),
+        __subclasshook__=stack_global("builtins", "callable"),
+    )
+
+
+def type_call() -> bytes:
+    return payload(
+        call(
+            stack_global("builtins", "type"),
+            text("C"),
+            tuple_(stack_global("collections.abc", "Mapping")),
+            _hooked_namespace(),
+        )
+    )
+
+
+def type_through_map() -> bytes:
+    mapping = stack_global("collections.abc", "Mapping")
+    made = call(
+        stack_global("builtins", "map"),
+        stack_global("builtins", "type"),
+        list_(text("C")),
+        list_(tuple_(mapping)),
+        list_(_hooked_namespace()),
+    )
+    return payload(call(stack_global("builtins", "list"), made))
+
+
+@pytest.mark.parametrize("make", [type_call, type_through_map], ids=["call", "map"])
+def test_no_class_made_by_type(make: Any) -> None:
+    from collections.abc import Mapping
+
+    assert _refused(make(), ["collections"])
+    assert not issubclass(bytes, Mapping)
+
+
+def test_control_type_of_an_object_loads() -> None:
+    """type(x), one argument: the class of x, as before."""
+    data = payload(call(stack_global("builtins", "type"), integer(1)))
+    assert picklable.loads(data, allowed=[]) is int
