@@ -1519,6 +1519,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self.policy.admit(obj, what)
         if type(obj) not in _IMMUTABLE:
             self._no_subscript_code(obj, what)
+            self._no_receivers_buffer(obj, what)
             self._named[id(obj)] = obj
         return obj
 
@@ -1539,6 +1540,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         else:
             # Something else holds it: the receiver's own, as if reached by name.
             self._no_subscript_code(value, what)
+            self._no_receivers_buffer(value, what)
             self._seen[key] = value
             self.policy.check_callable(value, what)
         return value
@@ -1772,6 +1774,23 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         if isinstance(obj, type) or self._made.get(id(obj)) is obj:
             return
         self._no_subscript_code(obj, what)
+
+    def _no_receivers_buffer(self, obj: Any, what: str) -> None:
+        """Refuse an array, memoryview or bytearray of this process (reached by
+        name, or returned by a call while something else holds it): pickle never
+        names one (it copies it), and an object of the payload holding it (a
+        ``UserDict``'s ``data``, a ``ChainMap``'s maps) would write into it from
+        its own Python code, where no check of this unpickler runs."""
+        numpy = sys.modules.get("numpy")
+        if type(obj) in (memoryview, bytearray) or (
+            numpy is not None and isinstance(obj, numpy.ndarray)
+        ):
+            raise self.policy.refuse(
+                what,
+                None,
+                f"it is a {_name_of(type(obj))} of this process: pickle copies arrays "
+                "and buffers, never names them, and what holds one may write into it",
+            )
 
     def _no_subscript_code(self, obj: Any, what: str) -> None:
         """Refuse ``obj``, an object of this process (reached by name, or returned

@@ -232,7 +232,19 @@ def _singledispatch(load: Any, arguments: dict[str, Any], what: str) -> None:
             )
 
 
+def _module_namespace(load: Any, arguments: dict[str, Any], what: str) -> None:
+    """A module built in memory: the dunders Python calls on it (``__getattr__``
+    for any missing name, ``__dir__``) hold no class that may not be called with
+    the payload's arguments, and, without by-value code, nothing made of parts."""
+    namespace = arguments.get("namespace")
+    if type(namespace) is dict:
+        dunders = called_dunders(namespace)
+        load.no_constructor_in(dunders, None, what, what)
+        refuse_composed_dunder(load, dunders, what)
+
+
 CALL_CHECKS: dict[str, Check] = {
+    "_make_module": _module_namespace,
     "_script_or_build": _script_or_build,
     "_bind_descriptor": _bind_descriptor,
     "_make_wrapt_proxy": _both(

@@ -42,6 +42,14 @@ And a ninth's, past those:
     (always admitted), directly or through ``map``: a class made registers with
     its bases as it is made, before any check of its namespace.
 
+And a tenth's:
+
+13. ``_make_module`` (a module built in memory) whose ``__getattr__`` is
+    ``FileHandler``: every missing attribute read makes a file (a refusal's message
+    showing the module read ``__file__``);
+14. a payload ``UserDict`` (or ``ChainMap``) whose ``data`` is a module's array,
+    then ``SETITEM``: its own ``__setitem__`` writes into the array.
+
 Each must be refused with an UnpicklingError and leave no effect; the controls
 load what a program's pickles of the same kinds hold. ``TestTheAttacksAreReal``
 loads the payloads with plain ``pickle.loads``: each reaches its goal.
@@ -64,10 +72,12 @@ import picklable
 from support.child import child_env
 from support.opcodes import (
     NONE,
+    build,
     call,
     dict_,
     integer,
     list_,
+    newobj,
     payload,
     rebuilder,
     setitems,
@@ -284,12 +294,12 @@ def test_numpy_r_evaluates_nothing() -> None:
 
 def test_control_subscriptions_pickle_writes_load() -> None:
     """What a program's pickles subscribe: a class (``list[int]``), typing's special
-    forms (``Union[int, str]``), an array reached by name, read."""
+    forms (``Union[int, str]``), an array the payload made, read."""
     assert picklable.loads(pickle.dumps(list[int]), allowed=[]) == list[int]
     union = typing.Union[int, str]  # noqa: UP007 - typing's special form, subscripted
     assert picklable.loads(pickle.dumps(union), allowed=["typing"]) == union
-    data = payload(getitem(stack_global("numpy.polynomial.polynomial", "polyone"), integer(0)))
-    assert picklable.loads(data, allowed=NUMPY) == 1
+    made = pickle.dumps(np.arange(3))[2:-1]  # the array's opcodes, without PROTO and STOP
+    assert picklable.loads(payload(getitem(made, integer(1))), allowed=NUMPY) == 1
 
 
 # ------------------------------------------------ the attacks are real
@@ -381,6 +391,16 @@ class TestTheAttacksAreReal:
             env=child_env(),
         )
         assert done.stdout.strip() == "True", done
+
+    def test_module_getattr_makes_a_file(self, tmp_path: Path, monkeypatch: Any) -> None:
+        monkeypatch.chdir(tmp_path)
+        module = pickle.loads(module_getattr())
+        module.missing.close()  # the FileHandler the lookup made
+        assert (tmp_path / "missing").exists()
+
+    def test_userdict_writes_the_modules_array(self, polyone: Any) -> None:
+        pickle.loads(userdict_holding_polyone())
+        assert polyone.tolist() == [99]
 
     def test_wrapper_writes_the_modules_array(self, polyone: Any) -> None:
         pytest.importorskip("pandas")
@@ -607,3 +627,36 @@ def test_control_type_of_an_object_loads() -> None:
     """type(x), one argument: the class of x, as before."""
     data = payload(call(stack_global("builtins", "type"), integer(1)))
     assert picklable.loads(data, allowed=[]) is int
+
+
+# ------------------------------------------------ 13. a module's __getattr__
+
+
+def module_getattr() -> bytes:
+    namespace = dict_(__getattr__=stack_global("logging", "FileHandler"))
+    return payload(call(rebuilder("_make_module"), text("m"), namespace))
+
+
+def test_no_module_built_with_a_refused_getattr(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _refused(module_getattr(), LOGGING)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_control_a_module_built_in_memory_loads() -> None:
+    data = payload(call(rebuilder("_make_module"), text("m"), dict_(x=integer(1))))
+    assert picklable.loads(data, allowed=["m"]).x == 1
+
+
+# ------------------------------------------------ 14. a holder of a module's array
+
+
+def userdict_holding_polyone() -> bytes:
+    holder = newobj(stack_global("collections", "UserDict"))
+    held = build(holder, dict_(data=stack_global("numpy.polynomial.polynomial", "polyone")))
+    return payload(setitems(held, (integer(0), integer(99))))
+
+
+def test_no_array_of_this_process_held(polyone: Any) -> None:
+    assert _refused(userdict_holding_polyone(), ["collections", "numpy"])
+    assert polyone.tolist() == [1]
