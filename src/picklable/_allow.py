@@ -493,6 +493,22 @@ _MUTABLE_BUILTINS = (dict, list, set, bytearray)
 _C_METHODS = frozenset({types.WrapperDescriptorType, types.MethodDescriptorType})
 
 
+_SHOWN_AS_IS = (str, bytes, int, float, bool, type(None))
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a refusal's message: plain data as ``repr`` writes it, a
+    tuple or list of it item by item, anything else by its type's name alone (a
+    payload's object could run code in ``repr()``)."""
+    if type(value) in _SHOWN_AS_IS:
+        return repr(value)
+    if type(value) in (tuple, list):
+        inner = ", ".join(_shown(item) for item in value[:8])
+        more = ", ..." if len(value) > 8 else ""
+        return f"({inner}{more})" if type(value) is tuple else f"[{inner}{more}]"
+    return f"<a {type(value).__name__}>"
+
+
 def _is_metaclass(obj: Any) -> bool:
     """Whether ``obj`` is ``type`` or a subclass of it: calling it makes a class."""
     return isinstance(obj, type) and issubclass(obj, type)
@@ -1080,7 +1096,7 @@ class Policy:
         """One step of a path: allowed on ``obj``? Then the object it leads to, checked."""
         if type(step) is str:
             if not step or step == "<locals>":
-                raise self.refuse(what, None, f"the name {step!r} leads nowhere")
+                raise self.refuse(what, None, f"the name {_shown(step)} leads nowhere")
             if _dunder(step):
                 self._check_dunder_step(obj, step, what)
                 found = vars(obj) if step == "__dict__" else _getattr(obj, step, what)
@@ -1091,7 +1107,7 @@ class Policy:
         elif type(step) is tuple and len(step) == 1 and isinstance(obj, types.MappingProxyType):
             found = _item(obj, step[0], what)
         else:
-            raise self.refuse(what, None, f"the step {step!r} is no step of a located path")
+            raise self.refuse(what, None, f"the step {_shown(step)} is no step of a located path")
         # Walking a container's items runs no code; anything else on the way
         # (a module in between included) must belong to an allowed module.
         if checked and (
@@ -2088,7 +2104,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             raise self.policy.refuse(
                 "a persistent id", None, "this unpickler resolves no persistent ids"
             )
-        return self.named(receiver(pid), f"persistent id {pid!r}")
+        return self.named(receiver(pid), f"persistent id {_shown(pid)}")
 
     def get_extension(self, code: int) -> None:
         # copyreg's registry names a global; its cache (filled by any earlier load,
@@ -2205,6 +2221,9 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         state gives it outside these checks, no class that may not be called
         with the payload's arguments; for a partial, the calls it will make."""
         no_attribute_swap(self, state, what)
+        if not isinstance(inst, type):
+            for part in state if type(state) is tuple else (state,):
+                self.no_constructor_as_method(type(inst).__mro__, part, what)
         # (A class's attributes: only those Python calls, see _class_state.)
         if not isinstance(inst, type) and _calls_what_it_holds(type(inst)):
             self.no_constructor_in((state,), None, type(inst), what)
@@ -2219,6 +2238,26 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                     if type(args) is tuple and (kwds is None or type(kwds) is dict):
                         self._check_construction(func, args, kwds, what)
                     self.partial_calls(func, inst, what)
+
+    def no_constructor_as_method(self, mro: Any, mapping: Any, what: str) -> None:
+        """Refuse, in ``mapping`` (an object's state, a class's namespace), a class
+        that may not be called with the payload's arguments set where a class of
+        ``mro`` has a method: the class's own code calls it (``Logger.__repr__``
+        calls ``self.getEffectiveLevel()``: ``SysLogHandler()``, a socket)."""
+        if type(mapping) is not dict:
+            return
+        for key, value in mapping.items():
+            if type(key) is not str or not isinstance(value, type):
+                continue
+            method = next((vars(k)[key] for k in mro if key in vars(k)), None)
+            if method is not None and callable(method) and self._refuses_arguments(value):
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    f"it sets {key} to {_name_of(value)}, where the class has a method: "
+                    "its code would construct it with arguments no one chose (and it may "
+                    "open files or sockets)",
+                )
 
     def _own_setstate(self, inst: Any) -> bool:
         """Whether ``inst``'s ``__setstate__`` is an allowed module's own code."""
@@ -2554,14 +2593,18 @@ def _guard_import(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> 
         arguments = _arguments(rebuilder, args)
         module = arguments.get("module")
         if type(module) is not str:
-            raise policy.refuse(f"a reference to {module!r}", None, "malformed reference")
+            # Its type alone: a payload's object could run code in repr().
+            kind = type(module).__name__
+            raise policy.refuse(f"a reference to a {kind}", None, "malformed reference")
         if "path" not in arguments:
             if not policy.allows(module):
                 raise policy.refuse(f"import of {module!r}", module)
             return load.named(function(*args), f"module {module!r}")
         path = arguments["path"]
         if type(path) is not tuple:
-            raise policy.refuse(f"reference {module!r}:{path!r}", None, "malformed reference")
+            raise policy.refuse(
+                f"reference {_shown(module)}:{_shown(path)}", None, "malformed reference"
+            )
         where = format_path(module, path)
         if all(type(step) is str for step in path):
             implicit = policy.implicit(module, ".".join(path))
@@ -2650,6 +2693,10 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
             load.no_constructor_in(dunders, None, f"class {name!r}", f"class {name!r}")
             refuse_composed_dunder(load, dunders, f"class {name!r}")
             refuse_class_hooks(load, namespace, f"class {name!r}")
+            bases = arguments.get("bases")
+            for base in bases if type(bases) is tuple else ():
+                if isinstance(base, type):
+                    load.no_constructor_as_method(base.__mro__, namespace, f"class {name!r}")
         if not policy.allows("__main__") and len(args) > origin_at:
             # The receiver's own __main__ classes stay out of reach.
             args = (*args[:origin_at], None, *args[origin_at + 1 :])
@@ -2720,7 +2767,7 @@ def _guard_origin(
             or type(origin[0]) is not str
             or type(origin[1]) is not tuple
         ):
-            raise policy.refuse(f"a script reference {origin!r}", None, "malformed reference")
+            raise policy.refuse(f"a script reference {_shown(origin)}", None, "malformed reference")
         module, path, _, line = origin
         where = format_path(module, path)
         if policy.allows(module):
@@ -2801,7 +2848,9 @@ def _guard_call(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
             return made
         owner = arguments.get(made_for)
         if owner is None or type(owner) in _IMMUTABLE:
-            raise load.policy.refuse(what, None, f"it is made for no object ({made_for}={owner!r})")
+            raise load.policy.refuse(
+                what, None, f"it is made for no object ({made_for}={_shown(owner)})"
+            )
         return load.made(function(*args))
 
     return guarded

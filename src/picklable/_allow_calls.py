@@ -434,6 +434,9 @@ def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
         load.no_constructor_in(dunders, None, what, what)
         refuse_composed_dunder(load, dunders, what)
         refuse_class_hooks(load, attributes, what)
+        target = arguments.get("cls")
+        if isinstance(target, type):
+            load.no_constructor_as_method(target.__mro__[1:], attributes, what)
     for subclass in registered if type(registered) in (list, tuple) else ():
         if not load.built_class(subclass):
             raise _refuse(

@@ -1376,7 +1376,9 @@ def _make_dict_view(mapping: Any, method: str, ordered: bool = False) -> Any:
     make = _DICT_VIEWS.get((method, ordered)) if type(method) is str else None
     if make is None or not isinstance(mapping, collections.OrderedDict if ordered else dict):
         raise UnpicklingError(
-            f"Cannot load a dict view: the payload asks for {method!r} of a "
+            # The method's type alone: a payload's object could run code in repr().
+            f"Cannot load a dict view: the payload asks for "
+            f"{repr(method) if type(method) is str else type(method).__name__} of a "
             f"{type(mapping).__name__}. The payload is damaged or was not made by picklable.",
             reason="damaged payload: bad dict view",
             hint="check that the bytes arrive unchanged",

@@ -50,6 +50,13 @@ And a tenth's:
 14. a payload ``UserDict`` (or ``ChainMap``) whose ``data`` is a module's array,
     then ``SETITEM``: its own ``__setitem__`` writes into the array.
 
+And an eleventh's:
+
+15. a ``logging.Logger`` whose state (or a payload subclass's namespace) sets
+    ``getEffectiveLevel`` to ``SysLogHandler``: ``Logger.__repr__`` calls it, and a
+    refusal's message showed the object with ``repr()`` (a socket opened during a
+    refused load).
+
 Each must be refused with an UnpicklingError and leave no effect; the controls
 load what a program's pickles of the same kinds hold. ``TestTheAttacksAreReal``
 loads the payloads with plain ``pickle.loads``: each reaches its goal.
@@ -660,3 +667,47 @@ def userdict_holding_polyone() -> bytes:
 def test_no_array_of_this_process_held(polyone: Any) -> None:
     assert _refused(userdict_holding_polyone(), ["collections", "numpy"])
     assert polyone.tolist() == [1]
+
+
+# ------------------------------------------------ 15. a class where a method is
+
+
+def logger_state() -> bytes:
+    logger = build(
+        newobj(stack_global("logging", "Logger")),
+        dict_(
+            name=text("x"),
+            getEffectiveLevel=stack_global("logging.handlers", "SysLogHandler"),
+        ),
+    )
+    # Shown by a refusal's message: _import given it as a module name.
+    return payload(call(rebuilder("_import"), logger))
+
+
+def logger_subclass() -> bytes:
+    return payload(
+        call(
+            rebuilder("_make_class"),
+            stack_global("builtins", "type"),
+            text("L"),
+            tuple_(stack_global("logging", "Logger")),
+            dict_(
+                __module__=text("logging"),
+                getEffectiveLevel=stack_global("logging.handlers", "SysLogHandler"),
+            ),
+            text(f"heldout4-{uuid.uuid4().hex}"),
+            NONE,
+        )
+    )
+
+
+@pytest.mark.parametrize("make", [logger_state, logger_subclass], ids=["state", "class"])
+def test_no_refused_class_where_a_method_is(make: Any) -> None:
+    before = len(logging._handlerList)  # type: ignore[attr-defined]
+    assert _refused(make(), LOGGING)
+    assert len(logging._handlerList) == before  # type: ignore[attr-defined]
+
+
+def test_control_a_logger_with_its_own_state_loads() -> None:
+    data = payload(build(newobj(stack_global("logging", "Logger")), dict_(name=text("x"))))
+    assert picklable.loads(data, allowed=LOGGING).name == "x"
