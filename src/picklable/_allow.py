@@ -1814,8 +1814,17 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
         code: an itemgetter, a map or a ChainMap would subscript it later, past
         every check of ``operator.getitem`` (see :meth:`_check_subscript`)."""
         kind = type(obj)
-        if isinstance(obj, type) or not _subscript_runs_code(kind):
-            return
+        for _ in range(8):
+            if isinstance(obj, type) or not _subscript_runs_code(kind):
+                return
+            # A proxy (wrapt's pure-Python one) hands the item read to what it
+            # wraps: that object decides.
+            if kind is getattr(obj, "__class__", kind):
+                break
+            obj = getattr(obj, "__wrapped__", None)
+            if obj is None:
+                return
+            kind = type(obj)
         raise self.policy.refuse(
             what,
             None,
