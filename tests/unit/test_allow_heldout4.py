@@ -263,17 +263,26 @@ except picklable.UnpicklingError:
 """
 
 
-def test_the_chain_is_refused_not_a_crash(tmp_path: Path) -> None:
-    """30,000 links (a SIGSEGV when loaded): a clean refusal in a child."""
-    path = tmp_path / "payload"
-    path.write_bytes(iter_chain(30_000, False))
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)],
+def load_in_child(data: bytes, code: str, directory: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter, the payload's file as ``sys.argv[1]``:
+    for a crash, or for what a load leaves changed in a whole process."""
+    path = directory / "payload"
+    path.write_bytes(data)
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path)],
         capture_output=True,
         text=True,
         timeout=120,
         env=child_env(),
     )
+
+
+PLAIN_LOAD = "import pickle, sys\npickle.loads(open(sys.argv[1], 'rb').read())\n"
+
+
+def test_the_chain_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """30,000 links (a SIGSEGV when loaded): a clean refusal in a child."""
+    done = load_in_child(iter_chain(30_000, False), CHILD, tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "UnpicklingError", done
 
 
@@ -367,36 +376,14 @@ class TestTheAttacksAreReal:
     def test_every_class_becomes_a_mapping(self, tmp_path: Path) -> None:
         """In a child: the ABC's caches would stay changed for this test run."""
         code = (
-            "import pickle, sys, collections.abc as abc\n"
-            "pickle.loads(open(sys.argv[1], 'rb').read())\n"
-            "print(issubclass(complex, abc.Mapping))\n"
+            PLAIN_LOAD + "import collections.abc as abc\nprint(issubclass(complex, abc.Mapping))\n"
         )
-        path = tmp_path / "payload"
-        path.write_bytes(subclass_hook())
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=child_env(),
-        )
+        done = load_in_child(subclass_hook(), code, tmp_path)
         assert done.stdout.strip() == "True", done
 
     def test_type_makes_every_class_a_mapping(self, tmp_path: Path) -> None:
-        code = (
-            "import pickle, sys, collections.abc as abc\n"
-            "pickle.loads(open(sys.argv[1], 'rb').read())\n"
-            "print(issubclass(bytes, abc.Mapping))\n"
-        )
-        path = tmp_path / "payload"
-        path.write_bytes(type_call())
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=child_env(),
-        )
+        code = PLAIN_LOAD + "import collections.abc as abc\nprint(issubclass(bytes, abc.Mapping))\n"
+        done = load_in_child(type_call(), code, tmp_path)
         assert done.stdout.strip() == "True", done
 
     def test_module_getattr_makes_a_file(self, tmp_path: Path, monkeypatch: Any) -> None:
@@ -415,15 +402,7 @@ class TestTheAttacksAreReal:
         assert polyone.tolist() == [999]
 
     def test_the_chain_crashes(self, tmp_path: Path) -> None:
-        path = tmp_path / "payload"
-        path.write_bytes(iter_chain(30_000, False))
-        code = "import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read())"
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(path)],
-            capture_output=True,
-            timeout=120,
-            env=child_env(),
-        )
+        done = load_in_child(iter_chain(30_000, False), PLAIN_LOAD, tmp_path)
         # A signal on 3.11 (SIGSEGV); where a Python checks that recursion, an error.
         assert done.returncode != 0, done
 
