@@ -50,6 +50,7 @@ import pytest
 
 import picklable
 from support.child import child_env
+from support.guarded import refused as _refused
 from support.opcodes import (
     BUILD,
     EMPTY_DICT,
@@ -128,22 +129,6 @@ def read_on_a_str(holder: bytes, module: str, target: Path) -> bytes:
         dict_(__module__=text(module), cp=holder),
     )
     return getattr_(newobj(cls, text(str(target))), "cp")
-
-
-def _close(result: Any) -> None:
-    """Close what a load that should have been refused opened (a handler's file)."""
-    if isinstance(result, logging.Handler):
-        result.close()
-
-
-def _refused(data: bytes, allowed: list[str]) -> bool:
-    """Whether loading ``data`` under ``allowed`` raises picklable's UnpicklingError."""
-    try:
-        result = picklable.loads(data, allowed=allowed)
-    except picklable.UnpicklingError:
-        return True
-    _close(result)
-    return False
 
 
 def _changed(before: dict[str, Any], namespace: dict[str, Any]) -> set[str]:

@@ -77,6 +77,7 @@ import pytest
 
 import picklable
 from support.child import child_env
+from support.guarded import refused as _refused
 from support.opcodes import (
     NONE,
     build,
@@ -98,17 +99,6 @@ np = pytest.importorskip("numpy")
 LOGGING = ["logging"]
 NUMPY = ["numpy"]
 TYPING = ["typing", "collections"]
-
-
-def _refused(data: bytes, allowed: list[str]) -> bool:
-    """Whether loading ``data`` under ``allowed`` raises picklable's UnpicklingError."""
-    try:
-        result = picklable.loads(data, allowed=allowed)
-    except picklable.UnpicklingError:
-        return True
-    if isinstance(result, logging.Handler):
-        result.close()
-    return False
 
 
 def getitem(target: bytes, key: bytes) -> bytes:
