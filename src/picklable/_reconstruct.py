@@ -429,11 +429,13 @@ def _make_function(
     the same script, the script's own function is the answer, and the state
     that follows is applied to copies only (:func:`_built_setstate`).
     ``data`` may be ``(bytes, file name)`` and ``name`` None, the code's name
-    (0.2.0; see :mod:`picklable._code`).
+    (0.2.0; see :mod:`picklable._code`). ``closure`` may hold the cells'
+    contents in their place (plain data, never a cell), for cells that no
+    other object of the payload holds (0.2.0): the cells are made here.
 
     .. versionchanged:: 0.2.0
        ``origin``; functions get ``__builtins__`` in their globals; ``data``
-       without the file name; ``name`` None.
+       without the file name; ``name`` None; ``closure`` of contents.
     """
     if record != HERE:
         # Before anything else, even for bytes this process has seen: a payload
@@ -455,6 +457,8 @@ def _make_function(
         # What every module's globals hold: C code that imports (time.strptime,
         # pickle inside a task) reads __builtins__ from the caller's globals.
         globals["__builtins__"] = builtins
+    if closure and type(closure[0]) is not _cell:
+        closure = (_cell(closure[0]),) if len(closure) == 1 else tuple(map(_cell, closure))
     func = types.FunctionType(code, globals, name, defaults, closure)
     if annotations is not None:
         func.__annotations__ = annotations
@@ -480,6 +484,9 @@ def _update_globals(namespace: dict[str, Any], names: dict[str, Any]) -> None:
     .. versionadded:: 0.2.0
     """
     namespace.update(names)
+
+
+_cell = types.CellType
 
 
 @_rebuilder("part", "builds a closure cell", "build")

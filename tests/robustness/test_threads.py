@@ -89,6 +89,14 @@ def test_eight_threads():
         picklable.dumps(obj)
     expected = {name: picklable.dumps(obj) for name, obj in objects.items()}
     expected_det = {name: picklable.dumps(obj, deterministic=True) for name, obj in objects.items()}
+    # A closure's cells travel as their contents where nothing else holds them,
+    # as cells where something does: another thread's dump of that closure, at
+    # that moment. One thread alone writes the one or the other.
+    held = [cell for obj in objects.values() for cell in getattr(obj, "__closure__", None) or ()]
+    picklable.clear_caches()  # the payloads kept by the dumps above: made afresh
+    expected_held = {name: picklable.dumps(obj) for name, obj in objects.items()}
+    assert held and expected_held["closure"] != expected["closure"]
+    del held
     barrier = threading.Barrier(THREADS)
     errors: list[BaseException] = []
     counts = [0] * THREADS
@@ -101,7 +109,7 @@ def test_eight_threads():
                     mode = (index + round_) % 4
                     if mode == 0:
                         payload = picklable.dumps(obj)
-                        assert payload == expected[name], name
+                        assert payload in (expected[name], expected_held[name]), name
                         back = picklable.loads(payload)
                     elif mode == 1:
                         back = picklable.loads(picklable.dumps(obj, key=KEY), key=KEY)

@@ -117,6 +117,24 @@ def counter_pair(payload: bytes) -> tuple[int, int]:
     return read(), increment()
 
 
+def cell_numbers(items: Any) -> list[list[int]]:
+    """Each item's closure cells (a bare cell: itself), numbered by first
+    appearance: equal numbers are one cell object."""
+    numbers: dict[int, int] = {}
+    return [
+        [
+            numbers.setdefault(id(cell), len(numbers))
+            for cell in getattr(item, "__closure__", (item,))
+        ]
+        for item in items
+    ]
+
+
+def loaded_cell_numbers(payload: bytes) -> list[list[int]]:
+    """:func:`cell_numbers` of the loaded list."""
+    return cell_numbers(picklable.loads(payload))
+
+
 def exception_facts(payload: bytes) -> dict[str, Any]:
     """What a loaded exception says: its type, message, fields, notes, cause and,
     for a group, the same of each member."""

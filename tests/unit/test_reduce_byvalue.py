@@ -95,6 +95,51 @@ class TestFunctions:
         code = api.make_closure(1).__code__
         assert roundtrip(code) == code
 
+    def test_cells_nothing_else_holds_travel_as_contents(self):
+        """A closure's cells of plain data that nothing else holds travel as a
+        list of contents (no cell object per closure); held elsewhere too (a
+        second function over the same cell, the cell in the payload, a running
+        frame), they stay cells, whose identity the memo keeps."""
+        assert b"_make_cell" not in picklable.dumps([api.make_closure(i) for i in range(3)])
+        add = api.make_closure(1)
+        back = roundtrip(add)
+        assert back(1) == 2 and back.__closure__[0].cell_contents == 1
+        assert b"_make_cell" in picklable.dumps(api.make_nonlocal_counter())
+        assert b"_make_cell" in picklable.dumps([add, add.__closure__[0]])
+
+        def make():
+            a, b = 1, "two"
+
+            def both():
+                return a, b
+
+            def one():
+                return b
+
+            return both, one
+
+        both, one = make()
+        assert b"_make_cell" in picklable.dumps(both)  # one holds a cell too
+        assert b"_make_cell" in picklable.dumps([both, one])
+        back_both, back_one = roundtrip([both, one])
+        assert back_both.__closure__[1] is back_one.__closure__[0]
+        del one
+        assert b"_make_cell" not in picklable.dumps(both)
+        assert roundtrip(both)() == (1, "two")
+        n = 3
+
+        def running():
+            return n
+
+        # Deterministic payloads depend on the object alone, not on what holds it.
+        alone = picklable.dumps(add, deterministic=True)
+        held = add.__closure__[0]
+        assert picklable.dumps(add, deterministic=True) == alone
+        del held
+        # This frame holds the cell of n while dumps runs.
+        assert b"_make_cell" in picklable.dumps(running)
+        assert roundtrip(running)() == 3
+
     def test_closures_share_code_and_bytes(self):
         """1,000 closures of one factory carry their code once."""
         one = len(picklable.dumps([api.make_closure(0)]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import types
 
 import numpy as np
 import pytest
@@ -131,6 +132,38 @@ class TestExactCopies:
     def test_closures_sharing_state(self, child):
         """Two closures over one cell still share it after loading."""
         assert child.run(checks.counter_pair, picklable.dumps(api.make_counter())) == (2, 3)
+
+    def test_closures_sharing_a_cell_of_plain_data(self, child):
+        """Two closures over one cell holding an int, rebound through ``nonlocal``
+        by one: the other still reads it after loading."""
+        payload = picklable.dumps(api.make_nonlocal_counter())
+        assert child.run(checks.counter_pair, payload) == (2, 3)
+
+    @pytest.mark.parametrize(
+        "case", ["cell after", "cell before", "tuple shared", "counter tuple shared", "alone"]
+    )
+    def test_cells_held_twice_stay_one_object(self, child, case):
+        """A cell of plain data that something else of the payload holds too
+        (the cell itself, before or after its function; a second function made
+        on the same closure tuple) is one cell after loading, as before."""
+        add = api.make_closure(5)
+        increment, _ = api.make_nonlocal_counter()
+        twin = types.FunctionType(add.__code__, add.__globals__, "twin", None, add.__closure__)
+        counter_twin = types.FunctionType(
+            increment.__code__, increment.__globals__, "again", None, increment.__closure__
+        )
+        items = {
+            "cell after": [add, add.__closure__[0]],
+            "cell before": [add.__closure__[0], add],
+            "tuple shared": [add, twin],
+            "counter tuple shared": [increment, counter_twin],
+            "alone": [add, api.make_closure(5)],
+        }[case]
+        expected = checks.cell_numbers(items)
+        assert child.run(checks.loaded_cell_numbers, picklable.dumps(items)) == expected
+        if case == "counter tuple shared":
+            # Two incrementers of one count: 1, 2, then 3 and 4 (apart: 1 and 3).
+            assert child.run(checks.counter_pair, picklable.dumps(items)) == (3, 4)
 
     def test_metadata_is_kept(self, child):
         """name, qualname, module, doc, defaults, kwdefaults, annotations, __dict__."""

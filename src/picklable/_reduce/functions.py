@@ -11,6 +11,10 @@ A copy becomes::
     REDUCE _make_function(code_bytes, record, shipped_globals, name, defaults, cells[, annotations])
     BUILD  (func.__dict__, {only the attributes FunctionType would not set itself})
 
+``cells`` is the closure's tuple of cells, or a tuple of their contents where
+they hold plain data and nothing else holds the tuple or a cell (no other
+function shares them: see ``_closure_refs``).
+
 ``code_bytes`` is the marshal bytes of the code (of a copy whose bytes depend on
 the code alone: :func:`picklable._code.unshared`) and their CRC32, computed once
 per code object (see :func:`picklable._code.seal`), or ``(bytes, file name)``:
@@ -517,6 +521,33 @@ def reduce_code(context: DumpContext, code: types.CodeType) -> tuple[Any, ...]:
 # Cell contents that can never lead back to the function being pickled: they go
 # straight into CellType(...) in the arguments.
 _LEAF_TYPES = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
+def _closure_refs(func: Any, _count: Any = sys.getrefcount) -> tuple[int, int, bool]:
+    """How many references hold ``func``'s closure tuple, the most any of its
+    cells has, as counted from here (this frame's own included), and whether
+    it has one cell (counted another way)."""
+    closure = func.__closure__
+    if len(closure) == 1:  # the most closures: no map, no max
+        return _count(closure), _count(closure[0]), True
+    return _count(closure), max(map(_count, closure)), False
+
+
+def _probe(cells: int) -> Any:
+    x = y = 0
+    return (lambda: x) if cells == 1 else (lambda: x + y)
+
+
+# The counts of closures that their functions alone hold, whose cells their
+# closures alone hold: measured once on closures made for it (one of a cell, one
+# of two), by the function that measures the others (so the references the
+# interpreter's own stack makes, which vary by version, count alike). Empty
+# where the counts are not exact: a free-threaded build defers and splits them.
+_PROBES = (_probe(1), _probe(2))
+_SOLE: tuple[tuple[int, int, bool], ...] = (
+    tuple(map(_closure_refs, _PROBES)) if getattr(sys, "_is_gil_enabled", lambda: True)() else ()
+)
+
 _MISSING = object()
 
 
@@ -602,15 +633,29 @@ def function_by_value(
         if missing is not None:
             known.update(missing)
             effects = [_GlobalsUpdate(shipped, missing)]
+    # A closure whose tuple and cells nothing else holds (no other function of
+    # the payload, no running frame, no earlier object of the payload: pickle's
+    # memo holds what it wrote) can share them with nothing: where its cells
+    # hold plain data, the contents travel in their place, the cells made again
+    # by _make_function (no cell object, call nor memo entry per closure). Not
+    # in deterministic payloads: their bytes depend on the object alone, and a
+    # count on what else holds it (another thread's dump of it, at that moment).
+    inline: list[Any] | None = None
+    if canonical is None and func.__closure__ and _closure_refs(func) in _SOLE:
+        inline = []
     closure = func.__closure__
     if closure is not None:
         for index, cell in enumerate(closure):
             try:
                 content = cell.cell_contents
             except ValueError:
+                inline = None
                 continue  # an empty cell stays empty
             if _type(content) in _leaf:
+                if inline is not None:
+                    inline.append(content)
                 continue  # reduce_cell puts it in the arguments
+            inline = None
             if _id(cell) in payload.class_cells:
                 continue  # a class's namespace: its copy's creation fills it
             payload.defer_cell(_id(cell))
@@ -624,6 +669,8 @@ def function_by_value(
             effects.append(_CellFill(cell, content))
             if _type(content) is _module:
                 modules = [content] if modules is None else [*modules, content]
+        if inline is not None:
+            closure = tuple(inline)
     if modules is not None:
         imported = submodules_used(code, modules)
         if imported:

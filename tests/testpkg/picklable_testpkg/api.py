@@ -99,6 +99,21 @@ def make_counter():
     return increment, read
 
 
+def make_nonlocal_counter():
+    """Two closures over one cell holding an int (plain data), rebound by one."""
+    count = 0
+
+    def increment():
+        nonlocal count
+        count += 1
+        return count
+
+    def read():
+        return count
+
+    return increment, read
+
+
 def make_recursive():
     def fact(n):
         return 1 if n <= 1 else n * fact(n - 1)
