@@ -64,12 +64,16 @@ def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict
                 if getattr(value, "__module__", None) in modules:
                     todo.append(value)
         elif isinstance(current, type) and current.__module__ in modules:
-            todo.extend(
-                value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
-                for key, value in vars(current).items()
-                if type(value) in (types.FunctionType, classmethod, staticmethod)
-                and key not in _ANNOTATIONS
-            )
+            for key, value in vars(current).items():
+                kind = type(value)
+                if key in _ANNOTATIONS:
+                    continue
+                if kind is types.FunctionType:
+                    todo.append(value)
+                elif kind is classmethod or kind is staticmethod:
+                    todo.append(value.__func__)
+                elif kind is property:
+                    todo.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
 
 
 # id(function) -> (a weak reference to it, its code, what the answer rests on):

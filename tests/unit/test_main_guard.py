@@ -182,6 +182,54 @@ def test_a_called_function_that_rebinds_out_of_sight(tmp_path):
     assert bindings(tmp_path, source) is None
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('if __name__ == "__main__" and DEBUG:\n    A = 1\nelse:\n    Z = 2\n', {"A", "Z"}),
+        ('try:\n    if __name__ == "__main__":\n        B = 1\nexcept Exception:\n    pass\n', {"B"}),
+        ('if __name__ == "__main__":\n    main()\nE = 10\ndef after(): pass\n', {"E", "after"}),
+        ('X = 1 if __name__ == "__main__" else 2\n', {"X"}),
+        ('with lock:\n    if __name__ == "__main__":\n        W = 1\n', {"W"}),
+        ('import sys\nif __name__ == "__main__":\n    sys.modules[__name__].C = 1\n', None),
+        ('import sys\nif __name__ == "__main__":\n    setattr(sys.modules["__main__"], "C", 1)\n', None),
+        ('import sys\nif __name__ == "__main__":\n    sys.modules[__name__].__dict__.update(C=1)\n', None),
+        ('import __main__ as me\nif __name__ == "__main__":\n    me.D = 1\n', None),
+        ('if __name__ == "__main__":\n    import __main__\n    __main__.D = 1\n', None),
+        ('def run():\n    import __main__\n    __main__.D = 1\nif __name__ == "__main__":\n    run()\n', None),
+    ],
+    ids=["and", "try", "after", "expression", "with", "sys.modules", "setattr", "update",
+         "import as", "import", "in a function"],
+)  # fmt: skip
+def test_guards_in_other_shapes_and_the_module_by_other_names(tmp_path, source, expected):
+    """A guard test mixed with others, a guard in a block or an expression, what
+    follows the guard (a worker runs it on import), and writes through the module
+    object itself (cannot be told: None)."""
+    found = bindings(tmp_path, source)
+    assert found == expected if expected is None else found >= expected
+
+
+def test_what_a_worker_binds_beside_guards_in_blocks(tmp_path):
+    """A guard in a ``try`` block keeps its names from a worker's; the rest of
+    the block, and what follows the guard, a worker binds."""
+    path = tmp_path / "script.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            try:
+                import fast
+                if __name__ == "__main__":
+                    GUARDED = 1
+            except ImportError as err:
+                fast = None
+            if __name__ == "__main__":
+                main()
+            LATER = 1
+            """
+        )
+    )
+    assert worker_bindings(str(path)) == {"fast", "err", "LATER"}
+
+
 class TestWorkerBindings:
     def test_names_bound_on_import_outside_the_guard(self, tmp_path):
         """What the module level binds on import, the guard's else branch included."""
@@ -323,6 +371,26 @@ class TestGuardIndex:
                 b = 1
             else:
                 c = 1
+            """,
+        "a guard mixed with other tests, in a try block, and after it": """
+            A = B = E = 1
+            if __name__ == "__main__" and DEBUG:
+                A = 10
+            try:
+                if __name__ == "__main__":
+                    B = 10
+            except Exception:
+                pass
+            E = 10
+            """,
+        "the module object by other names": """
+            import sys
+            def run():
+                import __main__
+                __main__.D = 1
+            if __name__ == "__main__":
+                sys.modules[__name__].C = 10
+                run()
             """,
         "no guard": """
             import logging

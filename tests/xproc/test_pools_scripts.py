@@ -541,3 +541,74 @@ def test_import_picklable_loads_the_loading_side_alone(tmp_path):
     done = run_command(["-c", code], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "1", "True"]
+
+
+GUARD_SHAPES = """
+import sys
+import picklable
+
+SCALE = A = B = C = E = SCALE_R = 1
+
+class Model:
+    def scaled(self):
+        return SCALE * 2
+
+def through_class():
+    return Model().scaled()
+
+def f_and():
+    return A
+
+def f_try():
+    return B
+
+def f_modules():
+    return C
+
+def f_after():
+    return E
+
+def f_namespace():
+    return globals()["SCALE_R"]
+
+def attempt(func):
+    try:
+        return func()
+    except KeyError as exc:
+        return f"KeyError {exc}"
+
+if __name__ == "__main__" and len(sys.argv) < 5:
+    A = 10
+
+try:
+    if __name__ == "__main__":
+        B = 10
+except Exception:
+    pass
+
+if __name__ == "__main__":
+    SCALE = SCALE_R = 10
+    sys.modules[__name__].C = 10
+    funcs = [f_and, f_try, f_modules, f_after, through_class, f_namespace]
+    with picklable.Pool(1, context="spawn") as pool:
+        here = [attempt(f) for f in funcs]
+        there = pool.map(attempt, funcs)
+        print(here)
+        print(there)
+        print(pool.apply(Model().scaled), pool.apply(Model.scaled, (Model(),)))
+
+E = 10
+"""
+
+
+def test_a_guard_the_reading_used_to_miss_ships_the_senders_values(tmp_path):
+    """Names a guard changes in other shapes (mixed with another test, inside a
+    ``try``, through ``sys.modules``), a name set after the guard (a worker's
+    import sets it before any task), a global a class's method reads: a spawn
+    worker computes what the sender does, never with its own import-time value.
+    A function reading ``globals()[name]`` is a copy that lacks what it did not
+    name: an error, not the worker's value."""
+    here, there, methods = run_script(GUARD_SHAPES, tmp_path).strip().splitlines()
+    assert here == "[10, 10, 10, 1, 20, 10]"
+    assert there == "[10, 10, 10, 1, 20, \"KeyError 'SCALE_R'\"]"
+    assert methods == "20 20"

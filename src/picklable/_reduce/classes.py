@@ -312,11 +312,12 @@ def _abc_registry(cls: type) -> list[type]:
 
 def script_origin(cls: type) -> Any:
     """Where a class of the script lives, for a receiver running the same script
-    to use its own class; None when the script's main guard rebinds its name."""
+    to use its own class; None when the script's main guard rebinds its name
+    or a global its methods read (the receiver's would compute another thing)."""
     origin = _tracker.origin(cls)
     if origin is not None:
         path = tuple(cls.__qualname__.split("."))
-        if not same_in_workers(cls, origin[0], path, reads=False):
+        if not same_in_workers(cls, origin[0], path):
             return None
     return origin
 

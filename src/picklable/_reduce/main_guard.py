@@ -15,10 +15,16 @@ call in turn, run in the sender only: the globals they declare ``global`` or
 change in place count as the guard's. A function the guard only passes on
 (a pool's ``initializer``) is not followed: a worker runs it too.
 
+The guard is every block that runs on a comparison of ``__name__`` with
+``"__main__"`` (see :func:`_split`); what the module level binds after the
+first guard counts too: a worker binds it on import, the sender only once its
+guard is done.
+
 The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
-(``globals()``, ``exec``, ``vars()``), or a file that cannot be read or parsed,
-answers None: every name may differ.
+(``globals()``, ``exec``, ``vars()``, the module object itself through
+``sys.modules`` or ``import __main__``), or a file that cannot be read or
+parsed, answers None: every name may differ.
 
 Most questions need less (issue 29): whether the guard touches one name (the
 one a lambda is bound to, the globals it reads). :func:`guard_index` answers
@@ -59,6 +65,9 @@ _DYNAMIC = frozenset({"exec", "eval"})
 # ``globals().get(name)``) and nothing changes; anything else may.
 _NAMESPACE = frozenset({"globals", "vars", "locals"})
 _READS = frozenset({"get", "items", "keys", "values", "copy", "__getitem__", "__contains__"})
+# Names through which code reaches the module object itself (``sys.modules``,
+# ``import __main__``): what it sets there, the index cannot see.
+_MODULE_OBJECT = frozenset({"modules", "__main__"})
 # Calls that change an attribute of their first argument.
 _SETTERS = frozenset({"setattr", "delattr"})
 
@@ -157,21 +166,96 @@ def _is_main_test(test: ast.expr, op: type[ast.cmpop]) -> bool:
     return names == ["__name__"] and texts == ["__main__"]
 
 
-def _bindings(tree: ast.Module) -> _Answer:
-    guarded: list[ast.stmt] = []
-    for node in tree.body:
+def _has_main_test(node: ast.AST) -> bool:
+    """Whether ``node`` compares ``__name__`` with ``"__main__"`` anywhere in it,
+    functions and classes defined in it aside (their bodies run when called)."""
+    todo: list[Any] = [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, ast.Compare) and (
+            _is_main_test(current, ast.Eq) or _is_main_test(current, ast.NotEq)
+        ):
+            return True
+        if not isinstance(current, _SCOPES):
+            _push_children(current, todo)
+    return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# Statements a guard may sit in whose blocks run as the module level's own.
+_TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+
+
+def _split(body: list[ast.stmt]) -> tuple[list[ast.AST], list[ast.AST], list[ast.AST]]:
+    """The module level's statements sorted: ``(guarded, unguarded, after)``.
+
+    Guarded runs in the sender alone: an ``if __name__ == "__main__":`` block
+    (``!=``: its ``else``), at the top or in an ``if`` or ``try`` block;
+    both branches of an ``if`` whose test mixes that comparison with others
+    (``and debug``: which branch runs in which process depends on more than
+    the name); any other statement that makes the comparison (``x = 1 if
+    __name__ == "__main__" else 2``, a guard in a loop or a ``with`` block:
+    unguarded too, read generously). Unguarded runs on import too. After:
+    the statements that follow the first guard, which a worker runs on import
+    and the sender only once its guard is done (unguarded too).
+    """
+    guarded: list[ast.AST] = []
+    unguarded: list[ast.AST] = []
+    after: list[ast.AST] = []
+    for node in body:
+        if guarded or after:
+            after.append(node)
+        if isinstance(node, _SCOPES) or not _has_main_test(node):
+            unguarded.append(node)
+            continue
         if isinstance(node, ast.If):
             if _is_main_test(node.test, ast.Eq):
                 guarded.extend(node.body)
-            elif _is_main_test(node.test, ast.NotEq):
+                unguarded.extend(node.orelse)
+                continue
+            if _is_main_test(node.test, ast.NotEq):
                 guarded.extend(node.orelse)
+                unguarded.extend(node.body)
+                continue
+            if _has_main_test(node.test):
+                guarded.extend([node.test, *node.body, *node.orelse])
+                continue
+            parts = [_split(node.body), _split(node.orelse)]
+            unguarded.append(node.test)
+        elif isinstance(node, _TRY):
+            parts = [_split(node.body), _split(node.orelse), _split(node.finalbody)]
+            for handler in node.handlers:
+                parts.append(_split(handler.body))
+                if handler.type is not None:
+                    unguarded.append(handler.type)
+                if handler.name:
+                    unguarded.append(ast.Name(id=handler.name, ctx=ast.Store()))
+        else:
+            # A statement that makes the comparison, or a loop, ``with`` or
+            # ``match`` block with a guard inside: all it binds may differ, and
+            # (read generously) a worker binds it.
+            guarded.append(node)
+            unguarded.append(node)
+            continue
+        for part in parts:
+            guarded.extend(part[0])
+            unguarded.extend(part[1])
+            after.extend(part[2])
+    return guarded, unguarded, after
+
+
+def _bindings(tree: ast.Module) -> _Answer:
+    guarded, unguarded, after = _split(tree.body)
+    # What follows the guard holds its values in a worker (on import) before the
+    # sender's guard is done: it differs as the guard's own does.
+    guarded = [*guarded, *after]
     if not guarded:
         return frozenset(), frozenset()
     # The script's functions, by the name they are defined under (the guard's own
     # definitions last: they win, as at run time).
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
         node.name: node
-        for node in [*tree.body, *guarded]
+        for node in [*unguarded, *guarded]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     names: set[str] = set()
@@ -196,7 +280,20 @@ def _bindings(tree: ast.Module) -> _Answer:
             if not _collect(statement, names, called, inner, local):
                 return None
         todo.extend(inner)
+    if not names.isdisjoint(_main_aliases([*unguarded, *guarded])):
+        return None  # ``__main__.X = ...``: the module itself, changed by another name
     return frozenset(names), frozenset(called - names)
+
+
+def _main_aliases(statements: list[ast.AST]) -> set[str]:
+    """The names ``import __main__`` binds among the module level's statements."""
+    return {
+        alias.asname or alias.name
+        for node in statements
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == "__main__"
+    }
 
 
 def _unguarded_bindings(tree: ast.Module) -> frozenset[str] | None:
@@ -205,16 +302,9 @@ def _unguarded_bindings(tree: ast.Module) -> frozenset[str] | None:
     ``X`` too): a name counted here that is not bound would fail, never mislead."""
     names: set[str] = set()
     called: set[str] = set()
-    for node in tree.body:
-        run: list[ast.stmt] = [node]
-        if isinstance(node, ast.If):
-            if _is_main_test(node.test, ast.Eq):
-                run = node.orelse
-            elif _is_main_test(node.test, ast.NotEq):
-                run = node.body
-        for statement in run:
-            if not _collect(statement, names, called, set(), frozenset()):
-                return None
+    for statement in _split(tree.body)[1]:
+        if not _collect(statement, names, called, set(), frozenset()):
+            return None
     return frozenset(names)
 
 
@@ -251,13 +341,15 @@ def _collect(
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(
             node.ctx, (ast.Store, ast.Del)
         ):
+            if _through_modules(node):
+                return False  # sys.modules[__name__].X = ...: the module, by another name
             base = _base_name(node)
             if module_level(base):
                 names.add(base)  # type: ignore[arg-type]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
-                if alias.name == "*":
-                    return False
+                if alias.name == "*" or (alias.name == "__main__" and local):
+                    return False  # a function's own name for the module
                 bound = alias.asname or alias.name.partition(".")[0]
                 if module_level(bound):
                     names.add(bound)
@@ -281,12 +373,16 @@ def _collect(
                 if not _only_read(node, parents.get(id(node))):
                     return False
             if name in _SETTERS and node.args:
+                if _through_modules(node.args[0]):
+                    return False
                 base = _base_name(node.args[0])
                 if module_level(base):
                     names.add(base)  # type: ignore[arg-type]
             elif module_level(name):
                 calls.add(name)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if _through_modules(node.func.value):
+                return False  # sys.modules[__name__].__dict__.update(...)
             base = _base_name(node.func)
             if module_level(base):
                 called.add(base)  # type: ignore[arg-type]
@@ -395,6 +491,20 @@ def _base_name(node: ast.expr) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _through_modules(node: ast.expr) -> bool:
+    """Whether ``node`` reaches an item of a ``modules`` attribute on its way
+    (``sys.modules[__name__].X``, ``sys.modules["__main__"].__dict__``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "modules"
+        ):
+            return True
+        node = node.value
+    return False
 
 
 def _only_read(call: ast.Call, parent: ast.AST | None) -> bool:
@@ -517,7 +627,7 @@ class GuardIndex:
                 todo.extend(new)
         self._guard = frozenset(guard)
         self._maybe = frozenset(maybe)
-        if not maybe.isdisjoint(_DYNAMIC | _NAMESPACE):
+        if not maybe.isdisjoint(_DYNAMIC | _NAMESPACE | _MODULE_OBJECT):
             self._guard = self._maybe = None  # read the whole answer
 
     def may_touch(self, names: frozenset[str] | set[str]) -> bool:

@@ -557,13 +557,15 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
     or none: :mod:`.main_guard`; a change deeper down, ``scaled.fn = g``, names
     that same first step), or, with ``reads``, when ``obj`` reads a global that
     the guard changes (``CONFIG = parse_args()``: the worker's own function
-    would read another value). A class is checked by its name alone
-    (``reads=False``): its methods read the globals of whichever process runs
-    them, as with pickle. Kept per object and script version (see
-    :func:`script_location`).
+    would read another value; a class: what its methods read). A function
+    that reads the namespace itself (``globals()[name]``, ``eval``) may read
+    any: not the same where the guard changes anything. Kept per object and
+    script version (see :func:`script_location`). ``reads=False``: the name
+    alone.
 
     .. versionchanged:: 0.2.0
-       A script file changed since this process started answers False (issue 29).
+       A script file changed since this process started answers False (issue 29);
+       a class is checked by what its methods read too.
     """
     script = _script(module_name)
     if script is None or script.filename is None or not path or type(path[0]) is not str:
@@ -591,7 +593,8 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
         asked = {path[0]}
         if reads:
             _, deps = _reads_unchanged(obj, _NOTHING, asked)
-        changed = _NOTHING if script.untouched(asked) else script.read_changed()
+        dynamic = not asked.isdisjoint(_NAMESPACE_READS)
+        changed = _NOTHING if not dynamic and script.untouched(asked) else script.read_changed()
     if changed is _NOTHING:
         same = True
     elif changed is None or path[0] in changed:
@@ -670,6 +673,9 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
 
 # What the guard changes, for a question about names it surely does not touch.
 _NOTHING: frozenset[str] = frozenset()
+# Builtins through which a function reads globals by a name its code does not
+# hold (``globals()["X"]``, ``eval("X")``): it may read any.
+_NAMESPACE_READS = frozenset({"globals", "vars", "eval", "exec"})
 
 
 def _reads_unchanged(
@@ -684,7 +690,7 @@ def _reads_unchanged(
         for name, namespace in script_reads(seed, MAIN_MODULES):
             if read is not None:
                 read.add(name)
-            if name in changed:
+            if name in changed or (changed and name in _NAMESPACE_READS):
                 same = False
             value = namespace.get(name)
             if getattr(value, "__module__", None) in MAIN_MODULES:
@@ -759,7 +765,7 @@ def script_reference(
     reason: str | None = None
     if context.scripts == "reference":
         if same is None:
-            same = same_in_workers(obj, module, path, reads=not isinstance(obj, type))
+            same = same_in_workers(obj, module, path)
         if not same:
             return None  # the receivers' script holds another object there: copy it
         reason = "no copy was sent (the receivers run this script)"
