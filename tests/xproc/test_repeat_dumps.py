@@ -635,3 +635,27 @@ def test_a_value_a_decision_held_weakly_is_not_taken_for_none():
     assert not scripts._same_attributes(work, held)
     work.settings = 0
     assert not scripts._same_attributes(work, held)
+
+
+ONLY_PLAIN_CELLS = textwrap.dedent(
+    """
+    import picklable
+
+    def make(n):
+        def add(x):
+            return x + n
+        return add
+
+    add = make(1)
+
+    if __name__ == "__main__":
+        picklable.dumps(add)  # the first payload of the process: no cell object in it
+        print(picklable.dumps(add) is picklable.dumps(add))
+    """
+)
+
+
+def test_a_closure_whose_cells_travel_as_contents_is_kept(tmp_path):
+    """A closure whose cells of plain data travel as their contents, in a process
+    whose pickler never met a cell object: its payload is kept all the same."""
+    assert run_script(ONLY_PLAIN_CELLS, tmp_path).strip() == "True"

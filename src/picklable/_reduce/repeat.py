@@ -79,7 +79,7 @@ from .scripts import (
     script_index_table,
     without_file,
 )
-from .table import CLASS, FUNCTION
+from .table import CLASS, FUNCTION, handler_for
 from .type_cache import HANDLERS, LASTING
 
 __all__ = ["ASK_AGAIN", "GIVE_UP", "facts_of", "keep_payload", "kept_or_facts", "skipped", "tries"]
@@ -292,6 +292,10 @@ def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen:
     # too): their contents are the facts.
     closure = func.__closure__
     if closure is not None:
+        # Asked of the table where the hook has met no cell yet: a closure's
+        # cells of plain data travel as their contents (functions._closure_refs).
+        if LASTING.get(types.CellType, _MISSING) is _MISSING:
+            handler_for(types.CellType)
         if LASTING.get(types.CellType) is not _CELL_REDUCE:
             return False
         for cell in closure:
