@@ -358,3 +358,24 @@ def test_a_script_class_no_copy_can_make_says_why_where_loaded(tmp_path):
         """
     )
     assert run_script(source, tmp_path).strip().endswith("OK")
+
+
+def test_a_script_object_whose_own_reduction_ships_where_its_copy_cannot(tmp_path):
+    """A decorator product of the script whose state no pickler writes (compiled
+    code), and whose own ``__reduce__`` ships what it is made from: that
+    reduction travels, as pickle sends it, and loads where the script does not run
+    (it went as a reference alone, which only the script's own processes load)."""
+    source = PRELUDE + textwrap.dedent(
+        """
+        from picklable_testpkg.decorators import Compiled
+
+        @Compiled
+        def vec(x):
+            return x + 1.0
+
+        data = picklable.dumps(vec)
+        assert pickle.loads(pickle.dumps(vec))(1.0) == 2.0  # what pickle does
+        print(Child().run(checks.call, data, 1.0))
+        """
+    )
+    assert run_script(source, tmp_path).strip() == "2.0"

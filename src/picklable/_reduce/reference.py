@@ -108,8 +108,8 @@ def located_reference(context: DumpContext, obj: Any, *, carry_state: bool = Tru
         # A reference alone (the receivers run this script, or it cannot be
         # copied), else None: the caller copies it, with its origin.
         alone = script_reference(context, obj, module, path)
-        if alone is None or not carry_state:
-            return alone
+        if alone is None or not carry_state or alone[0] is not _reconstruct._main_object:
+            return alone  # none, or its own reduction (nothing to carry)
         return with_carried_state(context, obj, module, alone)
     if _through_carried(context, module, path) or (
         how == "located" and _in_state(obj, module, path)

@@ -759,7 +759,8 @@ def script_reference(
 ) -> Any | None:
     """The reference alone, when that is what this pickler sends for ``obj``:
     always in ``"reference"`` mode, and in ``"auto"`` mode for an object that
-    cannot be copied (on the second try, ``_check_copies``). None: copy it.
+    cannot be copied (on the second try, ``_check_copies``), unless it is an
+    instance whose own reduction ships: then that reduction. None: copy it.
 
     ``same``: :func:`same_in_workers` for ``obj``, when the caller has it."""
     reason: str | None = None
@@ -771,9 +772,28 @@ def script_reference(
         reason = "no copy was sent (the receivers run this script)"
     elif context.check_copies:
         reason = context.copy_failure(obj)
+        if reason is not None and not isinstance(obj, (types.FunctionType, type)):
+            # An instance whose copy cannot ship (its state holds what no pickler
+            # writes: a JIT's compiled code), but whose own reduction ships and
+            # loads (numba's ufuncs: what their own pickler writes): what pickle
+            # sends, which loads where the script does not run.
+            own = _own_reduction(context, obj)
+            if own is not None:
+                return own
     if reason is None:
         return None
     return (_reconstruct._main_object, (origin_of(obj, module, path), reason))
+
+
+def _own_reduction(context: DumpContext, obj: Any) -> tuple[Any, ...] | None:
+    """``obj``'s own reduction, where it pickles and loads again (a trial), else None."""
+    try:
+        reduction = obj.__reduce_ex__(context.protocol)
+    except Exception:
+        return None
+    if type(reduction) is not tuple or context.trial_failure(reduction) is not None:
+        return None
+    return reduction
 
 
 def script_module_of(obj: Any) -> str | None:

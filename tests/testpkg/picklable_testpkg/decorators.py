@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
+import marshal
+import threading
+import types
+
 
 def no_wraps(func):
     """A decorator that forgot functools.wraps."""
@@ -53,3 +58,24 @@ def cli_option(short_flag, long_flag):
         return CLIOption(func, short_flag, long_flag)
 
     return wrapper
+
+
+class Compiled:
+    """A JIT-like decorator: its state holds what no pickler writes (a lock stands
+    for compiled code), and its own ``__reduce__`` ships the code it compiles, to
+    compile again where it loads (numba's ufuncs ship theirs with a pickler of
+    their own)."""
+
+    def __init__(self, func):
+        self.py_func = func
+        self.machine_code = threading.Lock()
+
+    def __call__(self, *args):
+        return self.py_func(*args)
+
+    def __reduce__(self):
+        return (_compiled_from, (marshal.dumps(self.py_func.__code__),))
+
+
+def _compiled_from(code):
+    return Compiled(types.FunctionType(marshal.loads(code), {"__builtins__": builtins}))
