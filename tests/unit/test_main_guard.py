@@ -208,6 +208,36 @@ def test_guards_in_other_shapes_and_the_module_by_other_names(tmp_path, source, 
     assert found == expected if expected is None else found >= expected
 
 
+def test_what_the_commands_an_object_dispatches_to_set(tmp_path):
+    """Functions registered on an object the guard calls (``@app.command()`` under
+    ``app()``, ``@cli.command()`` under ``cli.main()``) count as the guard's; those
+    registered on an object it does not call do not."""
+    found = bindings(
+        tmp_path,
+        """
+        @app.command()
+        def run(scale: int = 1):
+            global SCALE
+            SCALE = scale
+
+        @cli.command
+        def other():
+            global OTHER
+            OTHER = 1
+
+        @elsewhere.command()
+        def unused():
+            global UNUSED
+            UNUSED = 1
+
+        if __name__ == "__main__":
+            app()
+            cli.main(standalone_mode=False)
+        """,
+    )
+    assert found is not None and {"SCALE", "OTHER"} <= found and "UNUSED" not in found
+
+
 def test_what_a_worker_binds_beside_guards_in_blocks(tmp_path):
     """A guard in a ``try`` block keeps its names from a worker's; the rest of
     the block, and what follows the guard, a worker binds."""
@@ -392,6 +422,19 @@ class TestGuardIndex:
                 sys.modules[__name__].C = 10
                 run()
             """,
+        "commands an object dispatches to": """
+            import typer
+            app = typer.Typer()
+            SCALE = 1
+
+            @app.command()
+            def run(scale: int = 1):
+                global SCALE
+                SCALE = scale
+
+            if __name__ == "__main__":
+                app()
+            """,
         "no guard": """
             import logging
             log = logging.getLogger(__name__)
@@ -415,7 +458,7 @@ class TestGuardIndex:
         """Checked for every name the script mentions, one at a time and all at once."""
         index, answer, names = self.index(tmp_path, self.SOURCES[case])
         touched = None if answer is None else answer[0] | answer[1]
-        for name in names | {"quiet", "v9", "RAN", "SHOWN", "X"}:
+        for name in names | {"quiet", "v9", "RAN", "SHOWN", "X", "SCALE"}:
             if touched is None or name in touched:
                 assert index.may_touch({name}), name
         if touched is None or (touched & names):

@@ -612,3 +612,47 @@ def test_a_guard_the_reading_used_to_miss_ships_the_senders_values(tmp_path):
     assert here == "[10, 10, 10, 1, 20, 10]"
     assert there == "[10, 10, 10, 1, 20, \"KeyError 'SCALE_R'\"]"
     assert methods == "20 20"
+
+
+DISPATCHED = """
+import picklable
+
+class App:
+    \"\"\"A command-line library's app: the commands it dispatches to are registered.\"\"\"
+
+    def __init__(self):
+        self.commands = []
+
+    def command(self):
+        def register(func):
+            self.commands.append(func)
+            return func
+        return register
+
+    def __call__(self):
+        for command in self.commands:
+            command()
+
+app = App()
+SCALE = 1
+
+def scaled(x):
+    return x * SCALE
+
+@app.command()
+def run():
+    global SCALE
+    SCALE = 10
+    with picklable.Pool(1, context="spawn") as pool:
+        print(scaled(2), pool.apply(scaled, (2,)))
+
+if __name__ == "__main__":
+    app()
+"""
+
+
+def test_a_global_a_dispatched_command_sets_ships_the_senders_value(tmp_path):
+    """A command registered on an app the guard calls (typer, click groups) runs
+    in the sender: the global it sets is the sender's, and a function reading it
+    travels as a copy (the worker's own would read its import-time value)."""
+    assert run_script(DISPATCHED, tmp_path).strip() == "20 20"

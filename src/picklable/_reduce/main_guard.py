@@ -265,24 +265,46 @@ def _bindings(tree: ast.Module) -> _Answer:
         if not _collect(statement, names, called, calls, frozenset()):
             return None
     # What the guard calls runs in the sender only: ``main()`` setting a global
-    # (``global CONFIG``) or changing one in place is the guard's doing too.
+    # (``global CONFIG``) or changing one in place is the guard's doing too. So
+    # do the functions registered on an object it calls (``@app.command()``
+    # under ``app()``, ``@cli.command()`` under ``cli()``): the library the
+    # object belongs to dispatches to them.
+    registered = _registered(functions.values())
     followed: set[str] = set()
+    dispatched: set[str] = set()
     todo = list(calls)
     while todo:
-        name = todo.pop()
-        function = functions.get(name)
-        if function is None or name in followed:
-            continue
-        followed.add(name)
-        local = _local_names(function)
-        inner: set[str] = set()
-        for statement in function.body:
-            if not _collect(statement, names, called, inner, local):
-                return None
-        todo.extend(inner)
+        while todo:
+            name = todo.pop()
+            calls.add(name)
+            function = functions.get(name)
+            if function is None or name in followed:
+                continue
+            followed.add(name)
+            local = _local_names(function)
+            inner: set[str] = set()
+            for statement in function.body:
+                if not _collect(statement, names, called, inner, local):
+                    return None
+            todo.extend(inner)
+        for root in (calls | called) & registered.keys() - dispatched:
+            dispatched.add(root)
+            todo.extend(registered[root])
     if not names.isdisjoint(_main_aliases([*unguarded, *guarded])):
         return None  # ``__main__.X = ...``: the module itself, changed by another name
     return frozenset(names), frozenset(called - names)
+
+
+def _registered(functions: Any) -> dict[str, list[str]]:
+    """name -> the functions whose decorators start with it (``@app.command()``:
+    ``app``), among the script's top-level functions."""
+    registered: dict[str, list[str]] = {}
+    for function in functions:
+        for decorator in function.decorator_list:
+            root = _base_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if root is not None:
+                registered.setdefault(root, []).append(function.name)
+    return registered
 
 
 def _main_aliases(statements: list[ast.AST]) -> set[str]:
@@ -601,10 +623,24 @@ class GuardIndex:
             return
         start = min(starts)
         guard: set[str] = set()
+        # name -> what the statement defining a function under it reads before
+        # the function is made (its decorators, its defaults): the functions
+        # an object the guard names may dispatch to (``@app.command()``).
+        decorated: dict[str, set[str]] = {}
+        pending: set[str] = set()
+        made = False
         for instruction in instructions:
             p = instruction.positions
+            argval = instruction.argval
+            if isinstance(argval, types.CodeType):
+                made = True
+            elif instruction.opname.startswith("STORE_"):
+                if made and isinstance(argval, str):
+                    decorated.setdefault(argval, set()).update(pending)
+                pending, made = set(), False
+            elif isinstance(argval, str) and instruction.opname != "LOAD_CONST":
+                pending.add(argval)
             if p is None or p.lineno is None or p.lineno >= start:
-                argval = instruction.argval
                 if isinstance(argval, str) and instruction.opname != "LOAD_CONST":
                     guard.add(argval)
                 elif isinstance(argval, types.CodeType):
@@ -621,10 +657,15 @@ class GuardIndex:
         maybe = set(guard)
         todo = list(guard)
         while todo:
-            for mentioned in self._functions.get(todo.pop(), ()):
-                new = mentioned - maybe
-                maybe |= new
-                todo.extend(new)
+            while todo:
+                for mentioned in self._functions.get(todo.pop(), ()):
+                    new = mentioned - maybe
+                    maybe |= new
+                    todo.extend(new)
+            for name, read in decorated.items():
+                if name not in maybe and not read.isdisjoint(maybe):
+                    maybe.add(name)
+                    todo.append(name)
         self._guard = frozenset(guard)
         self._maybe = frozenset(maybe)
         if not maybe.isdisjoint(_DYNAMIC | _NAMESPACE | _MODULE_OBJECT):
