@@ -89,6 +89,7 @@ from ._compat import (
     TEMPLATE_TYPES,
     class_module,
 )
+from ._layout import class_lookup
 from ._paths import Path, format_path
 from ._reduce import table
 from ._reduce.builtins import DICT_VIEW_TYPES, STANDARD_STREAMS, TYPEVAR_TYPES, lazy_import_spec
@@ -518,22 +519,12 @@ def _subscript_runs_code(kind: type) -> bool:
     """Whether reading an item of a ``kind`` runs code: a ``__missing__``
     (``defaultdict``'s writes the key), or a ``__getitem__`` that is neither C
     code nor typing's (its special forms make new aliases)."""
-    if _class_lookup(kind, "__missing__") is not None:
+    if class_lookup(kind, "__missing__") is not None:
         return True
-    getitem = _class_lookup(kind, "__getitem__")
+    getitem = class_lookup(kind, "__getitem__")
     if getitem is None or type(getitem) in _C_METHODS:
         return False
     return not (type(getitem) is types.FunctionType and getitem.__module__ == "typing")
-
-
-def _class_lookup(kind: type, name: str) -> Any:
-    """``name`` as the interpreter finds it on ``kind`` (the first class of its
-    MRO that defines it), or None."""
-    for klass in kind.__mro__:
-        found = vars(klass).get(name)
-        if found is not None:
-            return found
-    return None
 
 
 # Builtin types whose methods may write to their object: only these methods are admitted.

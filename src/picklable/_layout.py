@@ -18,6 +18,7 @@ from ._compat import is_heap_type
 
 __all__ = [
     "ITEMS",
+    "class_lookup",
     "container_base",
     "container_items",
     "declared_slots",
@@ -142,3 +143,14 @@ def replace_items(obj: Any, items: Any) -> None:
         dict.update(obj, items)
     else:
         raise TypeError(f"{type(obj).__qualname__} is no subclass of list or dict")
+
+
+def class_lookup(t: type, name: str, default: Any = None) -> Any:
+    """``name`` as the interpreter finds it on the class ``t`` (in the namespace
+    of the first class of its MRO that defines it), ``default`` where none does:
+    nothing an instance holds, no ``__getattr__``, no descriptor called."""
+    for klass in t.__mro__:
+        found = vars(klass).get(name, default)
+        if found is not default:
+            return found
+    return default

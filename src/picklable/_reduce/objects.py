@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _caches, _reconstruct
 from .._compat import MAIN_MODULES, is_heap_type
-from .._layout import slot_names
+from .._layout import class_lookup, slot_names
 from .._locator import importable_by_own_name
 from .._paths import Path
 from ..exceptions import PicklingError
@@ -97,12 +97,9 @@ _OBJECT_GETSTATE = getattr(object, "__getstate__", None)
 
 
 def _lookup(t: type, name: str) -> Any:
-    """``name`` as the interpreter finds it on ``t`` (first class in the MRO)."""
-    for klass in t.__mro__:
-        found = vars(klass).get(name, _MISSING)
-        if found is not _MISSING:
-            return found
-    return _MISSING
+    """``name`` as the interpreter finds it on ``t``; ``_MISSING`` where no class
+    of its MRO defines it (a class attribute may be None)."""
+    return class_lookup(t, name, _MISSING)
 
 
 def is_plain(t: type) -> bool:
