@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pickle
+import types
 from typing import Any
 
 import picklable
@@ -128,6 +129,25 @@ def cell_numbers(items: Any) -> list[list[int]]:
         ]
         for item in items
     ]
+
+
+class SameClosure:
+    """Reduces to a new function over ``func``'s very closure (its cells met
+    again only when this object is reduced)."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+
+    def __reduce__(self) -> Any:
+        f = self.func
+        return (
+            _same,
+            (types.FunctionType(f.__code__, f.__globals__, "again", None, f.__closure__),),
+        )
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def loaded_cell_numbers(payload: bytes) -> list[list[int]]:

@@ -165,6 +165,16 @@ class TestExactCopies:
             # Two incrementers of one count: 1, 2, then 3 and 4 (apart: 1 and 3).
             assert child.run(checks.counter_pair, picklable.dumps(items)) == (3, 4)
 
+    def test_a_cell_an_object_hands_out_later_stays_one_object(self, child):
+        """A closure whose cells went as their contents, then an object of the same
+        payload whose reduction hands out that closure (a new function over it):
+        the dump is made again with cells, and both share the one cell."""
+        increment, _ = api.make_nonlocal_counter()
+        items = [increment, checks.SameClosure(increment)]
+        assert child.run(checks.loaded_cell_numbers, picklable.dumps(items)) == [[0], [0]]
+        # One count: 1, 2 through the first, 3 through the second.
+        assert child.run(checks.counter_pair, picklable.dumps(items)) == (3, 4)
+
     def test_metadata_is_kept(self, child):
         """name, qualname, module, doc, defaults, kwdefaults, annotations, __dict__."""
 

@@ -637,11 +637,19 @@ def function_by_value(
     # the payload, no running frame, no earlier object of the payload: pickle's
     # memo holds what it wrote) can share them with nothing: where its cells
     # hold plain data, the contents travel in their place, the cells made again
-    # by _make_function (no cell object, call nor memo entry per closure). Not
-    # in deterministic payloads: their bytes depend on the object alone, and a
-    # count on what else holds it (another thread's dump of it, at that moment).
+    # by _make_function (no cell object, call nor memo entry per closure). A
+    # cell that the payload reaches again later (an object's reduction hands it
+    # out) fails the dump, which is made again with cells (CellMetAgain). Not in
+    # deterministic payloads (their bytes depend on the object alone, the count
+    # on what else holds it: another thread's dump of it, at that moment), nor
+    # from a pickler used on its own, which has no second try.
     inline: list[Any] | None = None
-    if canonical is None and func.__closure__ and _closure_refs(func) in _SOLE:
+    if (
+        context.inline_cells
+        and canonical is None
+        and func.__closure__
+        and _closure_refs(func) in _SOLE
+    ):
         inline = []
     closure = func.__closure__
     if closure is not None:
@@ -670,6 +678,7 @@ def function_by_value(
             if _type(content) is _module:
                 modules = [content] if modules is None else [*modules, content]
         if inline is not None:
+            payload.inline_cells(closure)
             closure = tuple(inline)
     if modules is not None:
         imported = submodules_used(code, modules)
@@ -1067,15 +1076,24 @@ EFFECT_REDUCERS = {
 }
 
 
+class CellMetAgain(Exception):
+    """A cell whose content travelled in its function's arguments (nothing held
+    it when the function was reduced) met again later in the same payload: an
+    object's reduction handed the closure out. The front door makes the dump
+    again, with cells, which pickle's memo keeps one object each."""
+
+
 def reduce_cell(context: DumpContext, cell: types.CellType) -> tuple[Any, ...]:
     """A closure cell: its content in the arguments, or filled by a function's state."""
+    payload = context.payload
+    if payload is not None and id(cell) in payload.inlined_cells:
+        raise CellMetAgain("a closure's cell met again after its contents were sent")
     try:
         content = cell.cell_contents
     except ValueError:
         return (_reconstruct._make_cell, ())
     if type(content) in _LEAF_TYPES:
         return (_reconstruct._make_cell, (content,))
-    payload = context.payload
     if payload is not None and id(cell) in payload.deferred_cells:
         return (_reconstruct._make_cell, ())  # filled by the function's state
     return (_reconstruct._make_cell, (), (None, {"cell_contents": content}))

@@ -41,6 +41,7 @@ class PayloadState:
         "classdict_cells",
         "carrying",
         "code_qualnames",
+        "inlined_cells",
     )
 
     def __init__(self) -> None:
@@ -82,6 +83,10 @@ class PayloadState:
         # copied: another code of that qualname carries its names beside its
         # bytes, the same objects (see .functions.named_code); made on first need
         self.code_qualnames: dict[str, Any] | None = None
+        # id(cell) -> cell, for the cells whose contents travelled in their
+        # function's arguments (see .functions.function_by_value); held, so
+        # their ids stay theirs until the dump ends
+        self.inlined_cells: Mapping[int, Any] = _NO_ENTRIES  # see inline_cells()
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.
@@ -114,6 +119,13 @@ class PayloadState:
         if names is None:
             names = self.names = {}
         return names.setdefault(name, name)
+
+    def inline_cells(self, cells: Any) -> None:
+        """Note that the contents of ``cells`` travel in place of the cells."""
+        if self.inlined_cells is _NO_ENTRIES:
+            self.inlined_cells = {}
+        for cell in cells:
+            self.inlined_cells[id(cell)] = cell  # type: ignore[index]
 
     def defer_cell(self, cell_id: int) -> None:
         """Note that a function's state fills the cell ``cell_id`` in."""
