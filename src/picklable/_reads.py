@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _caches, _code
 
-__all__ = ["missing_globals", "script_reads"]
+__all__ = ["NAMESPACE_READS", "missing_globals", "script_reads"]
 
 # A bound on the walk: a script's call graph is small; a pathological one
 # (thousands of functions reading each other) is cut short, never slow.
@@ -30,9 +30,21 @@ _MAX_CHECKED = 256
 _ANNOTATIONS = frozenset({"__annotate_func__", "__annotate__"})
 
 
-def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+# Builtins through which code reads globals by a name its code does not hold
+# (``globals()["X"]``, ``eval("X")``).
+NAMESPACE_READS = frozenset({"globals", "vars", "eval", "exec"})
+
+
+def script_reads(
+    obj: Any, modules: Collection[str], *, literal: bool = False
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(name, namespace)`` for each global that ``obj`` reads, and that the
     functions and classes of the script it reads read in turn.
+
+    ``literal``: a function that reads its namespace itself (``globals()``,
+    ``eval``) reads, as far as can be told, the names its code spells out as
+    strings too (``globals()["SCALE"]``); a name chosen at run time
+    (``globals()[name]``) is not known.
 
     ``modules`` are the names the script goes by (``__main__``, ``__mp_main__``);
     a function whose globals are another module's is not followed. A wrapper
@@ -58,11 +70,15 @@ def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict
             namespace = current.__globals__
             if namespace.get("__name__") not in modules:
                 continue  # defined elsewhere: its own module's globals
-            for name in _code.global_reads(current.__code__):
+            reads = _code.global_reads(current.__code__)
+            for name in reads:
                 yield name, namespace
                 value = namespace.get(name)
                 if getattr(value, "__module__", None) in modules:
                     todo.append(value)
+            if literal and not NAMESPACE_READS.isdisjoint(reads):
+                for name in _spelled_names(current.__code__):
+                    yield name, namespace
         elif isinstance(current, type) and current.__module__ in modules:
             for key, value in vars(current).items():
                 kind = type(value)
@@ -74,6 +90,15 @@ def script_reads(obj: Any, modules: Collection[str]) -> Iterator[tuple[str, dict
                     todo.append(value.__func__)
                 elif kind is property:
                     todo.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+
+
+def _spelled_names(code: types.CodeType) -> Iterator[str]:
+    """The strings ``code`` (and code made in it) holds that could name a global."""
+    for const in code.co_consts:
+        if type(const) is str and const.isidentifier():
+            yield const
+        elif isinstance(const, types.CodeType):
+            yield from _spelled_names(const)
 
 
 # id(function) -> (a weak reference to it, its code, what the answer rests on):

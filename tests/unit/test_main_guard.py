@@ -187,7 +187,7 @@ def test_a_called_function_that_rebinds_out_of_sight(tmp_path):
     [
         ('if __name__ == "__main__" and DEBUG:\n    A = 1\nelse:\n    Z = 2\n', {"A", "Z"}),
         ('try:\n    if __name__ == "__main__":\n        B = 1\nexcept Exception:\n    pass\n', {"B"}),
-        ('if __name__ == "__main__":\n    main()\nE = 10\ndef after(): pass\n', {"E", "after"}),
+        ('E = 1\nif __name__ == "__main__":\n    main()\nE = 10\n', {"E"}),
         ('X = 1 if __name__ == "__main__" else 2\n', {"X"}),
         ('with lock:\n    if __name__ == "__main__":\n        W = 1\n', {"W"}),
         ('import sys\nif __name__ == "__main__":\n    sys.modules[__name__].C = 1\n', None),
@@ -236,6 +236,29 @@ def test_what_the_commands_an_object_dispatches_to_set(tmp_path):
         """,
     )
     assert found is not None and {"SCALE", "OTHER"} <= found and "UNUSED" not in found
+
+
+def test_what_follows_the_guard_counts_where_it_binds_a_name_again(tmp_path):
+    """A name bound before the guard and again after it (a worker holds the later
+    value) counts; one first bound after it (a helper, a global an initializer
+    sets later) is the worker's alone, and does not."""
+    found = bindings(
+        tmp_path,
+        """
+        import multiprocessing
+        if __name__ == "__main__":
+            multiprocessing.set_start_method("spawn")
+        SCALE = 1
+        FACTOR = None
+        def helper(): pass
+        if __name__ == "__main__":
+            main()
+        SCALE = 10
+        def later(): pass
+        """,
+    )
+    assert found is not None and "SCALE" in found
+    assert not found & {"FACTOR", "helper", "later"}
 
 
 def test_what_a_worker_binds_beside_guards_in_blocks(tmp_path):

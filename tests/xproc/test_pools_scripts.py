@@ -656,3 +656,42 @@ def test_a_global_a_dispatched_command_sets_ships_the_senders_value(tmp_path):
     in the sender: the global it sets is the sender's, and a function reading it
     travels as a copy (the worker's own would read its import-time value)."""
     assert run_script(DISPATCHED, tmp_path).strip() == "20 20"
+
+
+WORKERS_OWN = """
+import multiprocessing
+import picklable
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn", force=True)
+
+FACTOR = None
+
+def init(value):
+    global FACTOR
+    FACTOR = value
+
+def scaled(x):
+    return FACTOR * x + helper()
+
+def double(x):
+    return 2 * x
+
+def dispatch(name, x):
+    return globals()[name](x)
+
+if __name__ == "__main__":
+    with picklable.Pool(1, context="spawn", initializer=init, initargs=(3,)) as pool:
+        print(pool.apply(scaled, (2,)), pool.apply(dispatch, ("double", 21)))
+
+def helper():
+    return 100
+"""
+
+
+def test_what_only_the_worker_binds_stays_the_workers(tmp_path):
+    """A global first set after an earlier guard by a pool's initializer, a helper
+    defined after the guard, a function looked up through ``globals()[name]``:
+    the worker's own function reads the worker's own, as pickle's reference does
+    (a copy would carry the sender's None, lack the helper, or the function)."""
+    assert run_script(WORKERS_OWN, tmp_path).strip() == "106 42"

@@ -16,9 +16,9 @@ change in place count as the guard's. A function the guard only passes on
 (a pool's ``initializer``) is not followed: a worker runs it too.
 
 The guard is every block that runs on a comparison of ``__name__`` with
-``"__main__"`` (see :func:`_split`); what the module level binds after the
-first guard counts too: a worker binds it on import, the sender only once its
-guard is done.
+``"__main__"`` (see :func:`_split`); a name the module level binds again after
+a guard counts too: a worker holds the last value on import, the sender an
+earlier one until its guard is done.
 
 The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
@@ -246,10 +246,23 @@ def _split(body: list[ast.stmt]) -> tuple[list[ast.AST], list[ast.AST], list[ast
 
 def _bindings(tree: ast.Module) -> _Answer:
     guarded, unguarded, after = _split(tree.body)
-    # What follows the guard holds its values in a worker (on import) before the
-    # sender's guard is done: it differs as the guard's own does.
-    guarded = [*guarded, *after]
-    if not guarded:
+    # A name that what follows a guard binds again (the module level bound it
+    # before): a worker holds the last value (it runs the whole module on
+    # import), the sender an earlier one until its guard is done. (A name first
+    # bound after a guard, a helper defined there, is the worker's alone: the
+    # sender has nothing else to send.)
+    rebound: set[str] = set()
+    if after:
+        late = {id(statement) for statement in after}
+        bound_so_far: set[str] = set()
+        for statement in unguarded:  # in the order they run
+            bound: set[str] = set()
+            if not _collect(statement, bound, set(), set(), frozenset()):
+                return None
+            if id(statement) in late:
+                rebound |= bound & bound_so_far
+            bound_so_far |= bound
+    if not guarded and not rebound:
         return frozenset(), frozenset()
     # The script's functions, by the name they are defined under (the guard's own
     # definitions last: they win, as at run time).
@@ -258,7 +271,7 @@ def _bindings(tree: ast.Module) -> _Answer:
         for node in [*unguarded, *guarded]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
-    names: set[str] = set()
+    names: set[str] = set(rebound)
     called: set[str] = set()
     calls: set[str] = set()
     for statement in guarded:

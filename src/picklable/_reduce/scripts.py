@@ -557,9 +557,9 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
     or none: :mod:`.main_guard`; a change deeper down, ``scaled.fn = g``, names
     that same first step), or, with ``reads``, when ``obj`` reads a global that
     the guard changes (``CONFIG = parse_args()``: the worker's own function
-    would read another value; a class: what its methods read). A function
-    that reads the namespace itself (``globals()[name]``, ``eval``) may read
-    any: not the same where the guard changes anything. Kept per object and
+    would read another value; a class: what its methods read; a function that
+    reads its namespace itself, ``globals()["SCALE"]``: the names its code
+    spells out). Kept per object and
     script version (see :func:`script_location`). ``reads=False``: the name
     alone.
 
@@ -593,8 +593,7 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
         asked = {path[0]}
         if reads:
             _, deps = _reads_unchanged(obj, _NOTHING, asked)
-        dynamic = not asked.isdisjoint(_NAMESPACE_READS)
-        changed = _NOTHING if not dynamic and script.untouched(asked) else script.read_changed()
+        changed = _NOTHING if script.untouched(asked) else script.read_changed()
     if changed is _NOTHING:
         same = True
     elif changed is None or path[0] in changed:
@@ -673,9 +672,6 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
 
 # What the guard changes, for a question about names it surely does not touch.
 _NOTHING: frozenset[str] = frozenset()
-# Builtins through which a function reads globals by a name its code does not
-# hold (``globals()["X"]``, ``eval("X")``): it may read any.
-_NAMESPACE_READS = frozenset({"globals", "vars", "eval", "exec"})
 
 
 def _reads_unchanged(
@@ -687,10 +683,10 @@ def _reads_unchanged(
     same = True
     deps: list[tuple[dict[str, Any], str, Any]] = []
     for seed in [obj, *_locator.held_functions(obj)]:
-        for name, namespace in script_reads(seed, MAIN_MODULES):
+        for name, namespace in script_reads(seed, MAIN_MODULES, literal=True):
             if read is not None:
                 read.add(name)
-            if name in changed or (changed and name in _NAMESPACE_READS):
+            if name in changed:
                 same = False
             value = namespace.get(name)
             if getattr(value, "__module__", None) in MAIN_MODULES:
