@@ -79,6 +79,7 @@ from ._allow_calls import (
     no_attribute_swap,
     refuse_class_hooks,
     refuse_composed_dunder,
+    refuse_taken_place,
 )
 from ._compat import (
     FROZENDICT,
@@ -2647,32 +2648,6 @@ def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
     return guarded
 
 
-def _occupant(module: Any, namespace: Any, name: Any) -> tuple[str, Any] | None:
-    """``(qualname, object)`` where a class built by value claims a place
-    (``__module__`` + ``__qualname__``) that an object of this process already
-    holds, other than one built from a payload; None if free. Read from the
-    namespaces alone (no import, no ``__getattr__``); a script's places are
-    its copies' to share (see :mod:`picklable._reduce.scripts`)."""
-    if type(module) is not str or module in MAIN_MODULES:
-        return None
-    qualname = namespace.get("__qualname__", name) if type(namespace) is dict else name
-    if type(qualname) is not str or "<" in qualname:
-        return None
-    found: Any = sys.modules.get(module)
-    if found is None:
-        return None
-    for step in qualname.split("."):
-        if not isinstance(found, (type, types.ModuleType)):
-            return None
-        found = vars(found).get(step, _FREE)
-        if found is _FREE:
-            return None
-    return None if _tracker.built(found) else (qualname, found)
-
-
-_FREE: Any = object()
-
-
 def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Callable[..., Any]:
     """A class by value counts as its ``__module__``; what its tracker id finds too."""
     function = rebuilder.function
@@ -2709,17 +2684,8 @@ def _guard_class(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
                         "payload's values, and that is not how its instances are rebuilt: "
                         "its constructor would run on them (and may open files)",
                     )
-        occupant = _occupant(module, namespace, name)
-        if occupant is not None:
-            raise policy.refuse(
-                f"class {name!r}",
-                None,
-                f"it claims the place of {module}.{occupant[0]}, where this process has "
-                f"its own {type(occupant[1]).__name__}: a copy made there by value would "
-                "pass for it (equal names, equal hashes) in the receiver's caches and "
-                "registries. Load it without allowed= if the payload is trusted, or "
-                "ship that module's classes by reference",
-            )
+        qualname = namespace.get("__qualname__", name) if type(namespace) is dict else name
+        refuse_taken_place(load, module, qualname, name, f"class {name!r}")
         if type(namespace) is dict and "__classdictcell__" in namespace:
             # Making the class fills this cell with its namespace (type() does).
             load.check_target(namespace["__classdictcell__"], f"class {name!r}'s namespace cell")

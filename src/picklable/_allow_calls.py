@@ -28,11 +28,17 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from . import _reconstruct
-from ._compat import wrapt_proxy_roots
+from . import _reconstruct, _tracker
+from ._compat import MAIN_MODULES, wrapt_proxy_roots
 from ._reconstruct import WRAPT_FIELDS
 
-__all__ = ["CALL_CHECKS", "STATE_CHECKS", "called_dunders", "no_attribute_swap"]
+__all__ = [
+    "CALL_CHECKS",
+    "STATE_CHECKS",
+    "called_dunders",
+    "no_attribute_swap",
+    "refuse_taken_place",
+]
 
 # (the guarded unpickler, the rebuilder's arguments by name, what is loaded)
 Check = Callable[[Any, dict[str, Any], str], None]
@@ -420,6 +426,56 @@ def refuse_class_hooks(load: Any, namespace: dict[str, Any], what: str) -> None:
             )
 
 
+def refuse_taken_place(load: Any, module: Any, qualname: Any, name: Any, what: str) -> None:
+    """Refuse a class the payload builds whose names (``__module__``,
+    ``__qualname__``, ``__name__``) are not plain strings, or which claims a
+    place (module + qualname) where this process has an object of its own,
+    other than one built from a payload: equal in name, it would pass for that
+    object (``str``, hashes, caches keyed by them: pandas' ``PeriodDtype``
+    cached a payload's ``Day``). Read from the namespaces alone (no import, no
+    ``__getattr__``); a script's places are its copies' to share."""
+    for label, value in (("__module__", module), ("__qualname__", qualname), ("__name__", name)):
+        if value is not None and type(value) is not str:
+            raise _refuse(
+                load,
+                what,
+                f"its {label} is a {type(value).__name__}, not a str (a class's names are)",
+            )
+    occupant = _occupant(module, qualname)
+    if occupant is not None:
+        raise _refuse(
+            load,
+            what,
+            f"it claims the place of {module}.{qualname}, where this process has its own "
+            f"{type(occupant).__name__}: a class made there by the payload would pass for it "
+            "(equal names, equal hashes) in the receiver's caches and registries. Load it "
+            "without allowed= if the payload is trusted, or ship that module's classes by "
+            "reference",
+        )
+
+
+def _occupant(module: Any, qualname: Any) -> Any:
+    """The object this process has at ``module`` + ``qualname`` (not one built
+    from a payload), or None if the place is free."""
+    if type(module) is not str or module in MAIN_MODULES:
+        return None
+    if type(qualname) is not str or "<" in qualname:
+        return None
+    found: Any = sys.modules.get(module)
+    if found is None:
+        return None
+    for step in qualname.split("."):
+        if not isinstance(found, (type, types.ModuleType)):
+            return None
+        found = vars(found).get(step, _FREE)
+        if found is _FREE:
+            return None
+    return None if _tracker.built(found) else found
+
+
+_FREE: Any = object()
+
+
 def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
     """A payload's class gets its attributes (no class in a dunder it calls),
     its virtual subclasses and its Enum members' attributes: a class of this
@@ -437,6 +493,15 @@ def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
         target = arguments.get("cls")
         if isinstance(target, type):
             load.no_constructor_as_method(target.__mro__[1:], attributes, what)
+            if not _CLASS_NAMES.isdisjoint(attributes):
+                # Renamed after it was made: the place it then claims.
+                refuse_taken_place(
+                    load,
+                    attributes.get("__module__", target.__module__),
+                    attributes.get("__qualname__", target.__qualname__),
+                    attributes.get("__name__", target.__name__),
+                    what,
+                )
     for subclass in registered if type(registered) in (list, tuple) else ():
         if not load.built_class(subclass):
             raise _refuse(
@@ -447,6 +512,8 @@ def _class_state(load: Any, arguments: dict[str, Any], what: str) -> None:
                 "its bases for everyone here)",
             )
 
+
+_CLASS_NAMES = frozenset({"__module__", "__qualname__", "__name__"})
 
 STATE_CHECKS: dict[str, Check] = {
     "_class_setstate": _class_state,

@@ -13,6 +13,13 @@
    ``collections.OrderedDict``, and the pandas route itself where pandas is
    installed.
 
+And a thirteenth's, past those fixes:
+
+3. the same claim with a ``__qualname__`` that is a ``str`` subclass
+   (``numpy.str_``), which the check of the place skipped;
+4. a class made at a free place, then renamed into the taken one by its state
+   (``_class_setstate`` setting ``__module__`` and ``__qualname__``).
+
 Each is refused with an UnpicklingError; the controls load. ``test_the_attacks_are_real``
 loads the payloads with plain ``pickle.loads``.
 """
@@ -22,6 +29,7 @@ from __future__ import annotations
 import pickle
 import types
 import uuid
+from typing import Any
 
 import pytest
 
@@ -75,25 +83,49 @@ def test_control_a_short_chain_of_cells_loads() -> None:
     assert depth == 10
 
 
+def made_class(module: str, qualname: bytes, base: bytes) -> bytes:
+    """_make_class: a class by value (no code) at ``module`` + ``qualname``."""
+    return call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        text("Impostor"),
+        tuple_(base),
+        dict_(__module__=text(module), __qualname__=qualname),
+        text(f"heldout5-{uuid.uuid4().hex}"),
+        NONE,
+    )
+
+
 def impostor(module: str, qualname: str, base: bytes) -> bytes:
     """A class by value (no code) claiming ``module.qualname``."""
-    namespace = dict_(__module__=text(module), __qualname__=text(qualname))
-    return payload(
-        call(
-            rebuilder("_make_class"),
-            stack_global("builtins", "type"),
-            text(qualname.rpartition(".")[2]),
-            tuple_(base),
-            namespace,
-            text(f"heldout5-{uuid.uuid4().hex}"),
-            NONE,
-        )
-    )
+    return payload(made_class(module, text(qualname), base))
+
+
+def str_subclass_impostor() -> bytes:
+    """The claim with a ``__qualname__`` of a ``str`` subclass (``collections.UserString``
+    is no str; a payload's own subclass of str is made by ``_make_class``)."""
+    subclass = made_class("collections", text("NotTaken"), stack_global("builtins", "str"))
+    name = call(subclass, text("OrderedDict"))
+    return payload(made_class("collections", name, stack_global("builtins", "dict")))
+
+
+def renamed_impostor() -> bytes:
+    """A class made at a free place, renamed into a taken one by its state."""
+    free = made_class("collections", text("Free"), stack_global("builtins", "dict"))
+    state = tuple_(dict_(__qualname__=text("OrderedDict")), tuple_())
+    return payload(call(rebuilder("_class_setstate"), free, state))
 
 
 def test_a_class_by_value_cannot_take_an_existing_class_s_place() -> None:
     data = impostor("collections", "OrderedDict", stack_global("builtins", "dict"))
     assert refused(data, ["collections"])
+
+
+@pytest.mark.parametrize(
+    "make", [str_subclass_impostor, renamed_impostor], ids=["str subclass", "renamed"]
+)
+def test_no_way_around_the_taken_place(make: Any) -> None:
+    assert refused(make(), ["collections"])
 
 
 def test_control_a_class_by_value_in_a_free_place_loads() -> None:
