@@ -2634,6 +2634,14 @@ def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
+        if rebuilder.name == "_closure_cell":
+            # It would hand out a cell of any function the payload names (a
+            # module's: filled, it changes the receiver's function), and no
+            # payload of picklable's needs it unless an object's reduction
+            # handed a closure out: never admitted under a list.
+            raise policy.refuse(
+                "a closure's cell of a function, met again", None, "never under an allow-list"
+            )
         namespace = arguments.get("globals")
         if namespace is None:
             what = "a code object shipped by value"

@@ -34,7 +34,6 @@ from ._compat import C_RECURSION_APART, chained
 from ._loading import load, loads, signing_module
 from ._pickler import DEFAULT_PROTOCOL, Pickler, needs_check, with_interpreter_check
 from ._reduce.context import DumpContext
-from ._reduce.functions import CellMetAgain
 from ._reduce.repeat import GIVE_UP, keep_payload, kept_or_facts, skipped, tries
 
 __all__ = ["dump", "dumps", "load", "loads", "signing_module"]
@@ -96,7 +95,6 @@ class _PooledPickler(Pickler):
         super().__init__(sink, buffer_callback=forward)  # type: ignore[arg-type]
         self.sink = sink
         self.chunks = sink.chunks
-        self.context.inline_cells = True
 
 
 # Idle default-protocol picklers, without and with a buffer callback (one made
@@ -317,9 +315,7 @@ def _retry(
     walk to it pickles nothing).
     """
     check_copies = context.copied_scripts()
-    if not _is_located(exc) and (
-        _stale_reference(exc) or check_copies or isinstance(exc, CellMetAgain)
-    ):
+    if not _is_located(exc) and (_stale_reference(exc) or check_copies):
         _locator.forget_by_name()
         try:
             again(check_copies, False)
@@ -367,7 +363,6 @@ def _dump_failed(
             pickler.dump(obj)
         finally:
             context.check_copies = context.stand_ins = False
-            context.inline_cells = True
 
     error = _retry(obj, exc, context, again)
     if error is not None:
@@ -557,7 +552,6 @@ def _dump_fresh(
     """
     held = _Held()
     pickler = make_pickler(held)
-    pickler.context.inline_cells = True  # a retry makes a pickler without
     try:
         pickler.dump(obj)
     except Exception as exc:

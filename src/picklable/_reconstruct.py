@@ -79,6 +79,7 @@ __all__ = [
     "_built_setstate",
     "_check_interpreter",
     "_class_setstate",
+    "_closure_cell",
     "_exception_setstate",
     "_fill_cell",
     "_fill_type_alias",
@@ -487,6 +488,17 @@ def _update_globals(namespace: dict[str, Any], names: dict[str, Any]) -> None:
 
 
 _cell = types.CellType
+
+
+@_rebuilder("part", "gives a cell of a function the payload made", "code")
+def _closure_cell(func: types.FunctionType, index: int) -> types.CellType:
+    """The cell ``index`` of ``func``'s closure: a function of this payload whose
+    cells were made from their contents (``_make_function``), met again later in
+    the payload (an object's reduction handed the closure out).
+
+    .. versionadded:: 0.2.0
+    """
+    return func.__closure__[index]  # type: ignore[index]
 
 
 @_rebuilder("part", "builds a closure cell", "build")

@@ -666,6 +666,9 @@ class TestCorpus:
         # Every rebuilder picklable writes is exercised by a payload that loads under a
         # list; those of a script's objects by tests/xproc/test_allow_scripts.py.
         used |= {"_main_object", "_script_or_build", "_built_setstate"}
+        # Never admitted under a list (a payload needs it only where an object's
+        # reduction hands a closure out; tests/unit/test_allow_attacks.py).
+        used |= {"_closure_cell"}
         # Those of kinds this Python lacks: type aliases are new in 3.12, lazy imports in 3.15.
         if sys.version_info < (3, 12):
             used |= {"_make_type_alias", "_fill_type_alias"}

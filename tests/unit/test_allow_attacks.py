@@ -1449,6 +1449,24 @@ def _attacks() -> list[Attack]:
             reached=lambda result: api.add.__closure__[0].cell_contents == 1000,
         ),
         Attack(
+            "_fill_cell on a module function's cell handed out by _closure_cell",
+            ("_fill_cell", "_closure_cell", "STACK_GLOBAL"),
+            "modify",
+            payload(
+                call(
+                    rebuilder("_fill_cell"),
+                    call(
+                        rebuilder("_closure_cell"),
+                        stack_global("picklable_testpkg.api", "add"),
+                        integer(0),
+                    ),
+                    integer(1000),
+                )
+            ),
+            TESTPKG,
+            reached=lambda result: api.add.__closure__[0].cell_contents == 1000,
+        ),
+        Attack(
             "_first passing a module's dict on to _update_globals",
             ("_first", "_update_globals"),
             "modify",

@@ -168,7 +168,7 @@ class TestExactCopies:
     def test_a_cell_an_object_hands_out_later_stays_one_object(self, child):
         """A closure whose cells went as their contents, then an object of the same
         payload whose reduction hands out that closure (a new function over it):
-        the dump is made again with cells, and both share the one cell."""
+        its cells are the loaded function's own (``_closure_cell``), one cell."""
         increment, _ = api.make_nonlocal_counter()
         items = [increment, checks.SameClosure(increment)]
         assert child.run(checks.loaded_cell_numbers, picklable.dumps(items)) == [[0], [0]]

@@ -75,12 +75,6 @@ class DumpContext(abc.ABC):
         reducer needs it (a payload of plain data never makes one; see
         :meth:`state`). The front door reads it when the dump is done, and sets
         it back to None.
-    inline_cells:
-        Whether a closure's cells that nothing else holds may travel as their
-        contents (``functions.function_by_value``): set by the front door's
-        picklers, never for a retry (a cell met again after its contents went
-        makes the dump fail, to be made again with cells: see
-        ``functions.CellMetAgain``), nor for a pickler used on its own.
     trying:
         ids of the objects whose state is being tried (``split_state`` in
         :mod:`.reference`): met again inside that state (it leads back to
@@ -98,7 +92,6 @@ class DumpContext(abc.ABC):
         "canonical",
         "table",
         "payload",
-        "inline_cells",
         "trying",
     )
 
@@ -113,7 +106,6 @@ class DumpContext(abc.ABC):
         self.canonical = canonical
         self.table = table
         self.payload: PayloadState | None = None
-        self.inline_cells = False
         self.trying: set[int] = set()
 
     def state(self) -> PayloadState:
@@ -137,7 +129,6 @@ class DumpContext(abc.ABC):
         self.payload = None
         self.check_copies = check_copies
         self.stand_ins = stand_ins
-        self.inline_cells = False
 
     @abc.abstractmethod
     def reclassify(self, obj: Any) -> Any:

@@ -13,7 +13,9 @@ A copy becomes::
 
 ``cells`` is the closure's tuple of cells, or a tuple of their contents where
 they hold plain data and nothing else holds the tuple or a cell (no other
-function shares them: see ``_closure_refs``).
+function shares them: see ``_closure_refs``); a cell the payload meets again
+after that (an object's reduction hands the closure out) is written as
+``_closure_cell(function, index)``, the loaded function's own.
 
 ``code_bytes`` is the marshal bytes of the code (of a copy whose bytes depend on
 the code alone: :func:`picklable._code.unshared`) and their CRC32, computed once
@@ -638,18 +640,12 @@ def function_by_value(
     # memo holds what it wrote) can share them with nothing: where its cells
     # hold plain data, the contents travel in their place, the cells made again
     # by _make_function (no cell object, call nor memo entry per closure). A
-    # cell that the payload reaches again later (an object's reduction hands it
-    # out) fails the dump, which is made again with cells (CellMetAgain). Not in
-    # deterministic payloads (their bytes depend on the object alone, the count
-    # on what else holds it: another thread's dump of it, at that moment), nor
-    # from a pickler used on its own, which has no second try.
+    # cell the payload reaches again later (an object's reduction hands the
+    # closure out) is then the loaded function's own (_closure_cell). Not in
+    # deterministic payloads: their bytes depend on the object alone, the count
+    # on what else holds it (another thread's dump of it, at that moment).
     inline: list[Any] | None = None
-    if (
-        context.inline_cells
-        and canonical is None
-        and func.__closure__
-        and _closure_refs(func) in _SOLE
-    ):
+    if canonical is None and func.__closure__ and _closure_refs(func) in _SOLE:
         inline = []
     closure = func.__closure__
     if closure is not None:
@@ -678,8 +674,7 @@ def function_by_value(
             if _type(content) is _module:
                 modules = [content] if modules is None else [*modules, content]
         if inline is not None:
-            payload.inline_cells(closure)
-            closure = tuple(inline)
+            contents = tuple(inline)
     if modules is not None:
         imported = submodules_used(code, modules)
         if imported:
@@ -751,6 +746,11 @@ def function_by_value(
             args = (data, _RECORD, shipped, name, defaults, closure)
     else:
         args = (data, _RECORD, shipped, name, defaults, closure)
+    if inline is not None and (len(args) == 6 or quiet):
+        # Nothing after the closure in the arguments reaches the cells: a later
+        # reference to one meets the function memoized (see reduce_cell).
+        payload.inline_cells(func, closure)
+        args = (*args[:5], contents, *args[6:])
     if plain and (len(args) == 6 or quiet):
         # The payload's first by-value object, and its arguments are plain data
         # (cells are too: what they hold that is not comes later, in the state;
@@ -1076,18 +1076,13 @@ EFFECT_REDUCERS = {
 }
 
 
-class CellMetAgain(Exception):
-    """A cell whose content travelled in its function's arguments (nothing held
-    it when the function was reduced) met again later in the same payload: an
-    object's reduction handed the closure out. The front door makes the dump
-    again, with cells, which pickle's memo keeps one object each."""
-
-
 def reduce_cell(context: DumpContext, cell: types.CellType) -> tuple[Any, ...]:
     """A closure cell: its content in the arguments, or filled by a function's state."""
     payload = context.payload
     if payload is not None and id(cell) in payload.inlined_cells:
-        raise CellMetAgain("a closure's cell met again after its contents were sent")
+        # Its content went in its function's arguments: that function's own cell.
+        _, func, index = payload.inlined_cells[id(cell)]
+        return (_reconstruct._closure_cell, (func, index))
     try:
         content = cell.cell_contents
     except ValueError:

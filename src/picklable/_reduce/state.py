@@ -83,10 +83,10 @@ class PayloadState:
         # copied: another code of that qualname carries its names beside its
         # bytes, the same objects (see .functions.named_code); made on first need
         self.code_qualnames: dict[str, Any] | None = None
-        # id(cell) -> cell, for the cells whose contents travelled in their
-        # function's arguments (see .functions.function_by_value); held, so
-        # their ids stay theirs until the dump ends
-        self.inlined_cells: Mapping[int, Any] = _NO_ENTRIES  # see inline_cells()
+        # id(cell) -> (cell, its function, its index), for the cells whose
+        # contents travelled in their function's arguments (see
+        # .functions.function_by_value); held, so their ids stay theirs
+        self.inlined_cells: Mapping[int, tuple[Any, Any, int]] = _NO_ENTRIES
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.
@@ -120,12 +120,13 @@ class PayloadState:
             names = self.names = {}
         return names.setdefault(name, name)
 
-    def inline_cells(self, cells: Any) -> None:
-        """Note that the contents of ``cells`` travel in place of the cells."""
+    def inline_cells(self, func: Any, cells: Any) -> None:
+        """Note that the contents of ``cells``, ``func``'s closure, travel in
+        place of the cells."""
         if self.inlined_cells is _NO_ENTRIES:
             self.inlined_cells = {}
-        for cell in cells:
-            self.inlined_cells[id(cell)] = cell  # type: ignore[index]
+        for index, cell in enumerate(cells):
+            self.inlined_cells[id(cell)] = (cell, func, index)  # type: ignore[index]
 
     def defer_cell(self, cell_id: int) -> None:
         """Note that a function's state fills the cell ``cell_id`` in."""
