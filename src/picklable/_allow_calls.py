@@ -428,18 +428,18 @@ def refuse_class_hooks(load: Any, namespace: dict[str, Any], what: str) -> None:
 
 def refuse_taken_place(load: Any, module: Any, qualname: Any, name: Any, what: str) -> None:
     """Refuse a class the payload builds whose names (``__module__``,
-    ``__qualname__``, ``__name__``) are not plain strings, or which claims a
+    ``__qualname__``, ``__name__``) are instances of a subclass of ``str`` (which
+    print as the names they spell, and skip the check below), or which claims a
     place (module + qualname) where this process has an object of its own,
     other than one built from a payload: equal in name, it would pass for that
     object (``str``, hashes, caches keyed by them: pandas' ``PeriodDtype``
     cached a payload's ``Day``). Read from the namespaces alone (no import, no
     ``__getattr__``); a script's places are its copies' to share."""
     for label, value in (("__module__", module), ("__qualname__", qualname), ("__name__", name)):
-        if value is not None and type(value) is not str:
+        if isinstance(value, str) and type(value) is not str:
+            kind = type(value).__name__
             raise _refuse(
-                load,
-                what,
-                f"its {label} is a {type(value).__name__}, not a str (a class's names are)",
+                load, what, f"its {label} is a {kind}, a subclass of str (a class's names are str)"
             )
     occupant = _occupant(module, qualname)
     if occupant is not None:
