@@ -245,20 +245,40 @@ def test_what_follows_the_guard_counts_where_it_binds_a_name_again(tmp_path):
     found = bindings(
         tmp_path,
         """
-        import multiprocessing
+        import os
         if __name__ == "__main__":
-            multiprocessing.set_start_method("spawn")
+            os.environ.setdefault("START", "spawn")
         SCALE = 1
         FACTOR = None
         def helper(): pass
+        task = logged(helper)  # between two guards: both hold it by the later one
         if __name__ == "__main__":
             main()
         SCALE = 10
+        import os  # again: the same module
         def later(): pass
         """,
     )
     assert found is not None and "SCALE" in found
-    assert not found & {"FACTOR", "helper", "later"}
+    assert not found & {"FACTOR", "helper", "later", "task", "os"}
+
+
+def test_a_module_s_decorator_dispatches_nothing(tmp_path):
+    """``@functools.cache`` under a guard that calls ``functools.partial``: a
+    module is no app, and the cached function is not the guard's."""
+    found = bindings(
+        tmp_path,
+        """
+        import functools
+        @functools.cache
+        def setup():
+            global FACTOR
+            FACTOR = 3
+        if __name__ == "__main__":
+            run(functools.partial(setup))
+        """,
+    )
+    assert found is not None and "FACTOR" not in found
 
 
 def test_what_a_worker_binds_beside_guards_in_blocks(tmp_path):

@@ -364,7 +364,8 @@ def test_a_script_object_whose_own_reduction_ships_where_its_copy_cannot(tmp_pat
     """A decorator product of the script whose state no pickler writes (compiled
     code), and whose own ``__reduce__`` ships what it is made from: that
     reduction travels, as pickle sends it, and loads where the script does not run
-    (it went as a reference alone, which only the script's own processes load)."""
+    (it went as a reference alone, which only the script's own processes load);
+    a spawn worker running the script still gets its own object."""
     source = PRELUDE + textwrap.dedent(
         """
         from picklable_testpkg.decorators import Compiled
@@ -373,9 +374,15 @@ def test_a_script_object_whose_own_reduction_ships_where_its_copy_cannot(tmp_pat
         def vec(x):
             return x + 1.0
 
-        data = picklable.dumps(vec)
-        assert pickle.loads(pickle.dumps(vec))(1.0) == 2.0  # what pickle does
-        print(Child().run(checks.call, data, 1.0))
+        def is_the_workers_own(obj):
+            return obj is sys.modules["__main__"].vec
+
+        if __name__ == "__main__":
+            data = picklable.dumps(vec)
+            assert pickle.loads(pickle.dumps(vec))(1.0) == 2.0  # what pickle does
+            print(Child().run(checks.call, data, 1.0))
+            with picklable.Pool(1, context="spawn") as pool:
+                print(pool.apply(is_the_workers_own, (vec,)))
         """
     )
-    assert run_script(source, tmp_path).strip() == "2.0"
+    assert run_script(source, tmp_path).strip().splitlines() == ["2.0", "True"]

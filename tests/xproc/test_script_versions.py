@@ -34,10 +34,10 @@ REBOUND_BETWEEN_DUMPS = textwrap.dedent(
         return picklable.loads(payload)()
 
     if __name__ == "__main__":
-        FIRST = picklable.dumps(work)  # helper is plain here, reader in a worker: a copy
+        FIRST = picklable.dumps(work)  # reads nothing the guard changes: decided, kept
         SECOND = picklable.dumps(work)
 
-    helper = reader  # after a guard: a worker's import does it before any task
+    helper = reader  # between two guards: both processes hold it when the second runs
 
     if __name__ == "__main__":
         CONFIG = 2
@@ -52,9 +52,11 @@ def test_a_rebinding_between_dumps_is_noticed(tmp_path):
     """A function whose reads change between two dumps (a helper rebound at module
     level) is decided again: the worker computes with the sender's CONFIG."""
     out = run_script(REBOUND_BETWEEN_DUMPS, tmp_path)
-    # The first two: copies with the sender's helper then (the worker's own work
-    # would call reader: what follows a guard, a worker runs on import).
-    assert out.strip() == "[0, 0, 2]"
+    # The first two: the worker's own work (its helper is reader, its CONFIG 1).
+    # What runs between two guards is not read as the guard's: by the later
+    # guard the sender has run it too (a dump in the earlier one gets the
+    # worker's own, as with pickle: docs/rule.md).
+    assert out.strip() == "[1, 1, 2]"
 
 
 EDITED_WHILE_RUNNING = textwrap.dedent(
@@ -124,9 +126,9 @@ MODULE_REBOUND_TO_AN_OBJECT = textwrap.dedent(
 
     if __name__ == "__main__":
         target.dumps({})
-        FIRST = picklable.dumps(work)  # target is json here, a Box in a worker: a copy
+        FIRST = picklable.dumps(work)  # decided and kept: the worker's own work
 
-    target = Box()  # after a guard: a worker's import does it before any task
+    target = Box()  # between two guards: both hold it when the second runs
 
     if __name__ == "__main__":
         target.bump()  # now a call that changes what target holds
@@ -142,8 +144,7 @@ def test_a_name_the_guard_calls_a_method_of_rebound_between_dumps(tmp_path):
     dump: one rebound from a module to an object (whose method the guard then
     calls) makes the functions reading it copies, with the sender's state."""
     out = run_script(MODULE_REBOUND_TO_AN_OBJECT, tmp_path)
-    # FIRST: the copy reads json (no value), as the sender's work did then.
-    assert out.strip() == "[0, 2]"
+    assert out.strip() == "[1, 2]"
 
 
 FROM_STDIN = textwrap.dedent(

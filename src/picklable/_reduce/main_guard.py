@@ -17,8 +17,8 @@ change in place count as the guard's. A function the guard only passes on
 
 The guard is every block that runs on a comparison of ``__name__`` with
 ``"__main__"`` (see :func:`_split`); a name the module level binds again after
-a guard counts too: a worker holds the last value on import, the sender an
-earlier one until its guard is done.
+the last guard counts too: a worker holds the last value on import, the sender
+an earlier one while its guards run.
 
 The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
@@ -182,6 +182,7 @@ def _has_main_test(node: ast.AST) -> bool:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_IMPORTS = (ast.Import, ast.ImportFrom)
 # Statements a guard may sit in whose blocks run as the module level's own.
 _TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 
@@ -196,18 +197,20 @@ def _split(body: list[ast.stmt]) -> tuple[list[ast.AST], list[ast.AST], list[ast
     the name); any other statement that makes the comparison (``x = 1 if
     __name__ == "__main__" else 2``, a guard in a loop or a ``with`` block:
     unguarded too, read generously). Unguarded runs on import too. After:
-    the statements that follow the first guard, which a worker runs on import
-    and the sender only once its guard is done (unguarded too).
+    the statements that follow the last guard, which a worker runs on import
+    and the sender only once every guard is done (unguarded too; what runs
+    between two guards has run in the sender by the time the later one runs).
     """
     guarded: list[ast.AST] = []
     unguarded: list[ast.AST] = []
     after: list[ast.AST] = []
     for node in body:
-        if guarded or after:
-            after.append(node)
         if isinstance(node, _SCOPES) or not _has_main_test(node):
             unguarded.append(node)
+            if guarded:
+                after.append(node)
             continue
+        after = []  # a guard: what follows the last one counts
         if isinstance(node, ast.If):
             if _is_main_test(node.test, ast.Eq):
                 guarded.extend(node.body)
@@ -246,10 +249,10 @@ def _split(body: list[ast.stmt]) -> tuple[list[ast.AST], list[ast.AST], list[ast
 
 def _bindings(tree: ast.Module) -> _Answer:
     guarded, unguarded, after = _split(tree.body)
-    # A name that what follows a guard binds again (the module level bound it
-    # before): a worker holds the last value (it runs the whole module on
-    # import), the sender an earlier one until its guard is done. (A name first
-    # bound after a guard, a helper defined there, is the worker's alone: the
+    # A name that what follows the last guard binds again (the module level
+    # bound it before): a worker holds the last value (it runs the whole module
+    # on import), the sender an earlier one while its guards run. (A name first
+    # bound there, a helper defined after the guard, is the worker's alone: the
     # sender has nothing else to send.)
     rebound: set[str] = set()
     if after:
@@ -259,8 +262,8 @@ def _bindings(tree: ast.Module) -> _Answer:
             bound: set[str] = set()
             if not _collect(statement, bound, set(), set(), frozenset()):
                 return None
-            if id(statement) in late:
-                rebound |= bound & bound_so_far
+            if id(statement) in late and not isinstance(statement, _IMPORTS):
+                rebound |= bound & bound_so_far  # (an import again: the same module)
             bound_so_far |= bound
     if not guarded and not rebound:
         return frozenset(), frozenset()
@@ -282,7 +285,7 @@ def _bindings(tree: ast.Module) -> _Answer:
     # do the functions registered on an object it calls (``@app.command()``
     # under ``app()``, ``@cli.command()`` under ``cli()``): the library the
     # object belongs to dispatches to them.
-    registered = _registered(functions.values())
+    registered = _registered(functions.values(), _modules(unguarded))
     followed: set[str] = set()
     dispatched: set[str] = set()
     todo = list(calls)
@@ -308,16 +311,27 @@ def _bindings(tree: ast.Module) -> _Answer:
     return frozenset(names), frozenset(called - names)
 
 
-def _registered(functions: Any) -> dict[str, list[str]]:
+def _registered(functions: Any, modules: set[str]) -> dict[str, list[str]]:
     """name -> the functions whose decorators start with it (``@app.command()``:
-    ``app``), among the script's top-level functions."""
+    ``app``), among the script's top-level functions; not a module's name
+    (``@functools.cache``: a module dispatches to nothing it is called for)."""
     registered: dict[str, list[str]] = {}
     for function in functions:
         for decorator in function.decorator_list:
             root = _base_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
-            if root is not None:
+            if root is not None and root not in modules:
                 registered.setdefault(root, []).append(function.name)
     return registered
+
+
+def _modules(statements: list[ast.AST]) -> set[str]:
+    """The names ``import`` statements bind among ``statements`` (modules)."""
+    return {
+        alias.asname or alias.name.partition(".")[0]
+        for node in statements
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
 
 
 def _main_aliases(statements: list[ast.AST]) -> set[str]:

@@ -775,7 +775,11 @@ def script_reference(
             # sends, which loads where the script does not run.
             own = _own_reduction(context, obj)
             if own is not None:
-                return own
+                if same is None:
+                    same = same_in_workers(obj, module, path)
+                # The receiver running the script: its own object, as the
+                # reference alone gave; elsewhere, what the reduction makes.
+                return _own_or_build(context, obj, (module, path), own, False) if same else own
     if reason is None:
         return None
     return (_reconstruct._main_object, (origin_of(obj, module, path), reason))
@@ -854,6 +858,15 @@ def with_origin(context: DumpContext, obj: Any, reduction: Any, *, carry_state: 
     note_copy(context)
     if not same:
         return reduction  # a copy everywhere, as for a lambda
+    return _own_or_build(context, obj, where, reduction, carry_state)
+
+
+def _own_or_build(
+    context: DumpContext, obj: Any, where: tuple[str, Path], reduction: Any, carry_state: bool
+) -> Any:
+    """``reduction`` of ``obj`` (at ``where`` in the script), made where the
+    receiver does not run the script; the receiver's own object where it does
+    (and has the attributes of the copy's state, with ``carry_state``)."""
     builder, args, *rest = reduction
     rest += [None] * (4 - len(rest))
     state, listitems, dictitems, setter = rest
@@ -867,7 +880,7 @@ def with_origin(context: DumpContext, obj: Any, reduction: Any, *, carry_state: 
             # chooses between the receiver's own and the copy. A copy everywhere.
             return reduction
         payload.carry(id(obj))
-    found = (origin_of(obj, *where), builder, args)
+    found = (origin_of(obj, *where), builder, args)  # where: (module, path)
     head = (_reconstruct._script_or_build, found if carried is None else (*found, carried))
     if state is None and setter is None and carried is None:
         return (*head, None, listitems, dictitems)
