@@ -465,12 +465,14 @@ def _add_module(names: list[str], module_name: Any) -> None:
 
 def _add_origin(names: list[str], candidate: Any) -> None:
     """Add the module ``candidate`` was defined in, and its owner class's module."""
+    # getattr with a default: no exception made where there is no such attribute
+    # (a property, a staticmethod's __qualname__ before 3.10), asked once per
+    # descriptor of a kept class at each dump.
     try:
-        module_name = candidate.__module__
-        qualname = candidate.__qualname__
-    except Exception:
         module_name = getattr(candidate, "__module__", None)
-        qualname = None
+        qualname = getattr(candidate, "__qualname__", None)
+    except Exception:  # an attribute that raises
+        module_name = qualname = None
     _add_module(names, module_name)
     # ``Owner.method`` whose Owner was moved to another module (pandas sets
     # DataFrame.__module__ = "pandas"): index the module the owner now names.
@@ -491,8 +493,10 @@ def held_functions(obj: Any) -> list[Any]:
     decorated."""
     values: list[Any] = []
     try:
-        values.extend(vars(obj).values())
-    except TypeError:
+        own = getattr(obj, "__dict__", None)  # what vars() reads, without its TypeError
+        if own is not None:
+            values.extend(own.values())
+    except Exception:
         pass
     for klass in type(obj).__mro__[:-1]:
         slots = vars(klass).get("__slots__", ())
