@@ -731,26 +731,31 @@ def function_by_value(
             carried = _QUIET
         if carried:
             quiet = carried is _QUIET
+            if inline is not None and not quiet:
+                inline = None  # what follows the closure might reach a cell before func is memoized
             args: tuple[Any, ...] = (
                 data,
                 _RECORD,
                 shipped,
                 name,
                 defaults,
-                closure,
+                closure if inline is None else contents,
                 annotations,
             )
         else:
             slots = slots or {}
             slots["__annotations__"] = annotations  # may lead back to func: set once memoized
-            args = (data, _RECORD, shipped, name, defaults, closure)
+            args = (data, _RECORD, shipped, name, defaults, closure if inline is None else contents)
     else:
-        args = (data, _RECORD, shipped, name, defaults, closure)
-    if inline is not None and (len(args) == 6 or quiet):
+        args = (data, _RECORD, shipped, name, defaults, closure if inline is None else contents)
+    if inline is not None:
         # Nothing after the closure in the arguments reaches the cells: a later
         # reference to one meets the function memoized (see reduce_cell).
-        payload.inline_cells(func, closure)
-        args = (*args[:5], contents, *args[6:])
+        inlined = payload.inlined
+        if inlined:
+            inlined.append((func, closure))
+        else:
+            payload.inlined = [(func, closure)]
     if plain and (len(args) == 6 or quiet):
         # The payload's first by-value object, and its arguments are plain data
         # (cells are too: what they hold that is not comes later, in the state;
@@ -1079,10 +1084,11 @@ EFFECT_REDUCERS = {
 def reduce_cell(context: DumpContext, cell: types.CellType) -> tuple[Any, ...]:
     """A closure cell: its content in the arguments, or filled by a function's state."""
     payload = context.payload
-    if payload is not None and id(cell) in payload.inlined_cells:
-        # Its content went in its function's arguments: that function's own cell.
-        _, func, index = payload.inlined_cells[id(cell)]
-        return (_reconstruct._closure_cell, (func, index))
+    if payload is not None and payload.inlined:
+        found = payload.inlined_cell(cell)
+        if found is not None:
+            # Its content went in its function's arguments: that function's own cell.
+            return (_reconstruct._closure_cell, found)
     try:
         content = cell.cell_contents
     except ValueError:

@@ -41,7 +41,9 @@ class PayloadState:
         "classdict_cells",
         "carrying",
         "code_qualnames",
+        "inlined",
         "inlined_cells",
+        "inlined_read",
     )
 
     def __init__(self) -> None:
@@ -83,10 +85,14 @@ class PayloadState:
         # copied: another code of that qualname carries its names beside its
         # bytes, the same objects (see .functions.named_code); made on first need
         self.code_qualnames: dict[str, Any] | None = None
-        # id(cell) -> (cell, its function, its index), for the cells whose
-        # contents travelled in their function's arguments (see
-        # .functions.function_by_value); held, so their ids stay theirs
-        self.inlined_cells: Mapping[int, tuple[Any, Any, int]] = _NO_ENTRIES
+        # (function, closure) whose cells' contents travelled in the function's
+        # arguments (see .functions.function_by_value), in order; held, so the
+        # cells' ids stay theirs. A list (one append per closure): the map below
+        # is made from it only when the payload meets a cell object at all.
+        self.inlined: list[tuple[Any, Any]] | tuple[()] = ()  # a list on first need
+        # id(cell) -> (its function, its index), of the first `inlined_read` of them
+        self.inlined_cells: dict[int, tuple[Any, int]] | None = None
+        self.inlined_read = 0
 
     def name(self, name: str) -> str:
         """This payload's copy of the name of a function or of an attribute.
@@ -120,13 +126,19 @@ class PayloadState:
             names = self.names = {}
         return names.setdefault(name, name)
 
-    def inline_cells(self, func: Any, cells: Any) -> None:
-        """Note that the contents of ``cells``, ``func``'s closure, travel in
-        place of the cells."""
-        if self.inlined_cells is _NO_ENTRIES:
-            self.inlined_cells = {}
-        for index, cell in enumerate(cells):
-            self.inlined_cells[id(cell)] = (cell, func, index)  # type: ignore[index]
+    def inlined_cell(self, cell: Any) -> tuple[Any, int] | None:
+        """``(function, index)`` where ``cell`` is one whose content travelled in
+        its function's arguments, else None."""
+        inlined = self.inlined
+        cells = self.inlined_cells
+        if cells is None:
+            cells = self.inlined_cells = {}
+        if self.inlined_read < len(inlined):
+            for func, closure in inlined[self.inlined_read :]:
+                for index, each in enumerate(closure):
+                    cells[id(each)] = (func, index)
+            self.inlined_read = len(inlined)
+        return cells.get(id(cell))
 
     def defer_cell(self, cell_id: int) -> None:
         """Note that a function's state fills the cell ``cell_id`` in."""
