@@ -175,6 +175,23 @@ class TestExactCopies:
         # One count: 1, 2 through the first, 3 through the second.
         assert child.run(checks.counter_pair, picklable.dumps(items)) == (3, 4)
 
+    def test_a_global_that_hands_the_closure_out_first(self, child):
+        """The same, where the object is a global the function reads: saved with
+        the function's globals, before its closure, it meets the cell first; the
+        function and the object's function share the one cell, and the function
+        is built once."""
+        namespace: dict = {"__name__": "scratch"}
+        exec(
+            "def make():\n    n = 0\n    def inc():\n        nonlocal n\n"
+            "        n += 1\n        HOLDER\n        return n\n    return inc\n",
+            namespace,
+        )
+        increment = namespace["make"]()
+        namespace["HOLDER"] = checks.SameClosure(increment)
+        items = [increment, namespace["HOLDER"]]
+        assert child.run(checks.loaded_cell_numbers, picklable.dumps(items)) == [[0], [0]]
+        assert child.run(checks.counter_pair, picklable.dumps(items)) == (3, 4)
+
     def test_metadata_is_kept(self, child):
         """name, qualname, module, doc, defaults, kwdefaults, annotations, __dict__."""
 

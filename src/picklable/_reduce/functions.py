@@ -595,6 +595,9 @@ def function_by_value(
     payload.bound = True
     plain = first  # whether loading its arguments runs nothing (see below)
     shipped = payload.globals_map.get(_id(home))
+    # Whether the globals in the arguments hold an object whose reduction may
+    # run code (which could hand this closure out before func is memoized).
+    reach = False
     if shipped is None:
         refs: dict[str, Any] = {}
         if module_name is not None:
@@ -612,6 +615,7 @@ def function_by_value(
                     plain = False
                 elif kind not in _leaf:
                     plain = False
+                    reach = reach or value is not func
         # First function of its namespace in this payload: its globals travel in
         # the arguments, except a reference to itself, which would make pickle
         # build it twice (it is not memoized until its arguments are saved).
@@ -644,8 +648,11 @@ def function_by_value(
     # closure out) is then the loaded function's own (_closure_cell). Not in
     # deterministic payloads: their bytes depend on the object alone, the count
     # on what else holds it (another thread's dump of it, at that moment).
+    # Nor where the globals in the arguments, saved before the closure, hold an
+    # object whose reduction runs (it may hand the closure out before func is
+    # memoized).
     inline: list[Any] | None = None
-    if canonical is None and func.__closure__ and _closure_refs(func) in _SOLE:
+    if not reach and canonical is None and func.__closure__ and _closure_refs(func) in _SOLE:
         inline = []
     closure = func.__closure__
     if closure is not None:
@@ -749,7 +756,7 @@ def function_by_value(
     else:
         args = (data, _RECORD, shipped, name, defaults, closure if inline is None else contents)
     if inline is not None:
-        # Nothing after the closure in the arguments reaches the cells: a later
+        # Nothing around the closure in the arguments reaches the cells: a later
         # reference to one meets the function memoized (see reduce_cell).
         inlined = payload.inlined
         if inlined:
