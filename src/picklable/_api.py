@@ -96,6 +96,11 @@ class _PooledPickler(Pickler):
         self.sink = sink
         self.chunks = sink.chunks
 
+    # The C pickler's own: dumps resets the payload itself, after reading it
+    # (these run once per dumps call, where a Python frame would cost).
+    clear_memo = pickle.Pickler.clear_memo
+    memo = vars(pickle.Pickler)["memo"]
+
 
 # Idle default-protocol picklers, without and with a buffer callback (one made
 # with a callback calls it, a Python call, for every in-band buffer too: once

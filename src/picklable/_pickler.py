@@ -341,6 +341,35 @@ class Pickler(ReducerHook, pickle.Pickler):
         _C_TABLE.__set__(self, table)  # the field the C pickler reads
         self.context.table = table
 
+    # What a payload remembers of the objects it wrote (a closure whose cells
+    # went as their contents, met again as ``_closure_cell(function, i)``) holds
+    # while the memo holds them: a new memo starts a new payload.
+
+    def clear_memo(self) -> None:
+        """As :meth:`pickle.Pickler.clear_memo`: the next dump starts a new payload."""
+        _C_CLEAR_MEMO(self)
+        self.context.payload = None
+
+    @property
+    def memo(self) -> Any:
+        """As :attr:`pickle.Pickler.memo`; setting it starts a new payload."""
+        return _C_MEMO.__get__(self)
+
+    @memo.setter
+    def memo(self, memo: Any) -> None:
+        _C_MEMO.__set__(self, memo)
+        self.context.payload = None
+
+    @property
+    def fast(self) -> bool:
+        """As :attr:`pickle.Pickler.fast` (no memo: each object written anew)."""
+        return bool(_C_FAST.__get__(self))
+
+    @fast.setter
+    def fast(self, fast: Any) -> None:
+        _C_FAST.__set__(self, fast)
+        self.context.memo_off = bool(fast)
+
 
 class _Discard:
     """A write target that keeps nothing (trial dumps)."""
@@ -356,5 +385,9 @@ _DISCARD = _Discard()
 # The C pickler's own dispatch_table field, the table it falls back on, and
 # the property above that fronts both.
 _C_TABLE: Any = vars(pickle.Pickler)["dispatch_table"]
+# The C pickler's memo, its fast flag and clear_memo, which Pickler fronts.
+_C_MEMO: Any = vars(pickle.Pickler)["memo"]
+_C_FAST: Any = vars(pickle.Pickler)["fast"]
+_C_CLEAR_MEMO: Any = vars(pickle.Pickler)["clear_memo"]
 _COPYREG_TABLE = copyreg.dispatch_table
 _TABLE_PROPERTY = vars(Pickler)["dispatch_table"]

@@ -261,3 +261,31 @@ class TestNeverWrong:
         finally:
             reader.close()
             writer.close()
+
+
+@pytest.mark.parametrize("reset", ["clear_memo", "memo", "fast"])
+def test_a_new_memo_starts_a_new_payload(reset):
+    """A Pickler used on its own, its memo cleared or replaced between two dumps
+    of a closure (or off: ``fast``): the second payload refers to nothing the
+    first wrote (a closure's cells sent as contents, met again, are not
+    referred to through a function the memo no longer holds)."""
+    from picklable_testpkg import api
+
+    add = api.make_closure(5)  # its cell held by its closure alone: sent as contents
+    buffer = io.BytesIO()
+    pickler = picklable.Pickler(buffer)
+    if reset == "fast":
+        pickler.fast = True
+        pickler.dump([add, add])
+        first, second = picklable.loads(buffer.getvalue())
+        assert first(1) == second(1) == 6
+        return
+    pickler.dump(add)
+    if reset == "clear_memo":
+        pickler.clear_memo()
+    else:
+        pickler.memo = {}
+    pickler.dump(add)
+    buffer.seek(0)
+    one, other = picklable.load(buffer), picklable.load(buffer)
+    assert one(1) == other(1) == 6

@@ -75,6 +75,9 @@ class DumpContext(abc.ABC):
         reducer needs it (a payload of plain data never makes one; see
         :meth:`state`). The front door reads it when the dump is done, and sets
         it back to None.
+    memo_off:
+        Whether the pickler writes without a memo (``fast``): no object can be
+        referred to again, so a closure's cells always travel as cells.
     trying:
         ids of the objects whose state is being tried (``split_state`` in
         :mod:`.reference`): met again inside that state (it leads back to
@@ -92,6 +95,7 @@ class DumpContext(abc.ABC):
         "canonical",
         "table",
         "payload",
+        "memo_off",
         "trying",
     )
 
@@ -106,6 +110,7 @@ class DumpContext(abc.ABC):
         self.canonical = canonical
         self.table = table
         self.payload: PayloadState | None = None
+        self.memo_off = False
         self.trying: set[int] = set()
 
     def state(self) -> PayloadState:

@@ -652,7 +652,13 @@ def function_by_value(
     # object whose reduction runs (it may hand the closure out before func is
     # memoized).
     inline: list[Any] | None = None
-    if not reach and canonical is None and func.__closure__ and _closure_refs(func) in _SOLE:
+    if (
+        not reach
+        and canonical is None
+        and not context.memo_off
+        and func.__closure__
+        and _closure_refs(func) in _SOLE
+    ):
         inline = []
     closure = func.__closure__
     if closure is not None:
