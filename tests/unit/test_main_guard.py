@@ -269,7 +269,10 @@ def test_a_module_s_decorator_dispatches_nothing(tmp_path):
     found = bindings(
         tmp_path,
         """
-        import functools
+        try:
+            import functools
+        except ImportError:
+            raise
         @functools.cache
         def setup():
             global FACTOR

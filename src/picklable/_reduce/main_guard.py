@@ -325,13 +325,20 @@ def _registered(functions: Any, modules: set[str]) -> dict[str, list[str]]:
 
 
 def _modules(statements: list[ast.AST]) -> set[str]:
-    """The names ``import`` statements bind among ``statements`` (modules)."""
-    return {
-        alias.asname or alias.name.partition(".")[0]
-        for node in statements
-        if isinstance(node, ast.Import)
-        for alias in node.names
-    }
+    """The names ``import`` statements bind among ``statements`` and the blocks
+    in them (``try: import x``), functions and classes aside: modules."""
+    names: set[str] = set()
+    todo: list[Any] = list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            names.update(alias.asname or alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(node, field, ()))
+        elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
+            todo.extend(node.body)
+    return names
 
 
 def _main_aliases(statements: list[ast.AST]) -> set[str]:
