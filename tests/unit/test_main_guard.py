@@ -194,11 +194,12 @@ def test_a_called_function_that_rebinds_out_of_sight(tmp_path):
         ('import sys\nif __name__ == "__main__":\n    setattr(sys.modules["__main__"], "C", 1)\n', None),
         ('import sys\nif __name__ == "__main__":\n    sys.modules[__name__].__dict__.update(C=1)\n', None),
         ('import __main__ as me\nif __name__ == "__main__":\n    me.D = 1\n', None),
+        ('try:\n    import __main__ as me\nexcept ImportError:\n    pass\nif __name__ == "__main__":\n    me.D = 1\n', None),
         ('if __name__ == "__main__":\n    import __main__\n    __main__.D = 1\n', None),
         ('def run():\n    import __main__\n    __main__.D = 1\nif __name__ == "__main__":\n    run()\n', None),
     ],
     ids=["and", "try", "after", "expression", "with", "sys.modules", "setattr", "update",
-         "import as", "import", "in a function"],
+         "import as", "import in a block", "import", "in a function"],
 )  # fmt: skip
 def test_guards_in_other_shapes_and_the_module_by_other_names(tmp_path, source, expected):
     """A guard test mixed with others, a guard in a block or an expression, what

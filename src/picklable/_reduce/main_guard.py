@@ -46,6 +46,7 @@ import re
 import sys
 import threading
 import types
+from collections.abc import Iterator
 from typing import Any
 
 from .. import _caches
@@ -324,29 +325,35 @@ def _registered(functions: Any, modules: set[str]) -> dict[str, list[str]]:
     return registered
 
 
-def _modules(statements: list[ast.AST]) -> set[str]:
-    """The names ``import`` statements bind among ``statements`` and the blocks
-    in them (``try: import x``), functions and classes aside: modules."""
-    names: set[str] = set()
+def _imports(statements: list[ast.AST]) -> Iterator[ast.Import]:
+    """The ``import`` statements among ``statements`` and the blocks in them
+    (``try: import x``), functions and classes aside."""
     todo: list[Any] = list(statements)
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Import):
-            names.update(alias.asname or alias.name.partition(".")[0] for alias in node.names)
+            yield node
         elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 todo.extend(getattr(node, field, ()))
         elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
             todo.extend(node.body)
-    return names
+
+
+def _modules(statements: list[ast.AST]) -> set[str]:
+    """The names ``import`` statements bind at module level: modules."""
+    return {
+        alias.asname or alias.name.partition(".")[0]
+        for node in _imports(statements)
+        for alias in node.names
+    }
 
 
 def _main_aliases(statements: list[ast.AST]) -> set[str]:
-    """The names ``import __main__`` binds among the module level's statements."""
+    """The names ``import __main__`` binds at module level."""
     return {
         alias.asname or alias.name
-        for node in statements
-        if isinstance(node, ast.Import)
+        for node in _imports(statements)
         for alias in node.names
         if alias.name == "__main__"
     }
