@@ -2634,14 +2634,6 @@ def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
 
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
-        if rebuilder.name == "_closure_cell":
-            # It would hand out a cell of any function the payload names (a
-            # module's: filled, it changes the receiver's function), and no
-            # payload of picklable's needs it unless an object's reduction
-            # handed a closure out: never admitted under a list.
-            raise policy.refuse(
-                "a closure's cell of a function, met again", None, "never under an allow-list"
-            )
         namespace = arguments.get("globals")
         if namespace is None:
             what = "a code object shipped by value"
@@ -2652,6 +2644,22 @@ def _guard_code(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> Ca
         if not policy.by_value_code or (namespace is not None and not policy.allows(module)):
             raise policy.refuse_code(what, module)
         return function(*args)
+
+    return guarded
+
+
+def _guard_hands_out(
+    load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder
+) -> Callable[..., Any]:
+    """Never admitted: it would give a part of any object the payload names (a
+    cell of a module's function, filled, changes the receiver's function), and
+    no payload of picklable's needs it unless an object's reduction handed that
+    part out (``_closure_cell``)."""
+
+    def guarded(*args: Any) -> Any:
+        raise load.policy.refuse(
+            f"{rebuilder.name}: {rebuilder.label}", None, "never under an allow-list"
+        )
 
     return guarded
 
@@ -2731,17 +2739,18 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
     def guarded(*args: Any) -> Any:
         arguments = _arguments(rebuilder, args)
         target = arguments.get(target_name)  # type: ignore[arg-type]
-        if state_name is not None and not arguments.get(state_name):
+        state = None if state_name is None else arguments.get(state_name)
+        if state_name is not None and not state:
             return function(*args)  # nothing to set
         what = f"state set on {_name_of(target)}"
         if isinstance(target, type) and _tracker.built(target):
             # First: a withheld name is by-value code, whatever else holds it.
-            withheld = _withheld_in(arguments.get(state_name))  # type: ignore[arg-type]
+            withheld = _withheld_in(state)
             if withheld is not None:
                 raise policy.refuse_code(f"{withheld.name} set on class {_name_of(target)}", None)
         if check is not None:
             check(load, arguments, what)  # what it calls, and no __dict__ or __class__
-        load.check_state(target, arguments.get(state_name), what)  # type: ignore[arg-type]
+        load.check_state(target, state, what)
         if writes is None:
             load.check_target(target, what, classes=True)
         else:
@@ -2753,7 +2762,6 @@ def _guard_state(load: GuardedUnpickler, rebuilder: _reconstruct.Rebuilder) -> C
                 if how != "dict" and load._named.get(id(obj)) is obj:
                     raise _state_on_named(policy, target, what)
                 load.check_written(obj, how, what)
-        state = arguments.get(state_name) if state_name is not None else None
         if state is not None:
             # What it writes holds the state: one level deeper (a chain of cells
             # filled one in the next frees recursively in C).
@@ -2892,5 +2900,6 @@ _GUARDS: dict[str, Guard] = {
     "state": _guard_state,
     "call": _guard_call,
     "build": _guard_call,
+    "hands out": _guard_hands_out,
 }
 assert set(_GUARDS) == set(_reconstruct.REACHES), "every reach has a guard"

@@ -20,7 +20,8 @@ one place that says what loading through it means. The readers:
   (builds code from bytecode), ``class`` (creates or finds a class), ``state``
   (sets attributes on an object the payload gives it), ``call`` (calls
   objects the payload gives it), ``build`` (builds a new object from its
-  arguments alone).
+  arguments alone), ``hands out`` (gives a part of an object the payload
+  names: never admitted under an allow-list).
 * ``target`` / ``state`` (``state`` reach) -- the parameter whose object the
   call modifies, and the parameter holding what it sets (an empty state
   modifies nothing); ``writes``, when that is not the whole story, says
@@ -120,7 +121,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 ROLES = ("reference", "value", "wrapper", "part")
-REACHES = ("import", "code", "class", "state", "call", "build")
+REACHES = ("import", "code", "class", "state", "call", "build", "hands out")
 
 
 class Rebuilder(NamedTuple):
@@ -490,7 +491,7 @@ def _update_globals(namespace: dict[str, Any], names: dict[str, Any]) -> None:
 _cell = types.CellType
 
 
-@_rebuilder("part", "gives a cell of a function the payload made", "code")
+@_rebuilder("part", "gives a cell of a function the payload made", "hands out")
 def _closure_cell(func: types.FunctionType, index: int) -> types.CellType:
     """The cell ``index`` of ``func``'s closure: a function of this payload whose
     cells were made from their contents (``_make_function``), met again later in

@@ -151,3 +151,11 @@ def test_the_attacks_are_real() -> None:
     import collections
 
     assert cls.__qualname__ == "OrderedDict" and cls is not collections.OrderedDict
+
+
+def test_a_closure_cell_is_never_handed_out_under_a_list() -> None:
+    """``_closure_cell`` (a payload's object handed a closure out) gives a part of
+    whatever function it is given: refused under any list, before it runs."""
+    data = payload(call(rebuilder("_closure_cell"), stack_global("builtins", "len"), NONE))
+    with pytest.raises(picklable.UnpicklingError, match="never under an allow-list"):
+        picklable.loads(data, allowed=["builtins"])
