@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _caches, _code
 
-__all__ = ["NAMESPACE_READS", "missing_globals", "script_reads"]
+__all__ = ["missing_globals", "script_reads"]
 
 # A bound on the walk: a script's call graph is small; a pathological one
 # (thousands of functions reading each other) is cut short, never slow.
@@ -32,7 +32,7 @@ _ANNOTATIONS = frozenset({"__annotate_func__", "__annotate__"})
 
 # Builtins through which code reads globals by a name its code does not hold
 # (``globals()["X"]``, ``eval("X")``).
-NAMESPACE_READS = frozenset({"globals", "vars", "eval", "exec"})
+_NAMESPACE_READS = frozenset({"globals", "vars", "eval", "exec"})
 
 
 def script_reads(
@@ -76,7 +76,7 @@ def script_reads(
                 value = namespace.get(name)
                 if getattr(value, "__module__", None) in modules:
                     todo.append(value)
-            if literal and not NAMESPACE_READS.isdisjoint(reads):
+            if literal and not _NAMESPACE_READS.isdisjoint(reads):
                 for name in _spelled_names(current.__code__):
                     yield name, namespace
         elif isinstance(current, type) and current.__module__ in modules:

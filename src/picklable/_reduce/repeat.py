@@ -294,9 +294,10 @@ def _function(func: types.FunctionType, facts: list[Any], held: list[Any], seen:
     if closure is not None:
         # Asked of the table where the hook has met no cell yet: a closure's
         # cells of plain data travel as their contents (functions._closure_refs).
-        if LASTING.get(types.CellType, _MISSING) is _MISSING:
-            handler_for(types.CellType)
-        if LASTING.get(types.CellType) is not _CELL_REDUCE:
+        handler = LASTING.get(types.CellType, _MISSING)
+        if handler is _MISSING:
+            handler = handler_for(types.CellType)
+        if handler is not _CELL_REDUCE:
             return False
         for cell in closure:
             try:

@@ -559,9 +559,8 @@ def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = Tru
     the guard changes (``CONFIG = parse_args()``: the worker's own function
     would read another value; a class: what its methods read; a function that
     reads its namespace itself, ``globals()["SCALE"]``: the names its code
-    spells out). Kept per object and
-    script version (see :func:`script_location`). ``reads=False``: the name
-    alone.
+    spells out). Kept per object and script version (see
+    :func:`script_location`). ``reads=False``: the name alone.
 
     .. versionchanged:: 0.2.0
        A script file changed since this process started answers False (issue 29);
