@@ -13,6 +13,7 @@ MARK, SHORT_BINUNICODE 'echo x', TUPLE, REDUCE, STOP``.
 from __future__ import annotations
 
 import struct
+import uuid
 
 MARK = b"("
 STOP = b"."
@@ -184,3 +185,18 @@ def rebuilder(name: str) -> bytes:
 def getattr_(target: bytes, name: str) -> bytes:
     """builtins.getattr(target, name) by REDUCE."""
     return call(stack_global("builtins", "getattr"), target, text(name))
+
+
+def payload_class(name: bytes, bases: bytes, namespace: bytes, origin: bytes = NONE) -> bytes:
+    """_make_class(type, name, bases, namespace, a new tracker id, origin): a class
+    the payload builds (with no code, unless its namespace holds some); its id is
+    one no other payload of the run uses."""
+    return call(
+        rebuilder("_make_class"),
+        stack_global("builtins", "type"),
+        name,
+        bases,
+        namespace,
+        text(f"payload-class-{uuid.uuid4().hex}"),
+        origin,
+    )

@@ -73,6 +73,7 @@ from support.opcodes import (
     newobj_ex,
     pairs,
     payload,
+    payload_class,
     put,
     rebuilder,
     setitems,
@@ -104,20 +105,6 @@ def _id(allowed: list[str]) -> str:
 def _tracker_id() -> str:
     """A by-value class id no other payload of the run uses."""
     return f"heldout3-{uuid.uuid4().hex}"
-
-
-def payload_class(name: bytes, bases: bytes, namespace: bytes, origin: bytes = NONE) -> bytes:
-    """_make_class(type, name, bases, namespace, a new tracker id, origin): a class
-    the payload builds (with no code, unless its namespace holds some)."""
-    return call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        name,
-        bases,
-        namespace,
-        text(_tracker_id()),
-        origin,
-    )
 
 
 def read_on_a_str(holder: bytes, module: str, target: Path) -> bytes:

@@ -87,6 +87,7 @@ from support.opcodes import (
     list_,
     newobj,
     payload,
+    payload_class,
     rebuilder,
     setitems,
     stack_global,
@@ -213,14 +214,10 @@ def iter_chain(links: int, callable_dunder: bool) -> bytes:
     then tuple(first)."""
     getter = call(stack_global("operator", "itemgetter"), integer(0))
     dunder = getter if callable_dunder else call(stack_global("builtins", "property"), getter)
-    cls = call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
+    cls = payload_class(
         text("C"),
         tuple_(stack_global("builtins", "list")),
         dict_(__module__=text("numpy"), __iter__=dunder),
-        text(f"heldout4-{uuid.uuid4().hex}"),
-        NONE,
     )
     memoize, pop, empty_tuple, newobj, appends = b"\x94", b"0", b")", b"\x81", b"e"
     parts = [cls, memoize, pop]  # memo 0: the class
@@ -512,17 +509,13 @@ def test_no_write_through_a_view_of_a_memoryview_of_a_modules_array(polyone: Any
 
 def subclass_hook() -> bytes:
     return payload(
-        call(
-            rebuilder("_make_class"),
-            stack_global("builtins", "type"),
+        payload_class(
             text("C"),
             tuple_(stack_global("collections.abc", "Mapping")),
             dict_(
                 __module__=text("collections"),
                 __subclasshook__=stack_global("builtins", "callable"),
             ),
-            text(f"heldout4-{uuid.uuid4().hex}"),
-            NONE,
         )
     )
 
@@ -655,17 +648,13 @@ def logger_state() -> bytes:
 
 def logger_subclass() -> bytes:
     return payload(
-        call(
-            rebuilder("_make_class"),
-            stack_global("builtins", "type"),
+        payload_class(
             text("L"),
             tuple_(stack_global("logging", "Logger")),
             dict_(
                 __module__=text("logging"),
                 getEffectiveLevel=stack_global("logging.handlers", "SysLogHandler"),
             ),
-            text(f"heldout4-{uuid.uuid4().hex}"),
-            NONE,
         )
     )
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import pickle
 import types
-import uuid
 from typing import Any
 
 import pytest
@@ -41,6 +40,7 @@ from support.opcodes import (
     dict_,
     get,
     payload,
+    payload_class,
     put,
     rebuilder,
     stack_global,
@@ -85,15 +85,8 @@ def test_control_a_short_chain_of_cells_loads() -> None:
 
 def made_class(module: str, qualname: bytes, base: bytes) -> bytes:
     """_make_class: a class by value (no code) at ``module`` + ``qualname``."""
-    return call(
-        rebuilder("_make_class"),
-        stack_global("builtins", "type"),
-        text("Impostor"),
-        tuple_(base),
-        dict_(__module__=text(module), __qualname__=qualname),
-        text(f"heldout5-{uuid.uuid4().hex}"),
-        NONE,
-    )
+    namespace = dict_(__module__=text(module), __qualname__=qualname)
+    return payload_class(text("Impostor"), tuple_(base), namespace)
 
 
 def impostor(module: str, qualname: str, base: bytes) -> bytes:
