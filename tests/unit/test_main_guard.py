@@ -197,14 +197,25 @@ def test_a_called_function_that_rebinds_out_of_sight(tmp_path):
         ('try:\n    import __main__ as me\nexcept ImportError:\n    pass\nif __name__ == "__main__":\n    me.D = 1\n', None),
         ('if __name__ == "__main__":\n    import __main__\n    __main__.D = 1\n', None),
         ('def run():\n    import __main__\n    __main__.D = 1\nif __name__ == "__main__":\n    run()\n', None),
+        ('import __main__\nif __name__ == "__main__":\n    __main__.__dict__.update(D=1)\n', None),
+        ('G = globals()\nif __name__ == "__main__":\n    G["D"] = 1\n', None),
+        (('import sys\ntry:\n    this = sys.modules[__name__]\nexcept KeyError:\n    pass\n'
+          'if __name__ == "__main__":\n    this.D = 1\n'), None),
+        (('from sys import modules\nme: object = modules.get("__main__")\n'
+          'if __name__ == "__main__":\n    setattr(me, "D", 1)\n'), None),
+        ('ns = vars()\ndef main():\n    ns["D"] = 1\nif __name__ == "__main__":\n    main()\n', None),
+        ('match __name__:\n    case "__main__":\n        M = 1\n    case _:\n        N = 1\n', {"M", "N"}),
     ],
     ids=["and", "try", "after", "expression", "with", "sys.modules", "setattr", "update",
-         "import as", "import in a block", "import", "in a function"],
+         "import as", "import in a block", "import", "in a function", "a method of __main__",
+         "globals() by another name", "sys.modules item by another name",
+         "modules.get by another name", "vars() by another name in a function", "match"],
 )  # fmt: skip
 def test_guards_in_other_shapes_and_the_module_by_other_names(tmp_path, source, expected):
-    """A guard test mixed with others, a guard in a block or an expression, what
-    follows the guard (a worker runs it on import), and writes through the module
-    object itself (cannot be told: None)."""
+    """A guard test mixed with others, a guard in a block, an expression or a
+    ``match``, what follows the guard (a worker runs it on import), and writes
+    through the module object itself, by any name the module level gives it
+    (cannot be told: None)."""
     found = bindings(tmp_path, source)
     assert found == expected if expected is None else found >= expected
 
@@ -468,6 +479,18 @@ class TestGuardIndex:
             if __name__ == "__main__":
                 sys.modules[__name__].C = 10
                 run()
+            """,
+        "the module by a name the module level gives it": """
+            G = globals()
+            def main():
+                G["X"] = 1
+            if __name__ == "__main__":
+                main()
+            """,
+        "a match on the module's name": """
+            match __name__:
+                case "__main__":
+                    SCALE = 10
             """,
         "commands an object dispatches to": """
             import typer

@@ -614,6 +614,59 @@ def test_a_guard_the_reading_used_to_miss_ships_the_senders_values(tmp_path):
     assert methods == "20 20"
 
 
+GUARD_BY_ALIAS = """
+import picklable
+
+D = 1
+{alias}
+
+def read():
+    return D
+
+if __name__ == "__main__":
+    {write}
+    with picklable.Pool(1, context="spawn") as pool:
+        print(read(), pool.apply(read))
+"""
+
+
+@pytest.mark.parametrize(
+    ("alias", "write"),
+    [
+        ("G = globals()", 'G["D"] = 10'),
+        ("import sys; this = sys.modules[__name__]", "this.D = 10"),
+    ],
+    ids=["globals()", "sys.modules"],
+)
+def test_a_guard_writing_through_another_name_for_the_module(tmp_path, alias, write):
+    """The module level names the module (``G = globals()``); the guard writes
+    through that name: a spawn worker computes with the sender's value."""
+    assert run_script(GUARD_BY_ALIAS.format(alias=alias, write=write), tmp_path).split() == [
+        "10",
+        "10",
+    ]
+
+
+GUARD_MATCH = """
+import picklable
+
+SCALE = 1
+
+def scaled():
+    return SCALE * 2
+
+match __name__:
+    case "__main__":
+        SCALE = 10
+        with picklable.Pool(1, context="spawn") as pool:
+            print(scaled(), pool.apply(scaled))
+"""
+
+
+def test_a_match_on_the_module_name_is_a_guard(tmp_path):
+    assert run_script(GUARD_MATCH, tmp_path).split() == ["20", "20"]
+
+
 DISPATCHED = """
 import picklable
 

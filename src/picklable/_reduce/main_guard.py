@@ -23,8 +23,9 @@ an earlier one while its guards run.
 The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
 (``globals()``, ``exec``, ``vars()``, the module object itself through
-``sys.modules`` or ``import __main__``), or a file that cannot be read or
-parsed, answers None: every name may differ.
+``sys.modules`` or ``import __main__``, or a name the module level binds to
+either: ``G = globals()``), or a file that cannot be read or parsed, answers
+None: every name may differ.
 
 Most questions need less (issue 29): whether the guard touches one name (the
 one a lambda is bound to, the globals it reads). :func:`guard_index` answers
@@ -169,12 +170,19 @@ def _is_main_test(test: ast.expr, op: type[ast.cmpop]) -> bool:
 
 def _has_main_test(node: ast.AST) -> bool:
     """Whether ``node`` compares ``__name__`` with ``"__main__"`` anywhere in it,
-    functions and classes defined in it aside (their bodies run when called)."""
+    or matches ``__name__`` against patterns (``match __name__:``), functions
+    and classes defined in it aside (their bodies run when called)."""
     todo: list[Any] = [node]
     while todo:
         current = todo.pop()
         if isinstance(current, ast.Compare) and (
             _is_main_test(current, ast.Eq) or _is_main_test(current, ast.NotEq)
+        ):
+            return True
+        if (
+            isinstance(current, ast.Match)
+            and isinstance(current.subject, ast.Name)
+            and current.subject.id == "__name__"
         ):
             return True
         if not isinstance(current, _SCOPES):
@@ -307,8 +315,10 @@ def _bindings(tree: ast.Module) -> _Answer:
         for root in (calls | called) & registered.keys() - dispatched:
             dispatched.add(root)
             todo.extend(registered[root])
-    if not names.isdisjoint(_main_aliases([*unguarded, *guarded])):
-        return None  # ``__main__.X = ...``: the module itself, changed by another name
+    if not (names | called).isdisjoint(_module_aliases([*unguarded, *guarded])):
+        # ``__main__.X = ...``, ``G["X"] = ...`` after ``G = globals()``: the
+        # module itself, changed by another name.
+        return None
     return frozenset(names), frozenset(called - names)
 
 
@@ -349,14 +359,66 @@ def _modules(statements: list[ast.AST]) -> set[str]:
     }
 
 
-def _main_aliases(statements: list[ast.AST]) -> set[str]:
-    """The names ``import __main__`` binds at module level."""
-    return {
+def _module_aliases(statements: list[ast.AST]) -> set[str]:
+    """The names the module level binds to the module itself or its namespace:
+    ``import __main__``, ``G = globals()``, ``this = sys.modules[__name__]``
+    (see :func:`_names_module`), in blocks too, functions and classes aside."""
+    aliases = {
         alias.asname or alias.name
         for node in _imports(statements)
         for alias in node.names
         if alias.name == "__main__"
     }
+    todo: list[Any] = list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            if node.value is not None and _names_module(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                aliases.update(
+                    n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+                )
+        elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(node, field, ()))
+        elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
+            todo.extend(node.body)
+    return aliases
+
+
+def _names_module(value: ast.expr) -> bool:
+    """Whether ``value`` may be the module or its namespace: ``globals()``,
+    ``vars()``, ``sys.modules`` or an item of it (``[...]``, ``.get(...)``),
+    ``__main__`` (either branch of a conditional, any operand of ``or``); an
+    item read from one (``globals()["f"]``) is not."""
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.IfExp):
+            todo += [node.body, node.orelse]
+        elif isinstance(node, ast.BoolOp):
+            todo += node.values
+        elif isinstance(node, ast.NamedExpr):
+            todo.append(node.value)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in _NAMESPACE:
+                return True
+            if isinstance(func, ast.Attribute) and _is_modules(func.value):
+                return True  # sys.modules.get(__name__)
+        elif isinstance(node, ast.Subscript):
+            if _is_modules(node.value):
+                return True  # sys.modules[__name__]
+        elif _is_modules(node) or (isinstance(node, ast.Name) and node.id == "__main__"):
+            return True
+    return False
+
+
+def _is_modules(node: ast.expr) -> bool:
+    """``sys.modules``, or ``modules`` (``from sys import modules``)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "modules") or (
+        isinstance(node, ast.Name) and node.id == "modules"
+    )
 
 
 def _unguarded_bindings(tree: ast.Module) -> frozenset[str] | None:
@@ -709,8 +771,12 @@ class GuardIndex:
                     todo.append(name)
         self._guard = frozenset(guard)
         self._maybe = frozenset(maybe)
-        if not maybe.isdisjoint(_DYNAMIC | _NAMESPACE | _MODULE_OBJECT):
-            self._guard = self._maybe = None  # read the whole answer
+        if not maybe.isdisjoint(_DYNAMIC | _NAMESPACE | _MODULE_OBJECT) or not set(
+            code.co_names
+        ).isdisjoint(_NAMESPACE | _MODULE_OBJECT):
+            # The guard may rebind out of sight, or the module level may have
+            # named the module itself (``G = globals()``): read the whole answer.
+            self._guard = self._maybe = None
 
     def may_touch(self, names: frozenset[str] | set[str]) -> bool:
         """Whether the guard may bind, change or call a method of one of
