@@ -43,6 +43,7 @@ class TestRoundTrip:
         assert read == (
             (frozenset({"CONFIG"}), frozenset({"sys"})),
             frozenset({"sys", "CONFIG", "main"}),
+            (),
         )
         assert guard_store.lookup(str(script), SOURCE) is guard_store.MISS
         guard_store.keep(str(script), SOURCE, *read)
@@ -53,9 +54,22 @@ class TestRoundTrip:
         """None (the guard runs exec, a star import: any name may differ) is an
         answer, not a miss, for either question."""
         guard_store.keep(str(tmp_path / "a.py"), b"x", None, None)
-        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") == (None, None)
+        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") == (None, None, ())
         guard_store.keep(str(tmp_path / "a.py"), b"x", None, frozenset({"a"}))
-        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") == (None, frozenset({"a"}))
+        assert guard_store.lookup(str(tmp_path / "a.py"), b"x") == (None, frozenset({"a"}), ())
+
+    def test_what_is_bound_again_between_guards_comes_back(self, store, tmp_path):
+        """Each statement between two guards that binds names again, with its line."""
+        script = tmp_path / "two.py"
+        source = (
+            b"A = B = 1\nif __name__ == '__main__':\n    run()\nA = 2\nB, C = 3, 4\n"
+            b"if __name__ == '__main__':\n    run()\n"
+        )
+        script.write_bytes(source)
+        read = answers(str(script), source)
+        assert read[2] == ((4, frozenset({"A"})), (5, frozenset({"B"})))
+        guard_store.keep(str(script), source, *read)
+        assert guard_store.lookup(str(script), source) == read
 
     def test_one_entry_per_script_path(self, store, tmp_path):
         """A new version of the script replaces its entry: the store grows with the
@@ -65,7 +79,11 @@ class TestRoundTrip:
         guard_store.keep(name, b"two", (frozenset({"b"}), frozenset()), frozenset())
         assert [p.name for p in store.iterdir()] == [_entry_file(store).name]
         assert guard_store.lookup(name, b"one") is guard_store.MISS
-        assert guard_store.lookup(name, b"two") == ((frozenset({"b"}), frozenset()), frozenset())
+        assert guard_store.lookup(name, b"two") == (
+            (frozenset({"b"}), frozenset()),
+            frozenset(),
+            (),
+        )
 
 
 class TestMisses:
@@ -95,7 +113,11 @@ class TestMisses:
             lambda text: text.replace("bound 1", "bond 1"),
             lambda text: text.replace("\nCONFIG\n", "\nnot a name\n", 1),
             lambda text: text + "extra\n",
-            lambda text: text.replace("picklable guard answer 2", "picklable guard answer 9"),
+            lambda text: text.replace("picklable guard answer 3", "picklable guard answer 9"),
+            lambda text: text.replace("between 1\n", "between 2\n"),
+            lambda text: text.replace("\n7 CONFIG\n", "\n7\n"),
+            lambda text: text.replace("\n7 CONFIG\n", "\nseven CONFIG\n"),
+            lambda text: text.replace("\nbetween 1\n7 CONFIG\n", "\n"),
             lambda text: text.replace("bound 1", "bound none"),
             lambda text: text.replace("\nunguarded 1\nCONFIG\n", "\n"),
             lambda text: text.rstrip("\n"),
@@ -106,9 +128,14 @@ class TestMisses:
         """Anything but an entry in the format is a miss, never an answer."""
         name = str(tmp_path / "a.py")
         guard_store.keep(
-            name, SOURCE, (frozenset({"CONFIG"}), frozenset({"sys"})), frozenset({"CONFIG"})
+            name,
+            SOURCE,
+            (frozenset({"CONFIG"}), frozenset({"sys"})),
+            frozenset({"CONFIG"}),
+            ((7, frozenset({"CONFIG"})),),
         )
         entry = _entry_file(store)
+        assert guard_store.lookup(name, SOURCE) is not guard_store.MISS
         entry.write_text(damage(entry.read_text()))
         assert guard_store.lookup(name, SOURCE) is guard_store.MISS
 

@@ -621,3 +621,52 @@ def test_the_walks_pass_over_no_node_their_checks_handle(walk, looked_at):
         assert set(family) <= looked_at, {c.__name__ for c in family} - {
             c.__name__ for c in looked_at
         }
+
+
+def test_what_the_module_level_binds_again_between_guards(tmp_path):
+    """Each statement between the first guard and the last that binds a name the
+    module level bound before, with its first line (a decorator's): not an
+    import again, not a name first bound there, nothing after the last guard
+    (that counts always) and nothing where there is one guard."""
+    from picklable._reduce.main_guard import between
+
+    path = tmp_path / "script.py"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            import os
+            A = B = 1
+            def task():
+                pass
+            if __name__ == "__main__":
+                run()
+            import os
+            A = 2
+            FRESH = 3
+            @wrap
+            def task():
+                pass
+            if __name__ == "__main__":
+                run()
+            B = 4
+            """
+        )
+    )
+    assert between(str(path)) == ((8, frozenset({"A"})), (10, frozenset({"task"})))
+    path.write_text('A = 1\nif __name__ == "__main__":\n    run()\nA = 2\n')
+    assert between(str(path)) == ()
+    assert "A" in guard_answer(str(path))[0]
+
+
+def test_what_lies_ahead_of_the_module_level():
+    from picklable._reduce.script_position import module_line, rebound_later
+
+    entries = ((8, frozenset({"A"})), (10, frozenset({"task"})))
+    assert rebound_later(entries, 6) == {"A", "task"}
+    assert rebound_later(entries, 9) == {"task"}
+    assert rebound_later(entries, 14) == frozenset()
+    assert rebound_later(entries, None) == frozenset()  # the module level has finished
+    namespace: dict[str, Any] = {"__name__": "probe", "module_line": module_line}
+    exec(compile("x = 1\nLINE = module_line(globals())\n", "probe.py", "exec"), namespace)
+    assert namespace["LINE"] == 2
+    assert module_line(namespace) is None

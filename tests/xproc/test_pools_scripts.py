@@ -748,3 +748,52 @@ def test_what_only_the_worker_binds_stays_the_workers(tmp_path):
     the worker's own function reads the worker's own, as pickle's reference does
     (a copy would carry the sender's None, lack the helper, or the function)."""
     assert run_script(WORKERS_OWN, tmp_path).strip() == "106 42"
+
+
+TWO_GUARDS = """
+import multiprocessing
+import picklable
+
+SCALE = 1
+FACTOR = None
+
+def scaled(x):
+    return SCALE * x
+
+def init(value):
+    global FACTOR
+    FACTOR = value
+
+def factored(x):
+    return FACTOR * x
+
+def logged(func):
+    def wrapper(x):
+        return func(x) + 1000
+    return wrapper
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn", force=True)
+    with picklable.Pool(1, context="spawn") as pool:
+        print(scaled(2), pool.apply(scaled, (2,)))
+
+SCALE = 10
+FACTOR = 0
+factored = logged(factored)
+
+if __name__ == "__main__":
+    with picklable.Pool(1, context="spawn", initializer=init, initargs=(3,)) as pool:
+        print(scaled(2), pool.apply(scaled, (2,)), pool.apply(factored, (2,)))
+"""
+
+
+def test_a_name_bound_again_between_two_guards(tmp_path):
+    """Where the sender's module level is at the dump decides: in the first
+    guard, ``SCALE = 10`` has run in the worker (on import) and not yet in the
+    sender, so ``scaled`` travels with the sender's 1 (pickle's reference gives
+    the worker's 10); in the second guard both have run it, and the worker's own
+    functions read what its initializer set (a copy would carry the sender's
+    ``FACTOR = 0``), as with pickle."""
+    first, second = run_script(TWO_GUARDS, tmp_path).strip().splitlines()
+    assert first == "2 2"
+    assert second == "20 20 1006"

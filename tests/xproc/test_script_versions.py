@@ -34,7 +34,7 @@ REBOUND_BETWEEN_DUMPS = textwrap.dedent(
         return picklable.loads(payload)()
 
     if __name__ == "__main__":
-        FIRST = picklable.dumps(work)  # reads nothing the guard changes: decided, kept
+        FIRST = picklable.dumps(work)  # reads helper, which the worker holds rebound
         SECOND = picklable.dumps(work)
 
     helper = reader  # between two guards: both processes hold it when the second runs
@@ -50,13 +50,13 @@ REBOUND_BETWEEN_DUMPS = textwrap.dedent(
 
 def test_a_rebinding_between_dumps_is_noticed(tmp_path):
     """A function whose reads change between two dumps (a helper rebound at module
-    level) is decided again: the worker computes with the sender's CONFIG."""
+    level) is decided again: the worker computes with the sender's values."""
     out = run_script(REBOUND_BETWEEN_DUMPS, tmp_path)
-    # The first two: the worker's own work (its helper is reader, its CONFIG 1).
-    # What runs between two guards is not read as the guard's: by the later
-    # guard the sender has run it too (a dump in the earlier one gets the
-    # worker's own, as with pickle: docs/rule.md).
-    assert out.strip() == "[1, 1, 2]"
+    # The first two: copies with the sender's helper, plain (the worker's own
+    # work would call reader: its import ran ``helper = reader``). The third:
+    # both have run that statement, and the guard changed CONFIG: a copy again,
+    # decided anew, with the sender's 2.
+    assert out.strip() == "[0, 0, 2]"
 
 
 EDITED_WHILE_RUNNING = textwrap.dedent(
@@ -126,7 +126,7 @@ MODULE_REBOUND_TO_AN_OBJECT = textwrap.dedent(
 
     if __name__ == "__main__":
         target.dumps({})
-        FIRST = picklable.dumps(work)  # decided and kept: the worker's own work
+        FIRST = picklable.dumps(work)  # target is rebound ahead: a copy with json
 
     target = Box()  # between two guards: both hold it when the second runs
 
@@ -142,9 +142,10 @@ MODULE_REBOUND_TO_AN_OBJECT = textwrap.dedent(
 def test_a_name_the_guard_calls_a_method_of_rebound_between_dumps(tmp_path):
     """The names whose methods the guard calls are checked by identity at each
     dump: one rebound from a module to an object (whose method the guard then
-    calls) makes the functions reading it copies, with the sender's state."""
+    calls) makes the functions reading it copies, with the sender's state (the
+    first, made before the rebinding ran in the sender, reads its json: 0)."""
     out = run_script(MODULE_REBOUND_TO_AN_OBJECT, tmp_path)
-    assert out.strip() == "[1, 2]"
+    assert out.strip() == "[0, 2]"
 
 
 FROM_STDIN = textwrap.dedent(

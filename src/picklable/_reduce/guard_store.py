@@ -27,7 +27,7 @@ of every module the user imports.
 Format (ASCII text; one name per line: an answer with a name that is not an
 ASCII identifier, ``globals()["a b"]``, is not kept)::
 
-    picklable guard answer 2
+    picklable guard answer 3
     <Python's cache tag> <main_guard.py's mtime_ns> <its size>
     <BLAKE2b-128 of the script's bytes>
     guard none                (the guard cannot be read: any name may differ)
@@ -39,6 +39,8 @@ ASCII identifier, ``globals()["a b"]``, is not kept)::
   then
     unguarded <k> | none      (what the module level binds outside the guard)
     <k names>
+    between <j>               (statements between guards binding names again)
+    <j lines: the statement's first line, then its names, space-separated>
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ __all__ = ["MISS", "directory", "keep", "lookup", "source_of"]
 # it leads to cost (2026-12-05: 0.8 ms against 1.5 ms for a 30-line script).
 SMALL = 8192
 MISS: Any = object()
-_HEADER = "picklable guard answer 2"
+_HEADER = "picklable guard answer 3"
 _analysis: list[str | None] = []
 
 
@@ -112,9 +114,10 @@ def _digest(source: bytes) -> str:
 
 def lookup(filename: str, source: bytes) -> Any:
     """The answers kept for the script ``filename`` with this ``source``:
-    ``(guard, unguarded)``, where ``guard`` is the guard's ``(bound, called)``
-    frozensets and ``unguarded`` the names the module level binds outside the
-    guard (see :mod:`.main_guard`), each None where it cannot be told; else
+    ``(guard, unguarded, between)``, where ``guard`` is the guard's ``(bound,
+    called)`` frozensets, ``unguarded`` the names the module level binds
+    outside the guard, each None where it cannot be told, and ``between``
+    what it binds again between guards (see :mod:`.main_guard`); else
     :data:`MISS`."""
     analysis = _analysis_key()
     entry = _entry(filename)
@@ -159,9 +162,19 @@ def _parse_answers(lines: list[str]) -> Any:
             raise ValueError("half an answer")
         guard = (bound, called)
     unguarded = names("unguarded")
-    if at != len(lines):
+    word, count = lines[at].split(" ")
+    if word != "between":
+        raise ValueError(word)
+    between = []
+    for line in lines[at + 1 : at + 1 + int(count)]:
+        first, *rebound = line.split(" ")
+        if not rebound or not all(map(_plain_name, rebound)):
+            raise ValueError("between")
+        between.append((int(first), frozenset(rebound)))
+    at += 1 + len(between)
+    if len(between) != int(count) or at != len(lines):
         raise ValueError("trailing lines")
-    return guard, unguarded
+    return guard, unguarded, tuple(between)
 
 
 def _plain_name(name: str) -> bool:
@@ -176,7 +189,13 @@ def _section(label: str, names: frozenset[str] | None) -> list[str] | None:
     return [f"{label} {len(names)}", *sorted(names)]
 
 
-def keep(filename: str, source: bytes, guard: Any, unguarded: frozenset[str] | None) -> None:
+def keep(
+    filename: str,
+    source: bytes,
+    guard: Any,
+    unguarded: frozenset[str] | None,
+    between: tuple[tuple[int, frozenset[str]], ...] = (),
+) -> None:
     """Keep the answers for the script ``filename`` with this ``source`` (see
     :func:`lookup`; quietly nothing when the directory cannot be written)."""
     analysis = _analysis_key()
@@ -190,6 +209,11 @@ def keep(filename: str, source: bytes, guard: Any, unguarded: frozenset[str] | N
         else [_section("bound", guard[0]), _section("called", guard[1])]
     )
     sections.append(_section("unguarded", unguarded))
+    if not all(_plain_name(name) for _, bound in between for name in bound):
+        return
+    sections.append(
+        [f"between {len(between)}", *(" ".join([str(first), *sorted(b)]) for first, b in between)]
+    )
     for section in sections:
         if section is None:
             return  # a name that is not an identifier: read from the script each time

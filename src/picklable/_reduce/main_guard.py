@@ -18,7 +18,8 @@ change in place count as the guard's. A function the guard only passes on
 The guard is every block that runs on a comparison of ``__name__`` with
 ``"__main__"`` (see :func:`_split`); a name the module level binds again after
 the last guard counts too: a worker holds the last value on import, the sender
-an earlier one while its guards run.
+an earlier one while its guards run. One bound again between two guards counts
+while the sender's module level has not reached it (:func:`between`).
 
 The answer comes from the script's source (parsed once per file, with
 :mod:`ast`; nothing runs). A guard that rebinds names out of sight
@@ -44,17 +45,18 @@ import ast
 import dis
 import os
 import re
-import sys
-import threading
 import types
 from collections.abc import Iterator
 from typing import Any
 
 from .. import _caches
+from .script_position import Between, module_frame
 
 __all__ = [
+    "Between",
     "GuardIndex",
     "answers",
+    "between",
     "guard_answer",
     "guard_bindings",
     "guard_index",
@@ -75,9 +77,9 @@ _SETTERS = frozenset({"setattr", "delattr"})
 
 # (names bound or changed, names whose methods are called), or None: cannot tell.
 _Answer = tuple[frozenset[str], frozenset[str]] | None
-# filename -> [(mtime_ns, size), the guard's answer, the names the module level
-# binds outside the guard or None, or _LATER until asked]; bounded by the
-# scripts a process sees.
+# filename -> [(mtime_ns, size), the guard's answer, its Between, the names the
+# module level binds outside the guard or None, or _LATER until asked];
+# bounded by the scripts a process sees.
 _answers: dict[str, list[Any]] = {}
 _caches.register("main_guard.answers", _answers.clear)
 # The second answer is read when first asked (a pool sending functions by
@@ -87,27 +89,29 @@ _LATER: Any = object()
 
 def _read(
     filename: str, *, unguarded: bool = False, source: bytes | None = None
-) -> tuple[_Answer, frozenset[str] | None]:
+) -> tuple[_Answer, frozenset[str] | None, Between]:
     """The answers for the script ``filename``, parsed once per version of the
-    file (from ``source``, its bytes, if the caller read them); the second only
-    with ``unguarded`` (else None)."""
+    file (from ``source``, its bytes, if the caller read them): the guard's,
+    what the module level binds outside it (only with ``unguarded``, else
+    None), and what it binds again between guards."""
     try:
         stat = os.stat(filename)
     except OSError:
-        return None, None
+        return None, None, ()
     key = (stat.st_mtime_ns, stat.st_size)
     known = _answers.get(filename)
     tree: ast.Module | Any | None = _LATER
     if known is None or known[0] != key:
         tree = _parse(filename, source)
-        known = _answers[filename] = [key, None if tree is None else _bindings(tree), _LATER]
+        answer, between = (None, ()) if tree is None else _bindings(tree)
+        known = _answers[filename] = [key, answer, between, _LATER]
     if not unguarded:
-        return known[1], None
-    if known[2] is _LATER:
+        return known[1], None, known[2]
+    if known[3] is _LATER:
         if tree is _LATER:  # not parsed above: the first answer was known
             tree = _parse(filename, source)
-        known[2] = None if tree is None else _unguarded_bindings(tree)
-    return known[1], known[2]
+        known[3] = None if tree is None else _unguarded_bindings(tree)
+    return known[1], known[3], known[2]
 
 
 def _parse(filename: str, source: bytes | None = None) -> ast.Module | None:
@@ -139,11 +143,27 @@ def guard_answer(filename: str, source: bytes | None = None) -> _Answer:
     return _read(filename, source=source)[0]
 
 
-def answers(filename: str, source: bytes | None = None) -> tuple[_Answer, frozenset[str] | None]:
-    """:func:`guard_answer` and :func:`worker_bindings` of the script
-    ``filename`` (or of ``source``, its bytes), from one parse: what
+def answers(
+    filename: str, source: bytes | None = None
+) -> tuple[_Answer, frozenset[str] | None, Between]:
+    """:func:`guard_answer`, :func:`worker_bindings` and :func:`between` of the
+    script ``filename`` (or of ``source``, its bytes), from one parse: what
     :mod:`.guard_store` keeps."""
     return _read(filename, unguarded=True, source=source)
+
+
+def between(filename: str) -> Between:
+    """The statements of the script ``filename``'s module level, between its
+    first guard and its last, that bind a name again (one the module level
+    bound before): ``(first line, names)`` for each, in order.
+
+    What they bind differs between the sender and a worker while the sender
+    runs an earlier guard (the worker ran the whole module level on import),
+    and no more once it has run them (a pool's initializer setting a global
+    first bound there, in a later guard, is the pattern). Which holds depends
+    on where the module level is at the dump (:mod:`.script_position`).
+    """
+    return _read(filename)[2]
 
 
 def guard_bindings(filename: str, namespace: dict[str, Any]) -> frozenset[str] | None:
@@ -256,26 +276,55 @@ def _split(body: list[ast.stmt]) -> tuple[list[ast.AST], list[ast.AST], list[ast
     return guarded, unguarded, after
 
 
-def _bindings(tree: ast.Module) -> _Answer:
+def _between_guards(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The module level's top statements after its first guard and before its
+    last that hold none."""
+    guards = [i for i, node in enumerate(body) if _is_guard_statement(node)]
+    if len(guards) < 2:
+        return []
+    return [node for node in body[guards[0] + 1 : guards[-1]] if not _is_guard_statement(node)]
+
+
+def _is_guard_statement(node: ast.stmt) -> bool:
+    return not isinstance(node, _SCOPES) and _has_main_test(node)
+
+
+def _first_line(node: ast.stmt) -> int:
+    """A statement's first line, its decorators' included."""
+    decorators = getattr(node, "decorator_list", None)
+    return min([node.lineno, *(d.lineno for d in decorators)]) if decorators else node.lineno
+
+
+def _bindings(tree: ast.Module) -> tuple[_Answer, Between]:
     guarded, unguarded, after = _split(tree.body)
+    middle = _between_guards(tree.body)
     # A name that what follows the last guard binds again (the module level
     # bound it before): a worker holds the last value (it runs the whole module
     # on import), the sender an earlier one while its guards run. (A name first
     # bound there, a helper defined after the guard, is the worker's alone: the
-    # sender has nothing else to send.)
+    # sender has nothing else to send.) What the statements between two guards
+    # bind again is kept apart with their lines (see between()).
     rebound: set[str] = set()
-    if after:
+    between_guards: list[tuple[int, frozenset[str]]] = []
+    if after or middle:
         late = {id(statement) for statement in after}
+        inside = {id(statement) for statement in middle}
         bound_so_far: set[str] = set()
         for statement in unguarded:  # in the order they run
             bound: set[str] = set()
             if not _collect(statement, bound, set(), set(), frozenset()):
-                return None
-            if id(statement) in late and not isinstance(statement, _IMPORTS):
-                rebound |= bound & bound_so_far  # (an import again: the same module)
+                return None, ()
+            if not isinstance(statement, _IMPORTS):  # (an import again: the same module)
+                if id(statement) in late:
+                    rebound |= bound & bound_so_far
+                elif id(statement) in inside and bound & bound_so_far:
+                    between_guards.append(
+                        (_first_line(statement), frozenset(bound & bound_so_far))  # type: ignore[arg-type]
+                    )
             bound_so_far |= bound
+    middle_answer = tuple(between_guards)
     if not guarded and not rebound:
-        return frozenset(), frozenset()
+        return (frozenset(), frozenset()), middle_answer
     # The script's functions, by the name they are defined under (the guard's own
     # definitions last: they win, as at run time).
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {
@@ -288,7 +337,7 @@ def _bindings(tree: ast.Module) -> _Answer:
     calls: set[str] = set()
     for statement in guarded:
         if not _collect(statement, names, called, calls, frozenset()):
-            return None
+            return None, ()
     # What the guard calls runs in the sender only: ``main()`` setting a global
     # (``global CONFIG``) or changing one in place is the guard's doing too. So
     # do the functions registered on an object it calls (``@app.command()``
@@ -310,7 +359,7 @@ def _bindings(tree: ast.Module) -> _Answer:
             inner: set[str] = set()
             for statement in function.body:
                 if not _collect(statement, names, called, inner, local):
-                    return None
+                    return None, ()
             todo.extend(inner)
         for root in (calls | called) & registered.keys() - dispatched:
             dispatched.add(root)
@@ -318,8 +367,8 @@ def _bindings(tree: ast.Module) -> _Answer:
     if not (names | called).isdisjoint(_module_aliases([*unguarded, *guarded])):
         # ``__main__.X = ...``, ``G["X"] = ...`` after ``G = globals()``: the
         # module itself, changed by another name.
-        return None
-    return frozenset(names), frozenset(called - names)
+        return None, ()
+    return (frozenset(names), frozenset(called - names)), middle_answer
 
 
 def _registered(functions: Any, modules: set[str]) -> dict[str, list[str]]:
@@ -647,18 +696,10 @@ def _running_code(filename: str, namespace: dict[str, Any]) -> types.CodeType | 
     """The code object of the script ``filename`` whose module level runs with
     the globals ``namespace`` on this thread's stack or the main thread's (a
     script that dumps while its guard runs); None if it is on neither."""
-    frames = [sys._getframe(1)]
-    main = sys._current_frames().get(threading.main_thread().ident or 0)
-    if main is not None:
-        frames.append(main)
-    for frame in frames:
-        at: types.FrameType | None = frame
-        while at is not None:
-            code = at.f_code
-            if at.f_globals is namespace and code.co_name == "<module>":
-                return code if code.co_filename == filename else None
-            at = at.f_back
-    return None
+    frame = module_frame(namespace)
+    if frame is None or frame.f_code.co_filename != filename:
+        return None
+    return frame.f_code
 
 
 def guard_index(filename: str, namespace: dict[str, Any]) -> GuardIndex | None:

@@ -49,6 +49,7 @@ from .._paths import Path, walk
 from .._reads import script_reads
 from . import guard_store
 from .attributes import leads_back, state_attributes
+from .script_position import Between, module_line, rebound_later
 
 if TYPE_CHECKING:
     from .context import DumpContext
@@ -155,6 +156,8 @@ class _Script:
         "called",
         "called_names",
         "called_values",
+        "between",
+        "ahead",
         "seen",
     )
 
@@ -185,6 +188,11 @@ class _Script:
         # looked at (one C-level identity check per dump; see check()).
         self.called_names: tuple[str, ...] = ()
         self.called_values: tuple[Any, ...] = ()
+        # What the module level binds again between two guards (rare: empty
+        # for most scripts), and of that, what lies ahead of the module level
+        # now (see .script_position): part of ``changed`` until it has run.
+        self.between: Between = ()
+        self.ahead: frozenset[str] = frozenset()
         if filename is None:
             self.answer = self.index = self.unguarded = None
             self._read_changed()
@@ -228,7 +236,7 @@ class _Script:
         if source is None:
             if small_only:
                 return False
-            kept: Any = (None, None)
+            kept: Any = (None, None, ())
         else:
             kept = guard_store.lookup(filename, source)  # type: ignore[arg-type]
             if kept is guard_store.MISS:
@@ -236,7 +244,7 @@ class _Script:
                     return False
                 kept = self._answers_of(source)
         if self.answer is _UNREAD:
-            self.answer = kept[0]
+            self.answer, self.between = kept[0], kept[2]
             self._read_changed()
         self.unguarded = kept[1]
         return True
@@ -270,6 +278,9 @@ class _Script:
         self.called_names = names = tuple(n for n, _ in kinds)
         self.called_values = tuple(map(namespace.get, names))
         changed = {n for n, is_module in kinds if not is_module}
+        if self.between:
+            self.ahead = rebound_later(self.between, module_line(namespace))
+            changed |= self.ahead
         self.changed = bound | changed if changed else bound
 
     def check(self) -> None:
@@ -296,6 +307,13 @@ class _Script:
                     break
             else:
                 self.called_values = tuple(map(namespace.get, names))
+        if self.between and self.answer is not None:
+            # The module level has moved past a statement that binds a name
+            # again, or (another dump, in a later guard) stands before it.
+            ahead = rebound_later(self.between, module_line(self.namespace))
+            if ahead != self.ahead:
+                self._read_changed()
+                self.seen.clear()
 
 
 def _script_file_of(module: Any) -> str | None:
@@ -629,8 +647,10 @@ def known_origin(func: types.FunctionType, module_name: str) -> Any:
     if script.module is not sys.modules.get(module_name):
         return UNKNOWN
     names = script.called_names
-    if _monotonic() - script.checked >= _RECHECK_SECONDS or (
-        names and not all(map(_is, map(script.namespace.get, names), script.called_values))
+    if (
+        _monotonic() - script.checked >= _RECHECK_SECONDS
+        or (names and not all(map(_is, map(script.namespace.get, names), script.called_values)))
+        or script.between
     ):
         # What check() looks at moved (its test, inlined: this runs per dump).
         script.check()
