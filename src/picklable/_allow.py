@@ -1762,6 +1762,7 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             self.no_module_in(arguments, f"the arguments of {_name_of(func)}(...)", True)
             self._note_lazy_inputs(target, arguments)
             self._check_construction(target, given, keywords, what)
+            self._check_class_argument(target, given, what)
             if target is functools.partial and given:
                 # A partial binding arguments to a class is that call, made later
                 # (by whatever calls the partial: a defaultdict, a map).
@@ -1770,6 +1771,27 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
                 self.no_constructor_in(given, keywords, target, what)
             if isinstance(target, type) and issubclass(target, functools.partial) and given:
                 self.partial_calls(given[0], None, what)
+
+    def _check_class_argument(self, target: Any, given: Any, what: str) -> None:
+        """A rebuild function that constructs the class it is handed
+        (``_new_Index(cls, d)`` runs ``cls.__new__(cls, **d)``) is handed a
+        class of the kind it rebuilds, never another (``numpy.memmap``, which
+        would open the file ``d`` names)."""
+        required = _capability.class_argument(target)
+        if required is None:
+            return
+        index, base = required
+        if len(given) <= index:
+            return  # the function refuses too few arguments itself
+        cls = given[index]
+        if not (isinstance(cls, type) and isinstance(base, type) and issubclass(cls, base)):
+            raise self.policy.refuse(
+                what,
+                None,
+                f"{_name_of(target)} constructs the class it is handed, here "
+                f"{_name_of(cls)}, which is not a {_name_of(base)}: it would run its "
+                "constructor with the payload's arguments",
+            )
 
     def _check_subscript(self, obj: Any, what: str) -> None:
         """``obj[key]`` runs ``obj``'s ``__getitem__`` and ``__missing__``: on an
@@ -2194,7 +2216,15 @@ class GuardedUnpickler(_PythonUnpickler):  # type: ignore[misc]
             # module, a class or an object reached by name, and a builtin or
             # implicit class's __setstate__ (partial's, an exception's) replaces
             # whatever it is given: only on objects the payload made.
-            self.check_target(inst, what, own_setstate=self._own_setstate(inst))
+            own = self._own_setstate(inst)
+            self.check_target(inst, what, own_setstate=own)
+            if own and self._made.get(id(inst)) is not inst and not _restates(inst, state):
+                raise self.policy.refuse(
+                    what,
+                    None,
+                    "a call returned an object that something else holds (the receiver's "
+                    "own: a singleton, a cached object), and the state would change it",
+                )
             setstate(state)
             return
         self.check_target(inst, what)
@@ -2565,6 +2595,43 @@ _NAMED_INSTANCES = (
     types.ModuleType,
     *_DESCRIPTORS,
 )
+
+
+# What a state may hold for _restates to compare it by value: no __eq__ of the
+# payload's objects runs.
+_PLAIN_STATE = (str, bytes, int, float, bool, type(None))
+
+
+def _plain_equal(a: Any, b: Any, depth: int = 0) -> bool:
+    """``a == b`` for plain data (tuples, lists, dicts of str, bytes, numbers),
+    comparing only what runs no code of the payload's objects; False for
+    anything else."""
+    if depth > 16 or type(a) is not type(b):
+        return False
+    if type(a) in _PLAIN_STATE:
+        return bool(a == b)
+    if type(a) in (tuple, list):
+        return len(a) == len(b) and all(_plain_equal(x, y, depth + 1) for x, y in zip(a, b))
+    if type(a) is dict:
+        return (
+            len(a) == len(b)
+            and all(type(k) in _PLAIN_STATE for k in a)
+            and all(k in b and _plain_equal(v, b[k], depth + 1) for k, v in a.items())
+        )
+    return False
+
+
+def _restates(inst: Any, state: Any) -> bool:
+    """Whether ``state`` is the state ``inst`` already has, as its own reduction
+    gives it (numpy's cached builtin dtypes, which every array's payload sets
+    again): setting it changes nothing."""
+    try:
+        reduced = inst.__reduce_ex__(2)
+    except Exception:
+        return False
+    if type(reduced) is not tuple or len(reduced) < 3:
+        return False
+    return _plain_equal(reduced[2], state)
 
 
 def _name_of(obj: Any) -> str:

@@ -48,6 +48,10 @@ Check = Callable[[Any, dict[str, Any], str], None]
 # take the writes meant for this one). No payload of picklable's, pickle's or
 # any class's own reduction sets them.
 _SWAPS = frozenset({"__dict__", "__class__"})
+# Attributes C code reads from an instance as a description of memory by its
+# address (numpy's array interface, and CUDA's): set from a payload, the
+# receiver's next np.asarray(obj) reads or writes wherever the address points.
+_RAW_MEMORY = frozenset({"__array_interface__", "__array_struct__", "__cuda_array_interface__"})
 
 # What binding leaves as it is, or makes a bound method of: nothing runs.
 _BINDS_ONLY = (
@@ -278,12 +282,23 @@ CALL_CHECKS: dict[str, Check] = {
 def no_attribute_swap(load: Any, state: Any, what: str) -> None:
     """Refuse a state (a ``__dict__``, a ``(__dict__, slots)`` pair, a dict of
     fields) that sets ``__dict__`` or ``__class__``: set on an object, they make
-    it write into another's dict, or be another class."""
+    it write into another's dict, or be another class; or an array interface
+    (``__array_interface__``), whose address numpy would follow."""
     dicts = state if type(state) is tuple else (state,)
     for mapping in dicts:
-        if type(mapping) is dict and not _SWAPS.isdisjoint(mapping):
+        if type(mapping) is not dict:
+            continue
+        if not _SWAPS.isdisjoint(mapping):
             key = next(k for k in mapping if k in _SWAPS)
             raise _refuse(load, what, f"it sets {key}, which no object's state holds")
+        if not _RAW_MEMORY.isdisjoint(mapping):
+            key = next(k for k in mapping if k in _RAW_MEMORY)
+            raise _refuse(
+                load,
+                what,
+                f"it sets {key}, a description of memory by its address that numpy "
+                "follows when the object is used as an array",
+            )
 
 
 def _setter_state(target: str) -> Check:
@@ -413,7 +428,7 @@ def refuse_class_hooks(load: Any, namespace: dict[str, Any], what: str) -> None:
     """Without by-value code, a class the payload builds answers no one's
     ``issubclass`` or ``isinstance``: a builtin as its ``__subclasshook__``
     (``callable``) under ``collections.abc.Mapping`` made every class a Mapping
-    for the whole process."""
+    for the whole process; nor describes memory to numpy (see _RAW_MEMORY)."""
     if load.policy.by_value_code:
         return
     for name in _CLASS_HOOKS:
@@ -424,6 +439,14 @@ def refuse_class_hooks(load: Any, namespace: dict[str, Any], what: str) -> None:
                 f"the class defines {name}, which this process's issubclass() and "
                 "isinstance() would call for its bases (an ABC caches the answers)",
             )
+    if not _RAW_MEMORY.isdisjoint(namespace):
+        key = next(k for k in namespace if k in _RAW_MEMORY)
+        raise _refuse(
+            load,
+            what,
+            f"the class defines {key}, a description of memory by its address that "
+            "numpy follows when its instances are used as arrays",
+        )
 
 
 def refuse_taken_place(load: Any, module: Any, qualname: Any, name: Any, what: str) -> None:

@@ -33,7 +33,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["EMITTED_BY", "REBUILD_FUNCTIONS", "RUNS_CODE", "is_rebuild_function", "runs_code"]
+__all__ = [
+    "CLASS_ARGUMENTS",
+    "EMITTED_BY",
+    "REBUILD_FUNCTIONS",
+    "RUNS_CODE",
+    "class_argument",
+    "is_rebuild_function",
+    "runs_code",
+]
 
 REBUILD_FUNCTIONS: frozenset[tuple[str, str]] = frozenset(
     {
@@ -67,6 +75,27 @@ REBUILD_FUNCTIONS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 """(module, qualname) of functions that reductions of these modules' objects name."""
+
+CLASS_ARGUMENTS: dict[tuple[str, str], tuple[int, tuple[str, str]]] = {
+    ("pandas.core.indexes.base", "_new_Index"): (0, ("pandas.core.indexes.base", "Index")),
+    ("pandas.core.indexes.datetimes", "_new_DatetimeIndex"): (
+        0,
+        ("pandas.core.indexes.datetimes", "DatetimeIndex"),
+    ),
+    ("pandas.core.indexes.interval", "_new_IntervalIndex"): (
+        0,
+        ("pandas.core.indexes.interval", "IntervalIndex"),
+    ),
+    ("pandas.core.indexes.timedeltas", "_new_TimedeltaIndex"): (
+        0,
+        ("pandas.core.indexes.timedeltas", "TimedeltaIndex"),
+    ),
+    ("numpy.ma.core", "_mareconstruct"): (0, ("numpy.ma.core", "MaskedArray")),
+}
+"""Rebuild functions that construct a class they are handed (``cls.__new__(cls,
+**d)``): the argument that names it, and the class it must derive from, the kind
+the function rebuilds (``_new_DatetimeIndex`` handed ``numpy.memmap`` would open
+the file its state names)."""
 
 EMITTED_BY: dict[tuple[str, str], tuple[str, ...]] = {
     # pandas 3's strings are Arrow arrays: a DataFrame's payload names these.
@@ -224,24 +253,47 @@ def runs_code(name: Any) -> bool:
 
 
 _resolved: dict[int, Any] = {}
+_resolved_classes: dict[int, tuple[Any, int, Any]] = {}
 _resolved_for = -1
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    obj = sys.modules.get(module)
+    for step in qualname.split("."):
+        obj = getattr(obj, step, None) if obj is not None else None
+    return obj
 
 
 def _rebuild_function_ids() -> dict[int, Any]:
     """id -> object for the declared rebuild functions whose module is imported
     (rebuilt when ``sys.modules`` grows or shrinks)."""
-    global _resolved, _resolved_for
+    global _resolved, _resolved_classes, _resolved_for
     if len(sys.modules) == _resolved_for:
         return _resolved
     found: dict[int, Any] = {}
     for module, qualname in REBUILD_FUNCTIONS:
-        obj = sys.modules.get(module)
-        for step in qualname.split("."):
-            obj = getattr(obj, step, None) if obj is not None else None
+        obj = _lookup(module, qualname)
         if obj is not None:
             found[id(obj)] = obj
-    _resolved, _resolved_for = found, len(sys.modules)
+    classes: dict[int, tuple[Any, int, Any]] = {}
+    for (module, qualname), (index, base) in CLASS_ARGUMENTS.items():
+        obj = _lookup(module, qualname)
+        if obj is not None:
+            # The base unresolved (its module half imported): nothing derives from None.
+            classes[id(obj)] = (obj, index, _lookup(*base))
+    _resolved, _resolved_classes, _resolved_for = found, classes, len(sys.modules)
     return found
+
+
+def class_argument(obj: Any) -> tuple[int, Any] | None:
+    """``(index, base)`` if ``obj`` is a rebuild function that constructs the
+    class its argument ``index`` names, which must derive from ``base`` (see
+    :data:`CLASS_ARGUMENTS`); else None."""
+    _rebuild_function_ids()
+    entry = _resolved_classes.get(id(obj))
+    if entry is None or entry[0] is not obj:
+        return None
+    return entry[1], entry[2]
 
 
 def is_rebuild_function(obj: Any) -> bool:
