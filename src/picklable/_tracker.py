@@ -139,11 +139,19 @@ def built(obj: object) -> bool:
 
 def origin(cls: type) -> Origin | None:
     """``(module, qualname, file)`` of a script's class: how a spawn worker's
-    copy finds the parent's original again (see :func:`main_original`)."""
+    copy finds the parent's original again (see :func:`main_original`). None
+    unless the class is the one the script holds at that place: a class a
+    decorator replaced, one defined again under its name, or one of two a
+    factory made under one name would be taken for the other there."""
     module = cls.__module__
     if module not in MAIN_MODULES:
         return None
     main = sys.modules.get(module)
+    try:
+        if walk(main, tuple(cls.__qualname__.split("."))) is not cls:
+            return None
+    except Exception:
+        return None
     filename = getattr(main, "__file__", None)
     if type(filename) is str:
         # The one its methods' code and origins name.

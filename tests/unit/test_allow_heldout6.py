@@ -91,7 +91,9 @@ def namespace_describing_memory() -> bytes:
 
 def class_describing_memory() -> bytes:
     namespace = dict_(__module__=text("payload"), __array_interface__=_array_interface())
-    return payload(payload_class(text("Raw"), tuple_(stack_global("builtins", "object")), namespace))
+    return payload(
+        payload_class(text("Raw"), tuple_(stack_global("builtins", "object")), namespace)
+    )
 
 
 @pytest.mark.parametrize("make", [namespace_describing_memory, class_describing_memory])

@@ -797,3 +797,78 @@ def test_a_name_bound_again_between_two_guards(tmp_path):
     first, second = run_script(TWO_GUARDS, tmp_path).strip().splitlines()
     assert first == "2 2"
     assert second == "20 20 1006"
+
+
+SAME_NAME_CLASSES = """
+import collections
+import dataclasses
+import multiprocessing
+import picklable
+
+class Config:
+    version = 1
+
+legacy = Config()
+
+class Config:
+    version = 2
+
+def make_unit(unit):
+    class Length:
+        def describe(self, n):
+            return f"{n} {unit}"
+    return Length
+
+Length = make_unit("m")
+Imperial = make_unit("ft")
+Point = collections.namedtuple("Point", "x y")
+Point3 = collections.namedtuple("Point", "x y z")
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Frozen:
+    v: int
+
+def replaced(cls):
+    namespace = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    namespace["old"] = cls
+    return type(cls.__name__, cls.__bases__, namespace)
+
+@replaced
+class Model:
+    def __init__(self, v):
+        self.v = v
+
+def look(legacy, imperial, point):
+    return (type(legacy).version, imperial.describe(3), point._fields)
+
+def bump(frozen, model):
+    return Frozen(frozen.v + 1), Model(model.v + 1)
+
+def made_there():
+    return picklable.dumps(Model(5))  # the worker's own Model (pickle sent this function)
+
+if __name__ == "__main__":
+    {guard}
+    with picklable.Pool(1, context="spawn") as pool:
+        print(pool.apply(look, (legacy, Imperial(), Point3(1, 2, 3))))
+        frozen, model = pool.apply(bump, (Frozen(1), Model(1)))
+        print(frozen, type(model) is Model, model.v)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        model = picklable.loads(pool.apply(made_there))
+        print(type(model) is Model, model.v)
+"""
+
+
+def test_two_classes_under_one_name_of_a_script(tmp_path):
+    """A class defined again under its name, two classes a factory made under
+    one name (a namedtuple's too), the class a class decorator replaced (a
+    frozen slots dataclass's): each instance loads in a spawn worker with its
+    own class, never the one the worker's script holds at that name; and the
+    worker's instances come home as the parent's classes, also where the guard
+    cannot be read."""
+    for guard in ("pass", 'exec("")'):  # exec: the guard cannot be read, all copies
+        script = SAME_NAME_CLASSES.replace("{guard}", guard)
+        shipped, home, made_there = run_script(script, tmp_path).strip().splitlines()
+        assert shipped == "(1, '3 ft', ('x', 'y', 'z'))", guard
+        assert home == "Frozen(v=2) True 2", guard
+        assert made_there == "True 5", guard

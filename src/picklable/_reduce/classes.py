@@ -313,9 +313,11 @@ def _abc_registry(cls: type) -> list[type]:
 def script_origin(cls: type) -> Any:
     """Where a class of the script lives, for a receiver running the same script
     to use its own class; None when the script's main guard rebinds its name
-    or a global its methods read (the receiver's would compute another thing)."""
+    or a global its methods read (the receiver's would compute another thing).
+    A spawn worker's class (``__mp_main__``: it never ran the guard) is the
+    parent's, coming home: its origin always goes."""
     origin = _tracker.origin(cls)
-    if origin is not None:
+    if origin is not None and cls.__module__ != "__mp_main__":
         path = tuple(cls.__qualname__.split("."))
         if not same_in_workers(cls, origin[0], path):
             return None

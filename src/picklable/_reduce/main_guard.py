@@ -545,7 +545,14 @@ def _collect(
                         for child in ast.iter_child_nodes(parent)
                     }
                 if not _only_read(node, parents.get(id(node))):
-                    return False
+                    if not (node.args or node.keywords):
+                        return False
+                    # vars(obj): obj's own __dict__, not the module's; changed
+                    # through it, obj is (``vars(Model)["x"] = 1``).
+                    for argument in node.args:
+                        base = _base_name(argument)
+                        if module_level(base):
+                            names.add(base)  # type: ignore[arg-type]
             if name in _SETTERS and node.args:
                 if _through_modules(node.args[0]):
                     return False
