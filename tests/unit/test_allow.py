@@ -741,6 +741,11 @@ def _more_kinds():
     marked[:] = 3
     marked.label = "m"  # left out by ndarray's reduction
     yield "ndarray subclass with attributes", marked
+    from picklable_testpkg.singletons import Settings
+
+    settings = object.__new__(Settings)  # what a copy of the singleton is
+    settings.level = 5
+    yield "an instance of a class whose __new__ hands out a singleton", settings
 
     # Annotations that are objects, not strings (this module's are, by its
     # __future__ import): its __init__'s __annotate__ (3.14+) is made again by the

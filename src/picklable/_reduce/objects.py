@@ -90,6 +90,7 @@ _OBJECT_DEFAULTS = {
 # answers the lookups above on an instance.
 _NEWARGS = ("__getnewargs_ex__", "__getnewargs__")
 _ABSENT = (*_NEWARGS, "__getattr__")
+_OBJECT_NEW = object.__new__
 _OBJECT_REDUCE_EX = object.__reduce_ex__
 _OBJECT_REDUCE = object.__reduce__
 # Python 3.10's object has no __getstate__ (a late one is then missed here).
@@ -116,6 +117,44 @@ def is_plain(t: type) -> bool:
     if slotnames is None:
         slotnames = slot_names(t)
     return type(_lookup(t, "__dict__")) is types.GetSetDescriptorType and not slotnames
+
+
+def has_own_new(t: type) -> bool:
+    """Whether ``t`` has a ``__new__`` of Python code (a singleton's may hand
+    out an object the receiver holds) and pickles with object's default:
+    ``copyreg.__newobj__(t)``, then the state (see :func:`reduce_own_new_instance`)."""
+    if t.__new__ is _OBJECT_NEW:  # the most classes: one lookup
+        return False
+    for klass in t.__mro__:
+        if "__new__" in vars(klass):
+            if not is_heap_type(klass):
+                return False
+            break
+    else:
+        return False
+    return _object_defaults(t) and all(_lookup(t, name) is _MISSING for name in _NEWARGS)
+
+
+def reduce_own_new_instance(
+    context: DumpContext,
+    obj: Any,
+    _newobj: Any = copyreg.__newobj__,  # type: ignore[attr-defined]
+) -> Any:
+    """An instance of a class with a ``__new__`` of its own: pickle's own
+    reduction, made by ``_new_instance`` instead of ``copyreg.__newobj__``,
+    which would hand the state to whatever that ``__new__`` returns where the
+    payload loads (the receiver's own singleton)."""
+    cls = type(obj)
+    reducer = context.table.get(cls) or copyreg.dispatch_table.get(cls)
+    reduction = reducer(obj) if reducer is not None else obj.__reduce_ex__(context.protocol)
+    if (
+        type(reduction) is tuple
+        and len(reduction) > 1
+        and reduction[0] is _newobj
+        and reduction[1] == (cls,)
+    ):
+        return (_reconstruct._new_instance, *reduction[1:])
+    return reduction
 
 
 def answers_getattr(t: type) -> bool:
@@ -316,6 +355,8 @@ def plain_copy(obj: Any, _newobj: Any = copyreg.__newobj__) -> Any:  # type: ign
     shipped = (state or None, slots) if slots else (dict(state) if state else None)
     if obj.__class__ is not cls:  # a proxy claims another class: NEWOBJ would refuse it
         return (_reconstructor, (cls, object, None), shipped, None, None, _set_instance_state)
+    if has_own_new(cls):  # (a singleton's __new__ would hand out the receiver's own)
+        _newobj = _reconstruct._new_instance
     return (_newobj, (cls,), shipped, None, None, _set_instance_state)
 
 
