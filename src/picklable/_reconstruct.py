@@ -110,6 +110,7 @@ __all__ = [
     "_make_wrapt_proxy",
     "_new_instance",
     "_own_or_copy",
+    "_relay_class_setstate",
     "_resolve",
     "_script_or_build",
     "_set_instance_state",
@@ -667,6 +668,33 @@ def _class_setstate(cls: type, state: tuple[Any, ...]) -> type:
     """
     if not _tracker.built(cls):
         return cls
+    _tracker.mark_from_home(cls)
+    return _apply_class_state(cls, state)
+
+
+@_rebuilder(
+    "part",
+    "sets the attributes of a class built by value, passed on by a process that built it",
+    "state",
+    target="cls",
+    state="state",
+)
+def _relay_class_setstate(cls: type, state: tuple[Any, ...]) -> type:
+    """:func:`_class_setstate` for a payload whose sender built the class from a
+    payload itself (a worker's result, a class passed on): its attributes are
+    set on a class this payload just built, or on one only such payloads have
+    fed, never on one its home (the process that defined it) has fed: a task's
+    change to a class attribute in a worker does not travel back into the
+    parent's class, nor one worker's into another's.
+
+    .. versionadded:: 0.2.0
+    """
+    if not _tracker.built(cls) or _tracker.from_home(cls):
+        return cls
+    return _apply_class_state(cls, state)
+
+
+def _apply_class_state(cls: type, state: tuple[Any, ...]) -> type:
     attributes, registered, *rest = state
     for key, value in attributes.items():
         setattr(cls, key, value)

@@ -747,6 +747,12 @@ def _more_kinds():
     settings.level = 5
     yield "an instance of a class whose __new__ hands out a singleton", settings
 
+    class Relayed:
+        hits = 3
+
+    _tracker.mark_built(Relayed)  # as if a payload built it here: passed on, not home's
+    yield "a class built from a payload, passed on", Relayed
+
     # Annotations that are objects, not strings (this module's are, by its
     # __future__ import): its __init__'s __annotate__ (3.14+) is made again by the
     # receiver's dataclasses.

@@ -90,7 +90,7 @@ _OBJECT_DEFAULTS = {
 # answers the lookups above on an instance.
 _NEWARGS = ("__getnewargs_ex__", "__getnewargs__")
 _ABSENT = (*_NEWARGS, "__getattr__")
-_OBJECT_NEW = object.__new__
+_OBJECT_NEW: Any = object.__new__
 _OBJECT_REDUCE_EX = object.__reduce_ex__
 _OBJECT_REDUCE = object.__reduce__
 # Python 3.10's object has no __getstate__ (a late one is then missed here).
