@@ -20,7 +20,6 @@ traceback, a type variable) stores what it is given or checks it itself.
 
 from __future__ import annotations
 
-import copyreg
 import functools
 import operator
 import sys
@@ -254,11 +253,6 @@ def _module_namespace(load: Any, arguments: dict[str, Any], what: str) -> None:
         refuse_composed_dunder(load, dunders, what)
 
 
-def _new_instance(load: Any, arguments: dict[str, Any], what: str) -> None:
-    """``cls.__new__(cls)``: checked as ``copyreg.__newobj__(cls)`` is."""
-    load.check_call(copyreg.__newobj__, (arguments.get("cls"),), what)  # type: ignore[attr-defined]
-
-
 CALL_CHECKS: dict[str, Check] = {
     "_make_module": _module_namespace,
     "_script_or_build": _script_or_build,
@@ -280,7 +274,6 @@ CALL_CHECKS: dict[str, Check] = {
         _subclass_of("cls", lambda: property), _no_refused_class("fget", "fset", "fdel")
     ),
     "_make_partialmethod": _no_refused_class("func", "args", "keywords"),
-    "_new_instance": _new_instance,
     "_own_or_copy": _own_or_copy,
     "_with_state": _own_or_copy,
 }

@@ -108,7 +108,6 @@ __all__ = [
     "_make_typevar",
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
-    "_new_instance",
     "_own_or_copy",
     "_relay_class_setstate",
     "_resolve",
@@ -295,6 +294,10 @@ def _script_or_build(
     if found is not _MISSING and _keeps_own(found, carried):
         return found
     obj = builder(*args)
+    if found is not _MISSING and obj is found:
+        # A singleton's __new__ handed out this process's own: the state that
+        # follows is the sender's, for a copy.
+        obj = _base_new(type(obj))
     _tracker.mark_built(obj)
     return obj
 
@@ -1099,7 +1102,7 @@ def _copy_of(obj: Any, links: dict[str, Any] | None = None) -> Any:
     if type(state) is not dict and not slots and items is None:
         return None
     try:
-        copy = _new_instance(cls)
+        copy = _fresh_instance(cls, obj)
     except Exception:
         return None
     if items is not None:
@@ -1111,50 +1114,22 @@ def _copy_of(obj: Any, links: dict[str, Any] | None = None) -> Any:
     return copy
 
 
-def _new_refs(cls: Any, _count: Any = sys.getrefcount) -> tuple[Any, int]:
-    """``cls.__new__(cls)``, and how many references hold it, counted from here."""
+def _fresh_instance(cls: Any, own: Any) -> Any:
+    """``cls.__new__(cls)``, as pickle makes an instance, unless that hands back
+    ``own``, this process's own object (a singleton's ``__new__``): then a new
+    one made by the first ``__new__`` of its bases written in C, so that the
+    state set next lands on a copy, never on the receiver's own."""
     made = cls.__new__(cls)
-    return made, _count(made)
+    return _base_new(cls) if made is own else made
 
 
-class _Fresh:
-    pass
-
-
-# The count of an object its class's __new__ just made, that nothing else holds:
-# measured once, by the function that measures (so the references the
-# interpreter's own stack makes, which vary by version, count alike). None
-# where counts are not exact (a free-threaded build defers them).
-_FRESH_REFS: int | None = (
-    _new_refs(_Fresh)[1] if getattr(sys, "_is_gil_enabled", lambda: True)() else None
-)
-
-
-@_rebuilder("part", "makes an instance, never one this process already holds", "build")
-def _new_instance(cls: Any) -> Any:
-    """``cls.__new__(cls)``, as pickle's NEWOBJ, where that makes a new object.
-
-    A ``__new__`` of the class's own may hand back an object this process
-    already holds (a singleton's, a cache's): the state that follows would be
-    written onto it. Then the instance is made by the first ``__new__`` of
-    the class's bases written in C (``object``'s), as a copy: the receiver's
-    own object keeps its state.
-    """
-    made, refs = _new_refs(cls)
-    if _FRESH_REFS is not None and refs <= _FRESH_REFS:
-        return made
+def _base_new(cls: Any) -> Any:
+    """A new instance of ``cls`` made past any ``__new__`` of Python code: the
+    first of its bases' written in C (``object``'s)."""
     for klass in cls.__mro__:
         if not is_heap_type(klass):
-            fresh = klass.__new__(cls)
-            if fresh is made:  # pragma: no cover - a C __new__ handing out a cached object
-                break
-            return fresh
-    raise UnpicklingError(
-        f"Cannot load an instance of {cls.__module__}.{cls.__qualname__}: its __new__ "
-        "returns an object this process already holds, which the payload's state would "
-        "change. Fix: ship it by reference, or give the class a __reduce__ that says how "
-        "to rebuild it."
-    )
+            return klass.__new__(cls)
+    raise UnpicklingError(f"Cannot make an instance of {cls.__qualname__}")  # pragma: no cover
 
 
 class _LinkedGlobals(dict):  # type: ignore[type-arg]

@@ -741,11 +741,9 @@ def _more_kinds():
     marked[:] = 3
     marked.label = "m"  # left out by ndarray's reduction
     yield "ndarray subclass with attributes", marked
-    from picklable_testpkg.singletons import Settings
+    from picklable_testpkg import singletons
 
-    settings = object.__new__(Settings)  # what a copy of the singleton is
-    settings.level = 5
-    yield "an instance of a class whose __new__ hands out a singleton", settings
+    yield "a module's singleton, by reference", singletons.SETTINGS
 
     class Relayed:
         hits = 3

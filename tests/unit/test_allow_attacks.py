@@ -1145,12 +1145,6 @@ def _attacks() -> list[Attack]:
             ),
         ),
         Attack(
-            "_new_instance of a module type",
-            ("_new_instance",),
-            "reach",
-            payload(call(rebuilder("_new_instance"), stack_global("types", "ModuleType"))),
-        ),
-        Attack(
             "_make_property with a foreign getter",
             ("_make_property",),
             "run code",

@@ -105,6 +105,26 @@ def test_function_bodies_and_lambdas_are_other_scopes(tmp_path):
     assert bindings(tmp_path, source) == {"main", "f"}
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "first = modules[0]",
+        "json_module = sys.modules.get('json')",
+        "json_module = sys.modules['json']",
+        "layers = net.modules",
+        "args = vars(parser.parse_args())",
+        "snapshot = dict(vars(Model))",
+    ],
+)
+def test_what_only_looks_like_the_module_is_read(tmp_path, statement):
+    """A list named ``modules``, another module's entry in ``sys.modules``, an
+    object's ``vars``: the guard stays readable (every script object a copy
+    would break a pool initializer's globals)."""
+    source = f'import sys\nif __name__ == "__main__":\n    {statement}\n'
+    found = bindings(tmp_path, source)
+    assert found is not None, statement
+
+
 def test_reading_globals_is_trusted_writing_is_not(tmp_path):
     reads = """
     if __name__ == "__main__":
@@ -205,11 +225,16 @@ def test_a_called_function_that_rebinds_out_of_sight(tmp_path):
           'if __name__ == "__main__":\n    setattr(me, "D", 1)\n'), None),
         ('ns = vars()\ndef main():\n    ns["D"] = 1\nif __name__ == "__main__":\n    main()\n', None),
         ('match __name__:\n    case "__main__":\n        M = 1\n    case _:\n        N = 1\n', {"M", "N"}),
+        ('import sys\nif __name__ == "__main__":\n    vars(sys.modules[__name__])["D"] = 1\n', None),
+        (('import importlib\nif __name__ == "__main__":\n'
+          '    this = importlib.import_module(__name__)\n    this.D = 1\n'), None),
+        ('from sys import modules as mods\nif __name__ == "__main__":\n    mods[__name__].D = 1\n', None),
     ],
     ids=["and", "try", "after", "expression", "with", "sys.modules", "setattr", "update",
          "import as", "import in a block", "import", "in a function", "a method of __main__",
          "globals() by another name", "sys.modules item by another name",
-         "modules.get by another name", "vars() by another name in a function", "match"],
+         "modules.get by another name", "vars() by another name in a function", "match",
+         "vars of the module", "import_module", "sys.modules imported by another name"],
 )  # fmt: skip
 def test_guards_in_other_shapes_and_the_module_by_other_names(tmp_path, source, expected):
     """A guard test mixed with others, a guard in a block, an expression or a
@@ -625,9 +650,10 @@ def test_the_walks_pass_over_no_node_their_checks_handle(walk, looked_at):
 
 def test_what_the_module_level_binds_again_between_guards(tmp_path):
     """Each statement between the first guard and the last that binds a name the
-    module level bound before, with its first line (a decorator's): not an
-    import again, not a name first bound there, nothing after the last guard
-    (that counts always) and nothing where there is one guard."""
+    module level bound before, or calls a method of one (not of a module), with
+    its first line (a decorator's): not an import again, not a name first bound
+    there, nothing after the last guard (that counts always) and nothing where
+    there is one guard."""
     from picklable._reduce.main_guard import between
 
     path = tmp_path / "script.py"
@@ -636,6 +662,7 @@ def test_what_the_module_level_binds_again_between_guards(tmp_path):
             """\
             import os
             A = B = 1
+            CONFIG = {}
             def task():
                 pass
             if __name__ == "__main__":
@@ -646,13 +673,19 @@ def test_what_the_module_level_binds_again_between_guards(tmp_path):
             @wrap
             def task():
                 pass
+            CONFIG.update(k=1)
+            os.makedirs("out")
             if __name__ == "__main__":
                 run()
             B = 4
             """
         )
     )
-    assert between(str(path)) == ((8, frozenset({"A"})), (10, frozenset({"task"})))
+    assert between(str(path)) == (
+        (9, frozenset({"A"})),
+        (11, frozenset({"task"})),
+        (14, frozenset({"CONFIG"})),
+    )
     path.write_text('A = 1\nif __name__ == "__main__":\n    run()\nA = 2\n')
     assert between(str(path)) == ()
     assert "A" in guard_answer(str(path))[0]

@@ -872,3 +872,60 @@ def test_two_classes_under_one_name_of_a_script(tmp_path):
         assert shipped == "(1, '3 ft', ('x', 'y', 'z'))", guard
         assert home == "Frozen(v=2) True 2", guard
         assert made_there == "True 5", guard
+
+
+LOOKS_LIKE_THE_MODULE = """
+import sys
+import picklable
+
+SCALE = None
+
+def init(value):
+    global SCALE
+    SCALE = value
+
+def work(x):
+    return SCALE * x
+
+if __name__ == "__main__":
+    modules = ["alpha", "beta"]
+    first = modules[0]
+    json_module = sys.modules.get("json")
+    with picklable.Pool(1, context="spawn", initializer=init, initargs=(3,)) as pool:
+        print(first, pool.map(work, [1, 2]))
+"""
+
+
+def test_a_list_named_modules_leaves_the_guard_readable(tmp_path):
+    """``modules[0]`` of a list, another module's ``sys.modules`` entry: the
+    guard is read as ever, so ``work`` is the worker's own and reads what the
+    initializer set (a copy would carry the sender's None)."""
+    assert run_script(LOOKS_LIKE_THE_MODULE, tmp_path).strip() == "alpha [3, 6]"
+
+
+GUARD_REDEFINES_A_CLASS = """
+import picklable
+
+class Shape:
+    kind = "module-level"
+
+REGISTRY = {"shape": Shape}
+
+def build(key):
+    return REGISTRY[key]()  # the worker's own Shape
+
+if __name__ == "__main__":
+    original = Shape
+    class Shape:
+        kind = "guard"
+    with picklable.Pool(1, context="spawn") as pool:
+        back = pool.apply(build, ("shape",))
+    print(back.kind, type(back) is Shape)
+"""
+
+
+def test_a_worker_s_class_does_not_come_home_as_the_guard_s_class(tmp_path):
+    """The parent's guard binds another class under the name: the worker's
+    instance comes home with an exact copy of its own class, not as the
+    guard's class (pickle gives the guard's)."""
+    assert run_script(GUARD_REDEFINES_A_CLASS, tmp_path).strip() == "module-level False"

@@ -3,9 +3,10 @@ copy with the sender's state never writes it onto the receiver's own instance.
 
 pickle's NEWOBJ calls ``cls.__new__(cls)``, which returns the receiver's own
 object, and BUILD then writes the payload's state onto it (pickle and
-cloudpickle do so); picklable makes such instances with ``_new_instance``,
-which falls back to the base's ``__new__`` when the class's own hands back an
-object something else holds. Each receiver is a fresh interpreter.
+cloudpickle do so). picklable sends an instance its module holds by
+reference with its state (the receiver's own where it has that state, else a
+copy), and makes a copy past a ``__new__`` that hands out the receiver's own
+object. Each receiver is a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -46,8 +47,28 @@ SINGLETONS = textwrap.dedent(
             return made
 
 
+    REGISTRY = []
+
+
+    class Registered:
+        def __new__(cls):
+            made = super().__new__(cls)
+            REGISTRY.append(made)
+            return made
+
+
+    class _NoDefault:
+        _instance = None
+
+        def __new__(cls):
+            if cls._instance is None:
+                cls._instance = super().__new__(cls)
+            return cls._instance
+
+
     SETTINGS = Settings()
     score = Scorer()
+    NO_DEFAULT = _NoDefault()
     """
 )
 
@@ -58,8 +79,14 @@ singletons.SETTINGS.level = 5
 singletons.score.threshold = 0.9
 plain = singletons.Plain()
 plain.x = 3
+registered = singletons.Registered()
+registered.x = 4
 with open("payload.bin", "wb") as file:
-    file.write(picklable.dumps([singletons.SETTINGS, singletons.score, plain]))
+    file.write(
+        picklable.dumps(
+            [singletons.SETTINGS, singletons.score, plain, registered, singletons.NO_DEFAULT]
+        )
+    )
 """
 
 RECEIVE = """
@@ -67,10 +94,11 @@ import picklable
 import singletons
 own_settings, own_score = singletons.SETTINGS, singletons.score
 with open("payload.bin", "rb") as file:
-    settings, score, plain = picklable.loads(file.read())
+    settings, score, plain, registered, no_default = picklable.loads(file.read())
 print(own_settings.level, own_score.threshold, settings.level, score.threshold)
 print(settings is own_settings, score is own_score, type(settings).__name__, score(0.7))
 print(plain.x, plain.made_by_new, type(plain).__name__)
+print(singletons.REGISTRY == [registered], registered.x, no_default is singletons.NO_DEFAULT)
 """
 
 
@@ -78,7 +106,9 @@ def test_a_singleton_of_an_importable_module_keeps_its_state(tmp_path):
     """The sender changed its singletons (a plain one, and a callable one that
     travels by reference with its state): the receiver gets copies with the
     sender's state, and its own singletons keep theirs. An ordinary class with
-    a ``__new__`` of its own is made by it, as before."""
+    a ``__new__`` of its own is made by it, as pickle makes it (a registry its
+    ``__new__`` fills holds the loaded object), and a sentinel is the
+    receiver's own."""
     (tmp_path / "singletons.py").write_text(SINGLETONS)
     (tmp_path / "send.py").write_text(SEND)
     (tmp_path / "receive.py").write_text(RECEIVE)
@@ -86,10 +116,13 @@ def test_a_singleton_of_an_importable_module_keeps_its_state(tmp_path):
     assert sent.returncode == 0, sent.stderr
     received = run_command([str(tmp_path / "receive.py")], tmp_path)
     assert received.returncode == 0, received.stderr
-    own, identity, plain = received.stdout.strip().splitlines()
+    own, identity, plain, as_pickle = received.stdout.strip().splitlines()
     assert own == "1 0.5 5 0.9"
     assert identity == "False False Settings False"
     assert plain == "3 True Plain"
+    # Where __new__ makes a new object (it registers it), or the shared one has
+    # no state to change (a sentinel), what pickle gives.
+    assert as_pickle == "True 4 True"
 
 
 def test_pickle_writes_onto_the_receiver_s_singleton(tmp_path):

@@ -37,7 +37,7 @@ from ..exceptions import PicklingError
 from .builtins import copied_parameters
 from .reference import reference
 from .registry import ships_by_value
-from .scripts import note_copy, same_in_workers, script_location, script_reference
+from .scripts import guard_rebinds, note_copy, same_in_workers, script_location, script_reference
 
 if TYPE_CHECKING:
     from .context import DumpContext
@@ -315,12 +315,16 @@ def script_origin(cls: type) -> Any:
     to use its own class; None when the script's main guard rebinds its name
     or a global its methods read (the receiver's would compute another thing).
     A spawn worker's class (``__mp_main__``: it never ran the guard) is the
-    parent's, coming home: its origin always goes."""
+    parent's, coming home, unless the parent's guard binds another class under
+    its name (read as far as it can be: an unreadable guard, as pickle)."""
     origin = _tracker.origin(cls)
-    if origin is not None and cls.__module__ != "__mp_main__":
-        path = tuple(cls.__qualname__.split("."))
-        if not same_in_workers(cls, origin[0], path):
-            return None
+    if origin is None:
+        return None
+    path = tuple(cls.__qualname__.split("."))
+    if cls.__module__ == "__mp_main__":
+        return None if guard_rebinds(cls.__module__, path[0]) else origin
+    if not same_in_workers(cls, origin[0], path):
+        return None
     return origin
 
 

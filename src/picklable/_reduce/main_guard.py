@@ -309,18 +309,21 @@ def _bindings(tree: ast.Module) -> tuple[_Answer, Between]:
     if after or middle:
         late = {id(statement) for statement in after}
         inside = {id(statement) for statement in middle}
+        modules = _modules(unguarded)  # (a method of a module changes no name)
         bound_so_far: set[str] = set()
         for statement in unguarded:  # in the order they run
             bound: set[str] = set()
-            if not _collect(statement, bound, set(), set(), frozenset()):
+            touched: set[str] = set()
+            if not _collect(statement, bound, touched, set(), frozenset()):
                 return None, ()
             if not isinstance(statement, _IMPORTS):  # (an import again: the same module)
                 if id(statement) in late:
                     rebound |= bound & bound_so_far
-                elif id(statement) in inside and bound & bound_so_far:
-                    between_guards.append(
-                        (_first_line(statement), frozenset(bound & bound_so_far))  # type: ignore[arg-type]
-                    )
+                elif id(statement) in inside:
+                    # Bound again, or changed in place (``CONFIG.update(...)``).
+                    changed = (bound | (touched - modules)) & bound_so_far
+                    if changed:
+                        between_guards.append((_first_line(statement), frozenset(changed)))  # type: ignore[arg-type]
             bound_so_far |= bound
     middle_answer = tuple(between_guards)
     if not guarded and not rebound:
@@ -418,11 +421,13 @@ def _module_aliases(statements: list[ast.AST]) -> set[str]:
         for alias in node.names
         if alias.name == "__main__"
     }
+    found = _SysNames(statements)
+    aliases |= found.modules or set()  # from sys import modules as mods: mods[__name__]
     todo: list[Any] = list(statements)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            if node.value is not None and _names_module(node.value):
+            if node.value is not None and _names_module(node.value, found):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 aliases.update(
                     n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
@@ -435,11 +440,62 @@ def _module_aliases(statements: list[ast.AST]) -> set[str]:
     return aliases
 
 
-def _names_module(value: ast.expr) -> bool:
+class _SysNames:
+    """The names the module level gives ``sys`` (``import sys as s``) and
+    ``sys.modules`` (``from sys import modules as mods``); None where not
+    known (a function's body: any name may be)."""
+
+    def __init__(self, statements: list[ast.AST] | None) -> None:
+        self.sys: set[str] | None = None
+        self.modules: set[str] | None = None
+        if statements is None:
+            return
+        self.sys = {
+            alias.asname or alias.name
+            for node in _imports(statements)
+            for alias in node.names
+            if alias.name == "sys"
+        }
+        self.modules = set()
+        todo: list[Any] = list(statements)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.ImportFrom) and node.module == "sys":
+                self.modules.update(a.asname or a.name for a in node.names if a.name == "modules")
+            elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    todo.extend(getattr(node, field, ()))
+            elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
+                todo.extend(node.body)
+
+    def is_modules(self, node: ast.expr) -> bool:
+        """``sys.modules`` (the dict) by one of these names."""
+        if isinstance(node, ast.Attribute) and node.attr == "modules":
+            base = node.value
+            return isinstance(base, ast.Name) and (self.sys is None or base.id in self.sys)
+        if isinstance(node, ast.Name):
+            return node.id in self.modules if self.modules is not None else node.id == "modules"
+        return False
+
+
+_ANY_SYS = _SysNames(None)
+
+
+def _this_module(key: ast.expr | None) -> bool:
+    """Whether ``key``, an item's key in ``sys.modules``, may name this module:
+    ``__name__``, ``"__main__"``, anything not a constant string."""
+    if isinstance(key, ast.Constant):
+        return key.value == "__main__"
+    return True
+
+
+def _names_module(value: ast.expr, names: _SysNames) -> bool:
     """Whether ``value`` may be the module or its namespace: ``globals()``,
-    ``vars()``, ``sys.modules`` or an item of it (``[...]``, ``.get(...)``),
-    ``__main__`` (either branch of a conditional, any operand of ``or``); an
-    item read from one (``globals()["f"]``) is not."""
+    ``vars()`` (``vars(obj)`` where obj is), ``sys.modules`` or its item for
+    this module (``[__name__]``, ``.get("__main__")``),
+    ``importlib.import_module(__name__)``, ``__main__`` (either branch of a
+    conditional, any operand of ``or``); an item read from one
+    (``globals()["f"]``), another module (``sys.modules["json"]``) is not."""
     todo = [value]
     while todo:
         node = todo.pop()
@@ -451,23 +507,25 @@ def _names_module(value: ast.expr) -> bool:
             todo.append(node.value)
         elif isinstance(node, ast.Call):
             func = node.func
+            first = node.args[0] if node.args else None
             if isinstance(func, ast.Name) and func.id in _NAMESPACE:
-                return True
-            if isinstance(func, ast.Attribute) and _is_modules(func.value):
-                return True  # sys.modules.get(__name__)
+                if first is None:
+                    return True  # globals(), vars()
+                todo.append(first)  # vars(obj): the module's if obj is it
+            elif isinstance(func, ast.Attribute) and names.is_modules(func.value):
+                if _this_module(first):
+                    return True  # sys.modules.get(__name__)
+            elif (
+                (isinstance(func, ast.Attribute) and func.attr == "import_module")
+                or (isinstance(func, ast.Name) and func.id == "import_module")
+            ) and _this_module(first):
+                return True  # importlib.import_module(__name__)
         elif isinstance(node, ast.Subscript):
-            if _is_modules(node.value):
+            if names.is_modules(node.value) and _this_module(node.slice):
                 return True  # sys.modules[__name__]
-        elif _is_modules(node) or (isinstance(node, ast.Name) and node.id == "__main__"):
+        elif names.is_modules(node) or (isinstance(node, ast.Name) and node.id == "__main__"):
             return True
     return False
-
-
-def _is_modules(node: ast.expr) -> bool:
-    """``sys.modules``, or ``modules`` (``from sys import modules``)."""
-    return (isinstance(node, ast.Attribute) and node.attr == "modules") or (
-        isinstance(node, ast.Name) and node.id == "modules"
-    )
 
 
 def _unguarded_bindings(tree: ast.Module) -> frozenset[str] | None:
@@ -545,8 +603,8 @@ def _collect(
                         for child in ast.iter_child_nodes(parent)
                     }
                 if not _only_read(node, parents.get(id(node))):
-                    if not (node.args or node.keywords):
-                        return False
+                    if not (node.args or node.keywords) or _names_module(node, _ANY_SYS):
+                        return False  # the module's namespace (vars(sys.modules[__name__]))
                     # vars(obj): obj's own __dict__, not the module's; changed
                     # through it, obj is (``vars(Model)["x"] = 1``).
                     for argument in node.args:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCRIPT_MODES",
     "UNKNOWN",
+    "guard_rebinds",
     "known_origin",
     "note_copy",
     "origin_of",
@@ -562,6 +563,18 @@ def _named(obj: Any) -> bool:
 
 
 _UNSEEN: Any = object()
+
+
+def guard_rebinds(module_name: str, name: str) -> bool:
+    """Whether the main guard of the script ``module_name``, as far as it can be
+    read, binds or changes ``name`` (False where it cannot be read: a spawn
+    worker's class coming home is then taken for the parent's, as pickle takes
+    it)."""
+    script = _script(module_name)
+    if script is None or script.filename is None:
+        return False
+    changed = script.read_changed()
+    return changed is not None and name in changed
 
 
 def same_in_workers(obj: Any, module_name: str, path: Path, *, reads: bool = True) -> bool:
