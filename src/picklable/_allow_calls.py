@@ -540,7 +540,6 @@ _CLASS_NAMES = frozenset({"__module__", "__qualname__", "__name__"})
 
 STATE_CHECKS: dict[str, Check] = {
     "_class_setstate": _class_state,
-    "_relay_class_setstate": _class_state,
     "_exception_setstate": _setter_state("exc"),
     "_built_setstate": _setter_state("obj"),
     "_set_instance_state": _instance_state,

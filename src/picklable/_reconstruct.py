@@ -109,7 +109,6 @@ __all__ = [
     "_make_wrapt_function_wrapper",
     "_make_wrapt_proxy",
     "_own_or_copy",
-    "_relay_class_setstate",
     "_resolve",
     "_script_or_build",
     "_set_instance_state",
@@ -294,10 +293,6 @@ def _script_or_build(
     if found is not _MISSING and _keeps_own(found, carried):
         return found
     obj = builder(*args)
-    if found is not _MISSING and obj is found:
-        # A singleton's __new__ handed out this process's own: the state that
-        # follows is the sender's, for a copy.
-        obj = _base_new(type(obj))
     _tracker.mark_built(obj)
     return obj
 
@@ -671,33 +666,6 @@ def _class_setstate(cls: type, state: tuple[Any, ...]) -> type:
     """
     if not _tracker.built(cls):
         return cls
-    _tracker.mark_from_home(cls)
-    return _apply_class_state(cls, state)
-
-
-@_rebuilder(
-    "part",
-    "sets the attributes of a class built by value, passed on by a process that built it",
-    "state",
-    target="cls",
-    state="state",
-)
-def _relay_class_setstate(cls: type, state: tuple[Any, ...]) -> type:
-    """:func:`_class_setstate` for a payload whose sender built the class from a
-    payload itself (a worker's result, a class passed on): its attributes are
-    set on a class this payload just built, or on one only such payloads have
-    fed, never on one its home (the process that defined it) has fed: a task's
-    change to a class attribute in a worker does not travel back into the
-    parent's class, nor one worker's into another's.
-
-    .. versionadded:: 0.2.0
-    """
-    if not _tracker.built(cls) or _tracker.from_home(cls):
-        return cls
-    return _apply_class_state(cls, state)
-
-
-def _apply_class_state(cls: type, state: tuple[Any, ...]) -> type:
     attributes, registered, *rest = state
     for key, value in attributes.items():
         setattr(cls, key, value)

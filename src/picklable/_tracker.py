@@ -137,23 +137,6 @@ def built(obj: object) -> bool:
     return _built_objects.get(id(obj)) is obj or _built_strong.get(id(obj)) is obj
 
 
-# Built classes whose attributes came from the process that defined them (a
-# payload it made itself), not only from a process that passed them on: the
-# latter's later payloads leave them alone (see _reconstruct._relay_class_setstate).
-_from_home: weakref.WeakSet[type] = weakref.WeakSet()
-
-
-def mark_from_home(cls: type) -> None:
-    """Record that ``cls`` (built here) took the attributes its home sent."""
-    with _lock:
-        _from_home.add(cls)
-
-
-def from_home(cls: type) -> bool:
-    """Whether ``cls`` took its attributes from the process that defined it."""
-    return cls in _from_home
-
-
 def origin(cls: type) -> Origin | None:
     """``(module, qualname, file)`` of a script's class: how a spawn worker's
     copy finds the parent's original again (see :func:`main_original`). None

@@ -741,16 +741,6 @@ def _more_kinds():
     marked[:] = 3
     marked.label = "m"  # left out by ndarray's reduction
     yield "ndarray subclass with attributes", marked
-    from picklable_testpkg import singletons
-
-    yield "a module's singleton, by reference", singletons.SETTINGS
-
-    class Relayed:
-        hits = 3
-
-    _tracker.mark_built(Relayed)  # as if a payload built it here: passed on, not home's
-    yield "a class built from a payload, passed on", Relayed
-
     # Annotations that are objects, not strings (this module's are, by its
     # __future__ import): its __init__'s __annotate__ (3.14+) is made again by the
     # receiver's dataclasses.

@@ -946,18 +946,6 @@ def _attacks() -> list[Attack]:
             ),
         ),
         Attack(
-            "_relay_class_setstate on an allowed class",
-            ("_relay_class_setstate",),
-            "modify",
-            payload(
-                call(
-                    rebuilder("_relay_class_setstate"),
-                    stack_global("json", "JSONDecoder"),
-                    tuple_(dict_(decode=stack_global("json", "dumps")), list_()),
-                )
-            ),
-        ),
-        Attack(
             "_bind_descriptor: type() bound to a class with a foreign metaclass",
             ("_bind_descriptor", "REDUCE"),
             "reach",

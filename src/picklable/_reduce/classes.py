@@ -439,7 +439,7 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
             (attributes, _abc_registry(cls), own) if own else (attributes, _abc_registry(cls)),
             None,
             None,
-            _class_setstate_for(context, cls),
+            _reconstruct._class_setstate,
         )
     return (
         _reconstruct._make_class,
@@ -454,18 +454,8 @@ def class_by_value(context: DumpContext, cls: type) -> tuple[Any, ...]:
         (_class_attributes(cls, payload), _abc_registry(cls)),
         None,
         None,
-        _class_setstate_for(context, cls),
+        _reconstruct._class_setstate,
     )
-
-
-def _class_setstate_for(context: DumpContext, cls: type) -> Any:
-    """How the receiver sets the class's attributes: as its home's (this process
-    defined it), or as passed on (this process built it from a payload: see
-    ``_reconstruct._relay_class_setstate``). Deterministic payloads say the
-    former: their bytes depend on the class alone, not on who dumps it."""
-    if context.canonical is None and _tracker.built(cls):
-        return _reconstruct._relay_class_setstate
-    return _reconstruct._class_setstate
 
 
 def _skeleton_bases(cls: type) -> tuple[Any, ...]:

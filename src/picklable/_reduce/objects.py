@@ -36,13 +36,7 @@ from .._layout import class_lookup, slot_names
 from .._locator import importable_by_own_name
 from .._paths import Path
 from ..exceptions import PicklingError
-from .reference import (
-    class_attribute_reference,
-    located_reference,
-    reference,
-    took_a_name,
-    with_carried_state,
-)
+from .reference import class_attribute_reference, located_reference, took_a_name
 from .registry import ships_by_value
 from .scripts import script_reference_alone, with_origin
 
@@ -96,7 +90,6 @@ _OBJECT_DEFAULTS = {
 # answers the lookups above on an instance.
 _NEWARGS = ("__getnewargs_ex__", "__getnewargs__")
 _ABSENT = (*_NEWARGS, "__getattr__")
-_OBJECT_NEW: Any = object.__new__
 _OBJECT_REDUCE_EX = object.__reduce_ex__
 _OBJECT_REDUCE = object.__reduce__
 # Python 3.10's object has no __getstate__ (a late one is then missed here).
@@ -123,72 +116,6 @@ def is_plain(t: type) -> bool:
     if slotnames is None:
         slotnames = slot_names(t)
     return type(_lookup(t, "__dict__")) is types.GetSetDescriptorType and not slotnames
-
-
-def has_own_new(t: type) -> bool:
-    """Whether ``t`` has a ``__new__`` of Python code (a singleton's may hand
-    out an object the receiver holds) and pickles with object's default:
-    ``copyreg.__newobj__(t)``, then the state (see :func:`reduce_own_new_instance`)."""
-    if t.__new__ is _OBJECT_NEW:  # the most classes: one lookup
-        return False
-    for klass in t.__mro__:
-        if "__new__" in vars(klass):
-            if not is_heap_type(klass):
-                return False
-            break
-    else:
-        return False
-    return _object_defaults(t) and all(_lookup(t, name) is _MISSING for name in _NEWARGS)
-
-
-def reduce_own_new_instance(context: DumpContext, obj: Any) -> Any:
-    """An instance of a class with a ``__new__`` of its own, where its module
-    holds it (a sentinel, ``NO_DEFAULT``; a singleton, ``SETTINGS`` or
-    ``Settings._instance``): by reference, with the state the sender set on
-    it, so that the receiver gets its own object where that has the same
-    state and a copy otherwise. pickle's NEWOBJ would call that ``__new__``,
-    which hands out the receiver's own, and BUILD would write the sender's
-    state onto it. A script's: its own in a spawn worker where it has the
-    sender's state, else a copy. Anywhere else, as pickle ships it."""
-    cls = type(obj)
-    if cls in context.table or cls in copyreg.dispatch_table:
-        return NotImplemented
-    if cls.__module__ in MAIN_MODULES:
-        # The script's: its own in a worker where it has the sender's state,
-        # else a copy (see .scripts), as a callable object of the script.
-        by_reference = located_reference(context, obj)
-        if by_reference is not None:
-            return by_reference
-        copy = plain_copy(obj)
-        return copy if copy is NotImplemented else with_origin(context, obj, copy)
-    place = _module_place(obj, cls)
-    if place is None:
-        return NotImplemented
-    module, path = place
-    return with_carried_state(context, obj, module, reference(context, obj, module, path))
-
-
-def _module_place(obj: Any, cls: type) -> tuple[str, Path] | None:
-    """Where the module of ``obj``'s class holds ``obj``: one of its globals, or
-    an attribute of a class of ``obj``'s MRO defined there; None elsewhere (a
-    script's objects: see .scripts)."""
-    name = cls.__module__
-    if type(name) is not str or name in MAIN_MODULES:
-        return None
-    module = sys.modules.get(name)
-    if module is None:
-        return None
-    for key, value in vars(module).items():
-        if value is obj and type(key) is str:
-            return name, (key,)
-    for klass in cls.__mro__[:-1]:
-        qualname = klass.__qualname__
-        if klass.__module__ != name or "<" in qualname:
-            continue
-        for key, value in vars(klass).items():
-            if value is obj and type(key) is str:
-                return name, (*qualname.split("."), key)
-    return None
 
 
 def answers_getattr(t: type) -> bool:
@@ -387,29 +314,9 @@ def plain_copy(obj: Any, _newobj: Any = copyreg.__newobj__) -> Any:  # type: ign
     if state is None and not slots:
         return NotImplemented
     shipped = (state or None, slots) if slots else (dict(state) if state else None)
-    if obj.__class__ is not cls or _singleton(obj, cls):
-        # A proxy claims another class: NEWOBJ would refuse it. A singleton's
-        # __new__ would hand out the receiver's own, which the state would
-        # then change: the copy is made past it, as by object.__new__.
+    if obj.__class__ is not cls:  # a proxy claims another class: NEWOBJ would refuse it
         return (_reconstructor, (cls, object, None), shipped, None, None, _set_instance_state)
     return (_newobj, (cls,), shipped, None, None, _set_instance_state)
-
-
-def _singleton(obj: Any, cls: type) -> bool:
-    """Whether ``obj`` is what its class's own ``__new__`` hands out: a class of
-    its MRO (``Settings._instance``) or its metaclass (a dict of instances by
-    class) holds it, and the class's bases make it with ``object.__new__``."""
-    if not has_own_new(cls):
-        return False
-    if any(not is_heap_type(klass) for klass in cls.__mro__[:-1]):
-        return False  # a C base's __new__ makes it: object.__new__ would not do
-    for klass in cls.__mro__[:-1]:
-        if any(value is obj for value in vars(klass).values()):
-            return True
-    for value in vars(type(cls)).values():
-        if type(value) is dict and any(item is obj for item in value.values()):
-            return True
-    return False
 
 
 # ------------------------------------------------------------------ proxies

@@ -351,9 +351,6 @@ _GETATTR_INSTANCE = Kind(
 _PLAIN_INSTANCE = Kind(
     "instance", objects.reduce_plain_instance, objects.instance_pieces, class_piece=True
 )
-_OWN_NEW_INSTANCE = Kind(
-    "instance", objects.reduce_own_new_instance, objects.instance_pieces, class_piece=True
-)
 _C_REDUCED_INSTANCE = Kind(
     "instance", objects.reduce_c_reduced_instance, objects.instance_pieces, class_piece=True
 )
@@ -399,8 +396,6 @@ def classify(t: type) -> Kind:
         return _DESCRIPTOR
     if issubclass(t, io.IOBase):  # the standard streams, whatever their class
         return _STREAM
-    if objects.has_own_new(t):
-        return _OWN_NEW_INSTANCE
     if objects.is_plain(t):
         return _PLAIN_INSTANCE
     if objects.answers_getattr(t):
