@@ -155,7 +155,8 @@ def answers(
 def between(filename: str) -> Between:
     """The statements of the script ``filename``'s module level, between its
     first guard and its last, that bind a name again (one the module level
-    bound before): ``(first line, names)`` for each, in order.
+    bound before) or call a method of one (not of a module): ``(first line,
+    names)`` for each, in order.
 
     What they bind differs between the sender and a worker while the sender
     runs an earlier guard (the worker ran the whole module level on import),
@@ -387,19 +388,26 @@ def _registered(functions: Any, modules: set[str]) -> dict[str, list[str]]:
     return registered
 
 
-def _imports(statements: list[ast.AST]) -> Iterator[ast.Import]:
-    """The ``import`` statements among ``statements`` and the blocks in them
-    (``try: import x``), functions and classes aside."""
+def _block_statements(statements: list[ast.AST]) -> Iterator[ast.AST]:
+    """``statements`` and the statements of the blocks in them (``try:``,
+    ``if``, ``with``, ``match``...), functions and classes aside (their
+    bodies are other scopes)."""
     todo: list[Any] = list(statements)
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.Import):
-            yield node
-        elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
+        if isinstance(node, (ast.ExceptHandler, ast.match_case)):
+            todo.extend(node.body)
+            continue
+        yield node
+        if isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 todo.extend(getattr(node, field, ()))
-        elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
-            todo.extend(node.body)
+
+
+def _imports(statements: list[ast.AST]) -> Iterator[ast.Import]:
+    """The ``import`` statements among ``statements`` and the blocks in them
+    (``try: import x``), functions and classes aside."""
+    return (node for node in _block_statements(statements) if isinstance(node, ast.Import))
 
 
 def _modules(statements: list[ast.AST]) -> set[str]:
@@ -423,20 +431,16 @@ def _module_aliases(statements: list[ast.AST]) -> set[str]:
     }
     found = _SysNames(statements)
     aliases |= found.modules or set()  # from sys import modules as mods: mods[__name__]
-    todo: list[Any] = list(statements)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            if node.value is not None and _names_module(node.value, found):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                aliases.update(
-                    n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
-                )
-        elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                todo.extend(getattr(node, field, ()))
-        elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
-            todo.extend(node.body)
+    for node in _block_statements(statements):
+        if (
+            isinstance(node, (ast.Assign, ast.AnnAssign))
+            and node.value is not None
+            and _names_module(node.value, found)
+        ):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            aliases.update(
+                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+            )
     return aliases
 
 
@@ -456,17 +460,13 @@ class _SysNames:
             for alias in node.names
             if alias.name == "sys"
         }
-        self.modules = set()
-        todo: list[Any] = list(statements)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, ast.ImportFrom) and node.module == "sys":
-                self.modules.update(a.asname or a.name for a in node.names if a.name == "modules")
-            elif isinstance(node, ast.stmt) and not isinstance(node, _SCOPES):
-                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                    todo.extend(getattr(node, field, ()))
-            elif isinstance(node, (ast.ExceptHandler, ast.match_case)):
-                todo.extend(node.body)
+        self.modules = {
+            alias.asname or alias.name
+            for node in _block_statements(statements)
+            if isinstance(node, ast.ImportFrom) and node.module == "sys"
+            for alias in node.names
+            if alias.name == "modules"
+        }
 
     def is_modules(self, node: ast.expr) -> bool:
         """``sys.modules`` (the dict) by one of these names."""
