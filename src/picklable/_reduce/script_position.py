@@ -2,9 +2,10 @@
 
 A spawn worker imports the script whole (its guards aside) before it runs a
 task; the sender dumps while its module level is partway through. A statement
-between two guards that binds a name again (``SCALE = 10`` after a first
-guard that runs a pool) has run in the worker and not yet in the sender when
-the sender dumps in the earlier guard: that name holds another value there.
+between two guards that binds a name again or changes it in place (``SCALE =
+10``, ``CONFIG.update(...)`` after a first guard that runs a pool) has run in
+the worker and not yet in the sender when the sender dumps in the earlier
+guard: that name holds another value there.
 Once the sender's module level has passed it (a dump in the later guard, where
 a pool's initializer sets a global first bound between the guards), both hold
 the same. :mod:`.main_guard` reads those statements (``Between``); this module
@@ -22,7 +23,7 @@ from typing import Any
 __all__ = ["Between", "module_frame", "module_line", "rebound_later"]
 
 # The module level's statements between the first guard and the last that bind
-# a name again: (their first line, the names), in order.
+# a name again or change it in place: (their first line, the names), in order.
 Between = tuple[tuple[int, frozenset[str]], ...]
 
 
@@ -51,9 +52,9 @@ def module_line(namespace: dict[str, Any]) -> int | None:
 
 
 def rebound_later(entries: Between, line: int | None) -> frozenset[str]:
-    """The names that the statements of ``entries`` after ``line`` bind again:
-    what the sender, its module level at that line, holds another value of
-    than a worker does. Nothing once the module level has finished (None)."""
+    """The names that the statements of ``entries`` after ``line`` bind again or
+    change: what the sender, its module level at that line, holds another value
+    of than a worker does. Nothing once the module level has finished (None)."""
     if line is None:
         return frozenset()
     names: set[str] = set()
