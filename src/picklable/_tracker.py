@@ -147,10 +147,17 @@ def origin(cls: type) -> Origin | None:
     if module not in MAIN_MODULES:
         return None
     main = sys.modules.get(module)
+    qualname = cls.__qualname__
     try:
-        if walk(main, tuple(cls.__qualname__.split("."))) is not cls:
-            return None
+        # (A top-level class, the most: one getattr, as each dump of it asks.)
+        found = (
+            getattr(main, qualname)
+            if "." not in qualname
+            else walk(main, tuple(qualname.split(".")))
+        )
     except Exception:
+        return None
+    if found is not cls:
         return None
     filename = getattr(main, "__file__", None)
     if type(filename) is str:
