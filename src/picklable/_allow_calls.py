@@ -291,14 +291,19 @@ def no_attribute_swap(load: Any, state: Any, what: str) -> None:
         if not _SWAPS.isdisjoint(mapping):
             key = next(k for k in mapping if k in _SWAPS)
             raise _refuse(load, what, f"it sets {key}, which no object's state holds")
-        if not _RAW_MEMORY.isdisjoint(mapping):
-            key = next(k for k in mapping if k in _RAW_MEMORY)
-            raise _refuse(
-                load,
-                what,
-                f"it sets {key}, a description of memory by its address that numpy "
-                "follows when the object is used as an array",
-            )
+        _no_raw_memory(load, mapping, what, "it sets", "the object is used as an array")
+
+
+def _no_raw_memory(load: Any, mapping: dict[Any, Any], what: str, sets: str, used: str) -> None:
+    """Refuse ``mapping`` (a state, a class's namespace) if it holds an array
+    interface (see _RAW_MEMORY); ``sets`` and ``used`` word the message."""
+    if not _RAW_MEMORY.isdisjoint(mapping):
+        key = next(k for k in mapping if k in _RAW_MEMORY)
+        raise _refuse(
+            load,
+            what,
+            f"{sets} {key}, a description of memory by its address that numpy follows when {used}",
+        )
 
 
 def _setter_state(target: str) -> Check:
@@ -439,14 +444,7 @@ def refuse_class_hooks(load: Any, namespace: dict[str, Any], what: str) -> None:
                 f"the class defines {name}, which this process's issubclass() and "
                 "isinstance() would call for its bases (an ABC caches the answers)",
             )
-    if not _RAW_MEMORY.isdisjoint(namespace):
-        key = next(k for k in namespace if k in _RAW_MEMORY)
-        raise _refuse(
-            load,
-            what,
-            f"the class defines {key}, a description of memory by its address that "
-            "numpy follows when its instances are used as arrays",
-        )
+    _no_raw_memory(load, namespace, what, "the class defines", "its instances are used as arrays")
 
 
 def refuse_taken_place(load: Any, module: Any, qualname: Any, name: Any, what: str) -> None:
