@@ -96,15 +96,29 @@ def class_describing_memory() -> bytes:
     )
 
 
-@pytest.mark.parametrize("make", [namespace_describing_memory, class_describing_memory])
-def test_no_object_describes_memory_to_numpy(make) -> None:
-    assert refused(make(), [])
+def test_no_object_describes_memory_to_numpy() -> None:
+    assert refused(namespace_describing_memory(), [])
+
+
+def test_no_class_without_code_describes_memory_to_numpy() -> None:
+    """Under a list that admits the module the class claims: refused for its
+    namespace, not for its module."""
+    with pytest.raises(picklable.UnpicklingError, match="__array_interface__"):
+        picklable.loads(class_describing_memory(), allowed=["payload"])
 
 
 def test_control_a_namespace_with_plain_state_loads() -> None:
     namespace = call(stack_global("types", "SimpleNamespace"))
     loaded = picklable.loads(payload(build(namespace, dict_(x=integer(1)))), allowed=[])
     assert loaded.x == 1
+
+
+def test_control_a_class_without_code_loads() -> None:
+    namespace = dict_(__module__=text("payload"), x=integer(1))
+    data = payload(
+        payload_class(text("Plain"), tuple_(stack_global("builtins", "object")), namespace)
+    )
+    assert picklable.loads(data, allowed=["payload"]).x == 1
 
 
 def index_of_memmap(function: tuple[str, str], path: Path) -> bytes:
